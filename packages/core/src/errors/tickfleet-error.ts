@@ -1,0 +1,41 @@
+/** Stable error codes; switch over them exhaustively, never over messages. */
+export type ErrorCode =
+  | 'E_VALIDATION'
+  | 'E_CONFIG'
+  | 'E_NOT_FOUND'
+  | 'E_RATE_LIMITED'
+  | 'E_BANNED'
+  | 'E_TRANSIENT'
+  | 'E_UNRECOVERABLE'
+  | 'E_MALFORMED_PAYLOAD'
+  | 'E_STORE_UNAVAILABLE'
+  | 'E_BUDGET_EXHAUSTED';
+
+export interface TickfleetErrorOptions {
+  cause?: unknown;
+}
+
+/** Base of every tickfleet error: a stable `code` and whether retrying the same call can succeed. */
+export abstract class TickfleetError extends Error {
+  abstract readonly code: ErrorCode;
+  /** True when the same operation may succeed later without any change to its input. */
+  abstract readonly retryable: boolean;
+
+  constructor(message: string, options: TickfleetErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, message: this.message, retryable: this.retryable };
+  }
+}
+
+export function isTickfleetError(err: unknown): err is TickfleetError {
+  return err instanceof TickfleetError;
+}
+
+/** Exhaustiveness guard for switches over unions. */
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { JobType, SymbolName, VenueName } from './names.js';
+import { Timeframe } from './timeframe.js';
+
+export const JobStats = z.object({
+  runs: z.number().int().nonnegative().default(0),
+  failures: z.number().int().nonnegative().default(0),
+  lastRunAt: z.number().int().nullable().default(null),
+  lastSuccessAt: z.number().int().nullable().default(null),
+  lastErrorAt: z.number().int().nullable().default(null),
+  lastError: z.string().nullable().default(null),
+});
+export type JobStats = z.infer<typeof JobStats>;
+
+export const Job = z.object({
+  id: z.string(),
+  venue: VenueName,
+  type: JobType,
+  symbol: SymbolName,
+  timeframe: Timeframe.nullable().default(null),
+  enabled: z.boolean().default(true),
+  /** Higher runs first. @defaultValue 0 */
+  priority: z.number().int().min(-1000).max(1000).default(0),
+  /** Epoch ms at which the job is next due. */
+  nextRunAt: z.number().int().default(0),
+  /** Lease end while a scheduler has claimed the job; null when free. */
+  lockedUntil: z.number().int().nullable().default(null),
+  /** Earliest time to collect from (epoch ms); the cursor starts here. */
+  since: z.number().int().nullable().default(null),
+  /** Progress marker (for candles: open time of the last stored candle). Only moves forward. */
+  cursor: z.number().int().nullable().default(null),
+  stats: JobStats.default({ runs: 0, failures: 0, lastRunAt: null, lastSuccessAt: null, lastErrorAt: null, lastError: null }),
+  createdAt: z.number().int().optional(),
+  updatedAt: z.number().int().optional(),
+});
+export type Job = z.infer<typeof Job>;
+export type JobInput = Omit<z.input<typeof Job>, 'id' | 'stats' | 'cursor' | 'lockedUntil'>;

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+
+/** A venue name: lowercase, starts with a letter, e.g. `binance`, `xetra`, `polymarket`. */
+export const VenueName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{1,31}$/, 'expected a venue name: 2-32 of [a-z0-9_-], starting with a letter (e.g. binance)');
+export type VenueName = z.infer<typeof VenueName>;
+
+/**
+ * A symbol in tickfleet form: `BTC/USDT` for pairs, a bare ticker (`AAPL`), an ISIN, or a venue token id.
+ * `:` is reserved as the job-id separator.
+ */
+export const SymbolName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._\-/]+$/, 'expected a symbol such as BTC/USDT or AAPL (letters, digits, . _ - /; no spaces or colons)');
+export type SymbolName = z.infer<typeof SymbolName>;
+
+export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery'] as const;
+/** What a job collects: candles, order-book snapshots, trades, daily files, or instrument discovery. */
+export const JobType = z.enum(JOB_TYPES, {
+  error: (issue) => `expected a job type (one of ${JOB_TYPES.join(', ')}), got ${JSON.stringify(issue.input)}`,
+});
+export type JobType = z.infer<typeof JobType>;

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { Timeframe } from './timeframe.js';
+
+/** A closed OHLCV candle. Prices and volumes are decimal strings, as venues send them, to keep precision. */
+export const Candle = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  timeframe: Timeframe,
+  openTime: z.number().int(),
+  open: z.string(),
+  high: z.string(),
+  low: z.string(),
+  close: z.string(),
+  volume: z.string(),
+  trades: z.number().int().nonnegative().optional(),
+});
+export type Candle = z.infer<typeof Candle>;
+
+/** Deterministic candle key: `venue:symbol:timeframe:openTime`. */
+export function candleKey(c: Pick<Candle, 'venue' | 'symbol' | 'timeframe' | 'openTime'>): string {
+  return `${c.venue}:${c.symbol}:${c.timeframe}:${c.openTime}`;
+}
+
+export const BookLevel = z.tuple([z.string(), z.string()]);
+export type BookLevel = z.infer<typeof BookLevel>;
+
+/** One order-book snapshot: price/size levels, best first. */
+export const BookSnapshot = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  timeMs: z.number().int(),
+  sequence: z.number().int().optional(),
+  bids: z.array(BookLevel),
+  asks: z.array(BookLevel),
+});
+export type BookSnapshot = z.infer<typeof BookSnapshot>;
+
+export const Trade = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  tradeId: z.string(),
+  timeMs: z.number().int(),
+  price: z.string(),
+  size: z.string(),
+  side: z.enum(['buy', 'sell']).optional(),
+  currency: z.string().optional(),
+});
+export type Trade = z.infer<typeof Trade>;

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/** Candle timeframes tickfleet collects; the order is shortest first. */
+export const TIMEFRAMES = ['1m', '3m', '5m', '15m', '30m', '1h', '2h', '4h', '6h', '8h', '12h', '1d', '1w'] as const;
+
+export const Timeframe = z.enum(TIMEFRAMES, {
+  error: (issue) => `expected a timeframe (one of ${TIMEFRAMES.join(' ')}), got ${JSON.stringify(issue.input)}`,
+});
+export type Timeframe = z.infer<typeof Timeframe>;
+
+const MINUTE_MS = 60_000;
+const UNIT_MS: Record<string, number> = { m: MINUTE_MS, h: 60 * MINUTE_MS, d: 24 * 60 * MINUTE_MS, w: 7 * 24 * 60 * MINUTE_MS };
+
+/** Length of one candle of `tf` in milliseconds. */
+export function timeframeMs(tf: Timeframe): number {
+  const n = Number(tf.slice(0, -1));
+  const unit = UNIT_MS[tf.slice(-1)];
+  if (unit === undefined) throw new Error(`unreachable timeframe ${tf}`);
+  return n * unit;
+}
+
+/**
+ * Open time of the candle containing `ms`. Weekly candles open on Monday 00:00 UTC (as Binance's do);
+ * the Unix epoch was a Thursday, hence the 4-day offset.
+ */
+export function alignDown(ms: number, tf: Timeframe): number {
+  const len = timeframeMs(tf);
+  const offset = tf === '1w' ? 4 * 24 * 60 * MINUTE_MS : 0;
+  return Math.floor((ms - offset) / len) * len + offset;
+}
+
+/** Open time of the last candle that is closed at `nowMs` (its close time is <= now). */
+export function lastClosedOpenTime(nowMs: number, tf: Timeframe): number {
+  return alignDown(nowMs, tf) - timeframeMs(tf);
+}
+
+/** Parses a timeframe, throwing a ValidationError-compatible message when invalid. */
+export function isTimeframe(value: string): value is Timeframe {
+  return (TIMEFRAMES as readonly string[]).includes(value);
+}

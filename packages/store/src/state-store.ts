@@ -1,0 +1,152 @@
+import type {
+  Backfill,
+  BackfillStatus,
+  Connector,
+  ConnectorInput,
+  ConnectorStatus,
+  Gap,
+  GapKind,
+  Job,
+  JobInput,
+  JobStats,
+} from '@tickfleet/core';
+
+/** Result of spending weight from a venue's budget. */
+export type AcquireResult =
+  | {
+      ok: true;
+      /** Weight spent in the current window (fixed-window) or the bucket level (gcra), after this grant. */
+      used: number;
+      /** Effective limit: `floor(limit * headroom)`. */
+      limit: number;
+      /** Store time of the decision (epoch ms; MongoDB: server `$$NOW`). */
+      atMs: number;
+      /** Fixed-window: start of the window charged. GCRA: undefined. */
+      windowStartMs?: number;
+    }
+  | {
+      ok: false;
+      /** Earliest time a retry of the same weight can succeed; for a paused connector, now + its poll interval. */
+      retryAtMs: number;
+      reason: 'exhausted' | 'paused' | 'disabled' | 'unknown-venue' | 'too-heavy';
+      limit: number;
+      atMs: number;
+    };
+
+export interface BudgetUsage {
+  venue: string;
+  policy: 'fixed-window' | 'gcra';
+  /** Weight used in the current window (fixed-window) or current bucket level (gcra). */
+  used: number;
+  limit: number;
+  periodMs: number;
+  windowStartMs: number | null;
+  /** When the current window ends (fixed-window) or the bucket is empty again (gcra). */
+  resetAtMs: number;
+}
+
+export interface JobCompletion {
+  /** New cursor; ignored when lower than the stored one (cursors only move forward). */
+  cursor?: number | null;
+  nextRunAt: number;
+  /** Records written by this run, for stats. */
+  records?: number;
+}
+
+export interface JobFilter {
+  venue?: string;
+  enabled?: boolean;
+  type?: Job['type'];
+}
+
+export interface ConnectorsRepo {
+  /** Creates or updates the one record of `input.venue`; absent fields keep their stored values on update. */
+  upsert(input: ConnectorInput): Promise<Connector>;
+  get(venue: string): Promise<Connector | null>;
+  list(): Promise<Connector[]>;
+  /** Throws NotFoundError for an unknown venue. */
+  setStatus(venue: string, status: ConnectorStatus): Promise<Connector>;
+}
+
+export interface JobsRepo {
+  /** Creates or updates by id (derived from venue/symbol/timeframe/type); cursor and stats survive updates. */
+  upsert(input: JobInput): Promise<Job>;
+  get(id: string): Promise<Job | null>;
+  list(filter?: JobFilter): Promise<Job[]>;
+  setEnabled(id: string, enabled: boolean): Promise<Job>;
+  /**
+   * Atomically leases up to `max` due jobs: enabled, connector active, `nextRunAt <= nowMs`,
+   * lease free or expired. Sets `lockedUntil = nowMs + leaseMs`. Higher priority, then earliest due, first.
+   * Two concurrent callers never receive the same job.
+   */
+  claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]>;
+  /** Records a successful run: cursor = max(cursor, completion.cursor), releases the lease, bumps stats. */
+  complete(id: string, completion: JobCompletion): Promise<Job>;
+  /** Records a failed run: releases the lease, schedules `retryAtMs`, bumps failures and lastError. */
+  fail(id: string, error: string, retryAtMs: number): Promise<Job>;
+  /** Moves the cursor forward only (never back); returns the stored cursor. */
+  advanceCursor(id: string, cursor: number): Promise<number | null>;
+  /** Releases a lease without recording a run (unit handed to the queue or abandoned). */
+  release(id: string, nextRunAt?: number): Promise<void>;
+  remove(id: string): Promise<boolean>;
+}
+
+export interface BudgetsRepo {
+  /** Spends `weight` from the venue's budget in one atomic store operation. */
+  acquire(venue: string, weight: number): Promise<AcquireResult>;
+  /**
+   * Raises the usage of the window starting at `windowStartMs` to `usedWeight` when the venue
+   * reported more than we counted (never lowers it). Ignored for a window that is not current.
+   */
+  observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void>;
+  usage(venue: string): Promise<BudgetUsage | null>;
+}
+
+export interface BackfillCreate {
+  id: string;
+  jobId: string;
+  fromMs: number;
+  toMs: number;
+  unitsTotal: number;
+}
+
+export interface BackfillsRepo {
+  create(input: BackfillCreate): Promise<Backfill>;
+  get(id: string): Promise<Backfill | null>;
+  list(filter?: { jobId?: string; status?: BackfillStatus }): Promise<Backfill[]>;
+  /** Adds `n` to unitsDone atomically; sets status `done` when unitsDone reaches unitsTotal. */
+  unitDone(id: string, n?: number): Promise<Backfill>;
+  setStatus(id: string, status: BackfillStatus): Promise<Backfill>;
+}
+
+export interface GapRecord {
+  jobId: string;
+  fromMs: number;
+  toMs: number;
+  kind?: GapKind;
+}
+
+export interface GapsRepo {
+  /** Records a gap; recording the same (jobId, fromMs, toMs) again updates its kind and keeps one record. */
+  record(gap: GapRecord, detectedAt: number): Promise<Gap>;
+  list(filter?: { jobId?: string; open?: boolean; kind?: GapKind }): Promise<Gap[]>;
+  /** Marks open gaps of `jobId` lying inside [fromMs, toMs) filled at `filledAt`; returns how many. */
+  markFilled(jobId: string, fromMs: number, toMs: number, filledAt: number): Promise<number>;
+  /** Counts a fill attempt on a gap (so venue holes are not retried forever). */
+  attempt(jobId: string, fromMs: number, toMs: number): Promise<void>;
+}
+
+/** The state store every scheduler, worker and CLI shares. Adapters: SQLite, MongoDB. */
+export interface StateStore {
+  readonly kind: 'sqlite' | 'mongodb';
+  readonly connectors: ConnectorsRepo;
+  readonly jobs: JobsRepo;
+  readonly budgets: BudgetsRepo;
+  readonly backfills: BackfillsRepo;
+  readonly gaps: GapsRepo;
+  /** Cheap round trip for readiness checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type { JobStats };

@@ -1,0 +1,4 @@
+export * from './logger.js';
+export * from './metrics-registry.js';
+export * from './health-server.js';
+export * from './shutdown.js';

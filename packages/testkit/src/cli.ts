@@ -1,0 +1,54 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './repo-root.js';
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  input?: string;
+  /** @defaultValue 60000 */
+  timeoutMs?: number;
+}
+
+/** Path of the `tickfleet` executable script. */
+export function cliPath(): string {
+  return join(repoRoot(), 'apps', 'cli', 'bin', 'tickfleet.mjs');
+}
+
+/** Spawns `tickfleet <args>` as a child process (no shell). */
+export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
+  return spawn(process.execPath, [cliPath(), ...args], {
+    cwd: options.cwd ?? repoRoot(),
+    env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs `tickfleet <args>` to completion and collects its output. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const child = spawnCli(args, options);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdin?.end(options.input ?? '');
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tickfleet ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}

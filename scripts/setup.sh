@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine with Node lacks, idempotently: pnpm, redis-server,
+# promtool (Debian's prometheus), then the workspace's dependencies from the lockfile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if [ "${TICKFLEET_SETUP_PROMETHEUS:-1}" = 1 ]; then
+  command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+  echo "setup: installing ${need_apt[*]} with apt" >&2
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # Debian starts the packaged services; tickfleet runs its own private instances.
+  for svc in redis-server prometheus prometheus-node-exporter; do
+    "${sudo_cmd[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || "${sudo_cmd[@]}" service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+
+if ! command -v pnpm >/dev/null 2>&1; then
+  echo "setup: installing pnpm@10 with npm" >&2
+  npm i -g pnpm@10 >/dev/null
+fi
+
+if [ ! -f node_modules/.modules.yaml ] || [ pnpm-lock.yaml -nt node_modules/.modules.yaml ]; then
+  pnpm install --frozen-lockfile --reporter=silent
+fi
