@@ -1,0 +1,124 @@
+import { type Command } from 'commander';
+import {
+  type Connector,
+  type ConnectorInput,
+  effectiveLimit,
+  formatDurationMs,
+  parseOrThrow,
+  ValidationError,
+  VenueName,
+} from '@tickfleet/core';
+import { duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
+import { printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
+
+interface UpsertOptions {
+  baseUrl?: string;
+  limit?: number;
+  period?: number;
+  policy?: 'fixed-window' | 'gcra';
+  headroom?: number;
+  maxInflight?: number;
+  freeze?: number;
+  json?: boolean;
+}
+
+export function registerConnectors(program: Command): void {
+  const connectors = program.command('connectors').description('venue connectors: base URL, rate-limit policy, status');
+
+  connectors
+    .command('upsert <venue>')
+    .description('create a connector, or update the given fields of an existing one')
+    .option('--base-url <url>', 'venue API base URL (required on create)', httpUrl('--base-url'))
+    .option('--limit <n>', 'weight the venue allows per period (required on create)', positiveInt('--limit'))
+    .option('--period <duration>', 'rate-limit period, e.g. 60s (default 60s on create)', duration('--period'))
+    .option('--policy <policy>', 'fixed-window | gcra (default fixed-window on create)', oneOf('--policy', ['fixed-window', 'gcra'] as const))
+    .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
+    .option('--max-inflight <n>', 'fleet-wide in-flight units (default 4 on create)', positiveInt('--max-inflight'))
+    .option('--freeze <duration>', 'freeze after a 429 without Retry-After (default 60s)', duration('--freeze'))
+    .option('--json', 'print the connector as JSON')
+    .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
+      const name = parseOrThrow(VenueName, venue, 'venue');
+      const saved = await withStore(cmd, async (store) => {
+        const existing = await store.connectors.get(name);
+        if (!existing) {
+          if (opts.baseUrl === undefined) throw new ValidationError('--base-url', `a base URL to create connector ${name}`);
+          if (opts.limit === undefined) throw new ValidationError('--limit', `a weight limit to create connector ${name}`);
+        }
+        const input: ConnectorInput = {
+          ...(existing ?? {}),
+          venue: name,
+          baseUrl: opts.baseUrl ?? existing!.baseUrl,
+          rateLimit: {
+            policy: opts.policy ?? existing?.rateLimit.policy ?? 'fixed-window',
+            limit: opts.limit ?? existing!.rateLimit.limit,
+            periodMs: opts.period ?? existing?.rateLimit.periodMs ?? 60_000,
+            headroom: opts.headroom ?? existing?.rateLimit.headroom ?? 0.95,
+          },
+          ...(opts.maxInflight !== undefined ? { maxInflight: opts.maxInflight } : {}),
+          ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
+        };
+        return store.connectors.upsert(input);
+      });
+      if (opts.json) printJson(saved);
+      else printConnectors([saved]);
+    });
+
+  connectors
+    .command('list')
+    .description('list connectors')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const all = await withStore(cmd, (store) => store.connectors.list());
+      if (opts.json) printJson(all);
+      else printConnectors(all);
+    });
+
+  connectors
+    .command('show <venue>')
+    .description('show one connector')
+    .option('--json', 'print JSON')
+    .action(async (venue: string, opts: { json?: boolean }, cmd: Command) => {
+      const name = parseOrThrow(VenueName, venue, 'venue');
+      const found = await withStore(cmd, (store) => store.connectors.get(name));
+      if (!found) throw new ValidationError('venue', `an existing connector (see tickfleet connectors list)`, name);
+      if (opts.json) printJson(found);
+      else printConnectors([found]);
+    });
+
+  for (const [verb, status] of [
+    ['pause', 'paused'],
+    ['resume', 'active'],
+    ['disable', 'disabled'],
+  ] as const) {
+    connectors
+      .command(`${verb} <venue>`)
+      .description(`${verb} a venue fleet-wide (status ${status})`)
+      .option('--json', 'print JSON')
+      .action(async (venue: string, opts: { json?: boolean }, cmd: Command) => {
+        const name = parseOrThrow(VenueName, venue, 'venue');
+        const saved = await withStore(cmd, async (store) => {
+          if (!(await store.connectors.get(name))) throw new ValidationError('venue', 'an existing connector (see tickfleet connectors list)', name);
+          return store.connectors.setStatus(name, status);
+        });
+        if (opts.json) printJson(saved);
+        else printConnectors([saved]);
+      });
+  }
+}
+
+function printConnectors(list: Connector[]): void {
+  printTable(
+    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'BASE URL'],
+    list.map((c) => [
+      c.venue,
+      c.status,
+      c.rateLimit.policy,
+      c.rateLimit.limit,
+      effectiveLimit(c.rateLimit),
+      formatDurationMs(c.rateLimit.periodMs),
+      c.maxInflight,
+      c.baseUrl,
+    ]),
+  );
+}

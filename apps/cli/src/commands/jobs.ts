@@ -1,0 +1,124 @@
+import { type Command } from 'commander';
+import {
+  type Job,
+  JOB_TYPES,
+
+  type JobType,
+  parseJobId,
+  parseOrThrow,
+  SymbolName,
+  type Timeframe,
+  TIMEFRAMES,
+  ValidationError,
+  VenueName,
+} from '@tickfleet/core';
+import { integer, isoDate, oneOf } from '../args.js';
+import { isoOrDash, printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
+
+interface AddOptions {
+  timeframe?: Timeframe;
+  since?: number;
+  priority?: number;
+  json?: boolean;
+}
+
+export function registerJobs(program: Command): void {
+  const jobs = program.command('jobs').description('standing collection jobs: (venue, type, symbol, timeframe)');
+
+  jobs
+    .command('add <venue> <type> <symbol>')
+    .description(`add or update a job; type is one of ${JOB_TYPES.join(', ')}; prints the job id`)
+    .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for ohlcv`, oneOf('--timeframe', TIMEFRAMES))
+    .option('--since <iso>', 'collect from this date (UTC), e.g. 2024-01-01', isoDate('--since'))
+    .option('--priority <n>', 'higher runs first (default 0)', integer('--priority'))
+    .option('--json', 'print the job as JSON')
+    .action(async (venue: string, type: string, symbol: string, opts: AddOptions, cmd: Command) => {
+      const name = parseOrThrow(VenueName, venue, 'venue');
+      const jobType = oneOf<JobType>('type', JOB_TYPES)(type);
+      const sym = parseOrThrow(SymbolName, symbol, 'symbol');
+      if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
+      if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
+      const job = await withStore(cmd, async (store) => {
+        if (!(await store.connectors.get(name))) {
+          throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${name} …)`, name);
+        }
+        return store.jobs.upsert({
+          venue: name,
+          type: jobType,
+          symbol: sym,
+          timeframe: opts.timeframe ?? null,
+          ...(opts.since !== undefined ? { since: opts.since } : {}),
+          ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
+        });
+      });
+      if (opts.json) printJson(job);
+      else process.stdout.write(`${job.id}\n`);
+    });
+
+  jobs
+    .command('list')
+    .description('list jobs')
+    .option('--venue <venue>', 'only this venue')
+    .option('--json', 'print JSON')
+    .action(async (opts: { venue?: string; json?: boolean }, cmd: Command) => {
+      const venue = opts.venue === undefined ? undefined : parseOrThrow(VenueName, opts.venue, '--venue');
+      const list = await withStore(cmd, (store) => store.jobs.list(venue ? { venue } : {}));
+      if (opts.json) printJson(list);
+      else printJobs(list);
+    });
+
+  jobs
+    .command('show <id>')
+    .description('show one job')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
+      const job = await withStore(cmd, (store) => getJob(store.jobs, id));
+      if (opts.json) printJson(job);
+      else printJobs([job]);
+    });
+
+  for (const [verb, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
+    jobs
+      .command(`${verb} <id>`)
+      .description(`${verb} a job`)
+      .option('--json', 'print JSON')
+      .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
+        const job = await withStore(cmd, async (store) => {
+          await getJob(store.jobs, id);
+          return store.jobs.setEnabled(id, enabled);
+        });
+        if (opts.json) printJson(job);
+        else printJobs([job]);
+      });
+  }
+}
+
+async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {
+  parseJobId(id);
+  const job = await repo.get(id);
+  if (!job) throw new ValidationError('job id', 'an existing job (see tickfleet jobs list)', id);
+  return job;
+}
+
+
+
+
+function printJobs(list: Job[]): void {
+  printTable(
+    ['ID', 'ENABLED', 'PRIORITY', 'NEXT RUN', 'CURSOR', 'RUNS', 'FAILURES', 'LAST ERROR'],
+    list.map((j) => [
+      j.id,
+      j.enabled ? 'yes' : 'no',
+      j.priority,
+      isoOrDash(j.nextRunAt || null),
+      isoOrDash(j.cursor),
+      j.stats.runs,
+      j.stats.failures,
+      j.stats.lastError,
+    ]),
+  );
+}

@@ -1,0 +1,20 @@
+/** Prints a value as one JSON document on stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Prints rows as an aligned plain-text table on stdout. */
+export function printTable(columns: string[], rows: Array<Array<string | number | null | undefined>>): void {
+  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
+  const widths = columns.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const line = (r: string[]): string =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  process.stdout.write(`${[line(columns), ...cells.map(line)].join('\n')}\n`);
+}
+
+export function isoOrDash(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}

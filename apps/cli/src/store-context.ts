@@ -1,0 +1,17 @@
+import type { Command } from 'commander';
+import { openStore, type StateStore } from '@tickfleet/store';
+
+/** The `--store` URL given on the root program (env TICKFLEET_STORE_URL, default sqlite://.tickfleet/state.db). */
+export function storeUrl(cmd: Command): string {
+  return (cmd.optsWithGlobals() as { store: string }).store;
+}
+
+/** Opens the state store named by `--store`, runs `fn`, and always closes it. */
+export async function withStore<T>(cmd: Command, fn: (store: StateStore) => Promise<T>): Promise<T> {
+  const store = await openStore(storeUrl(cmd));
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,84 @@
+import { runCli, tempDir, type TempDir } from '@tickfleet/testkit';
+
+describe('tickfleet connectors and jobs', () => {
+  let dir: TempDir;
+  let store: string;
+  const cli = (...args: string[]) => runCli(['--store', store, ...args]);
+
+  beforeEach(() => {
+    dir = tempDir();
+    store = dir.sqliteUrl();
+  });
+  afterEach(() => dir.remove());
+
+  it('upserts one connector per venue, lists, shows, pauses and resumes it', async () => {
+    const created = await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000', '--period', '60s', '--json');
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ venue: 'binance', status: 'active', rateLimit: { limit: 6000, periodMs: 60_000, policy: 'fixed-window', headroom: 0.95 } });
+
+    const updated = await cli('connectors', 'upsert', 'binance', '--limit', '1200', '--policy', 'gcra', '--max-inflight', '8', '--json');
+    expect(updated.code).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ baseUrl: 'https://api.binance.com', maxInflight: 8, rateLimit: { limit: 1200, policy: 'gcra' } });
+
+    const list = await cli('connectors', 'list', '--json');
+    expect(JSON.parse(list.stdout)).toHaveLength(1);
+
+    const table = await cli('connectors', 'list');
+    expect(table.stdout).toMatch(/^VENUE\s+STATUS/);
+    expect(table.stdout).toMatch(/binance\s+active\s+gcra\s+1200\s+1140/);
+
+    expect(JSON.parse((await cli('connectors', 'pause', 'binance', '--json')).stdout).status).toBe('paused');
+    expect(JSON.parse((await cli('connectors', 'show', 'binance', '--json')).stdout).status).toBe('paused');
+    expect(JSON.parse((await cli('connectors', 'resume', 'binance', '--json')).stdout).status).toBe('active');
+  });
+
+  it('adds jobs, prints the id, lists, shows, disables and enables them', async () => {
+    await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000');
+    const added = await cli('jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--since', '2024-01-01', '--priority', '5');
+    expect(added.stderr).toBe('');
+    expect(added.stdout.trim()).toBe('binance:BTC/USDT:1m:ohlcv');
+
+    const again = await cli('jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--priority', '7');
+    expect(again.stdout.trim()).toBe('binance:BTC/USDT:1m:ohlcv');
+    const jobs = JSON.parse((await cli('jobs', 'list', '--json')).stdout) as Array<{ id: string; priority: number; since: number }>;
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ priority: 7, since: Date.UTC(2024, 0, 1) });
+
+    const shown = JSON.parse((await cli('jobs', 'show', 'binance:BTC/USDT:1m:ohlcv', '--json')).stdout);
+    expect(shown).toMatchObject({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', enabled: true });
+    expect(JSON.parse((await cli('jobs', 'disable', 'binance:BTC/USDT:1m:ohlcv', '--json')).stdout).enabled).toBe(false);
+    expect(JSON.parse((await cli('jobs', 'enable', 'binance:BTC/USDT:1m:ohlcv', '--json')).stdout).enabled).toBe(true);
+  });
+
+  const badInvocations: Array<[string[], RegExp]> = [
+    [['connectors', 'upsert', 'Bin ance', '--base-url', 'https://x.io', '--limit', '5'], /invalid venue/],
+    [['connectors', 'upsert', 'kraken', '--base-url', 'ftp://x.io', '--limit', '5'], /invalid --base-url: expected an http\(s\) URL/],
+    [['connectors', 'upsert', 'kraken', '--base-url', 'not a url', '--limit', '5'], /invalid --base-url/],
+    [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '-5'], /invalid --limit: expected a positive integer, got "-5"/],
+    [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--period', '1 fortnight'], /invalid --period/],
+    [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'], /invalid --policy: expected one of fixed-window, gcra/],
+    [['connectors', 'upsert', 'kraken', '--limit', '5'], /invalid --base-url/],
+    [['connectors', 'pause', 'nosuch'], /invalid venue: expected an existing connector/],
+    [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '7m'], /invalid --timeframe: expected one of 1m, 3m/],
+    [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT'], /invalid --timeframe/],
+    [['jobs', 'add', 'binance', 'candles', 'BTC/USDT', '--timeframe', '1m'], /invalid type: expected one of ohlcv/],
+    [['jobs', 'add', 'binance', 'ohlcv', 'BTC USDT', '--timeframe', '1m'], /invalid symbol/],
+    [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--since', 'yesterday'], /invalid --since: expected an ISO date/],
+    [['jobs', 'add', 'nosuch', 'ohlcv', 'BTC/USDT', '--timeframe', '1m'], /invalid venue: expected an existing connector/],
+    [['jobs', 'show', 'binance:BTC/USDT'], /invalid jobId/],
+  ];
+
+  it('rejects bad arguments with one line naming the argument, and changes nothing', async () => {
+    await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000');
+    const snapshot = async () => (await cli('connectors', 'list', '--json')).stdout + (await cli('jobs', 'list', '--json')).stdout;
+    const before = await snapshot();
+    for (const [args, message] of badInvocations) {
+      const r = await cli(...args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(await snapshot()).toBe(before);
+  });
+});
