@@ -1,0 +1,19 @@
+export type {
+  AcquireResult,
+  BackfillCreate,
+  BackfillsRepo,
+  BudgetUsage,
+  BudgetsRepo,
+  ConnectorsRepo,
+  GapRecord,
+  GapsRepo,
+  JobCompletion,
+  JobFilter,
+  JobsRepo,
+  JobStats,
+  StateStore,
+} from './state-store.js';
+export { openStore, type OpenStoreOptions } from './open-store.js';
+export { SqliteStateStore, type SqliteStoreOptions } from './sqlite/sqlite-state-store.js';
+export { MongoStateStore, type MongoStoreOptions } from './mongo/mongo-state-store.js';
+export { PAUSED_RETRY_MS } from './internal/acquire-math.js';

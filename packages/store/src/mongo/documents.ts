@@ -1,0 +1,121 @@
+import type { Collection, Db } from 'mongodb';
+import type { Backfill, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
+
+export type ConnectorDoc = Connector & { _id: string };
+export type JobDoc = Job & { _id: string };
+export type BackfillDoc = Backfill & { _id: string };
+export type GapDoc = Gap & { _id: string };
+
+/**
+ * One document per venue: a copy of the connector's policy and status (written by connector
+ * upsert/setStatus) next to the window/TAT state, so `acquire` is a single-document update that
+ * needs no join.
+ */
+export interface BudgetDoc {
+  _id: string;
+  policy: RateLimitPolicyName;
+  status: ConnectorStatus;
+  /** Effective limit, floor(limit * headroom). */
+  limit: number;
+  periodMs: number;
+  windowStart: number | null;
+  used: number;
+  tat: number | null;
+  /** Server time of the last decision; decisions never go back in time. */
+  at: number;
+  ok: boolean;
+}
+
+export interface MongoCollections {
+  connectors: Collection<ConnectorDoc>;
+  budgets: Collection<BudgetDoc>;
+  jobs: Collection<JobDoc>;
+  backfills: Collection<BackfillDoc>;
+  gaps: Collection<GapDoc>;
+}
+
+export function collections(db: Db, prefix: string): MongoCollections {
+  return {
+    connectors: db.collection<ConnectorDoc>(`${prefix}connectors`),
+    budgets: db.collection<BudgetDoc>(`${prefix}budgets`),
+    jobs: db.collection<JobDoc>(`${prefix}jobs`),
+    backfills: db.collection<BackfillDoc>(`${prefix}backfills`),
+    gaps: db.collection<GapDoc>(`${prefix}gaps`),
+  };
+}
+
+/** Indexes the queries need, created at open (createIndexes is a no-op when they exist). */
+export async function ensureIndexes(c: MongoCollections): Promise<void> {
+  await Promise.all([
+    c.connectors.createIndexes([{ key: { status: 1 }, name: 'status' }]),
+    c.jobs.createIndexes([
+      { key: { enabled: 1, nextRunAt: 1 }, name: 'due' },
+      { key: { venue: 1 }, name: 'venue' },
+    ]),
+    c.backfills.createIndexes([{ key: { jobId: 1 }, name: 'job' }]),
+    c.gaps.createIndexes([{ key: { jobId: 1, fromMs: 1, toMs: 1 }, name: 'job_range', unique: true }]),
+  ]);
+}
+
+export function toConnector(d: ConnectorDoc): Connector {
+  return {
+    venue: d.venue,
+    status: d.status,
+    baseUrl: d.baseUrl,
+    rateLimit: { policy: d.rateLimit.policy, limit: d.rateLimit.limit, periodMs: d.rateLimit.periodMs, headroom: d.rateLimit.headroom },
+    maxInflight: d.maxInflight,
+    freezeMs: d.freezeMs,
+    aimd: d.aimd,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+export function toJob(d: JobDoc): Job {
+  return {
+    id: d._id,
+    venue: d.venue,
+    type: d.type,
+    symbol: d.symbol,
+    timeframe: d.timeframe ?? null,
+    enabled: d.enabled,
+    priority: d.priority,
+    nextRunAt: d.nextRunAt,
+    lockedUntil: d.lockedUntil ?? null,
+    since: d.since ?? null,
+    cursor: d.cursor ?? null,
+    stats: {
+      runs: d.stats.runs,
+      failures: d.stats.failures,
+      lastRunAt: d.stats.lastRunAt ?? null,
+      lastSuccessAt: d.stats.lastSuccessAt ?? null,
+      lastErrorAt: d.stats.lastErrorAt ?? null,
+      lastError: d.stats.lastError ?? null,
+    },
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+export function toBackfill(d: BackfillDoc): Backfill {
+  return {
+    id: d._id,
+    jobId: d.jobId,
+    fromMs: d.fromMs,
+    toMs: d.toMs,
+    unitsTotal: d.unitsTotal,
+    unitsDone: d.unitsDone,
+    status: d.status,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}
+
+export function toGap(d: GapDoc): Gap {
+  return { jobId: d.jobId, fromMs: d.fromMs, toMs: d.toMs, kind: d.kind, detectedAt: d.detectedAt, filledAt: d.filledAt ?? null, attempts: d.attempts };
+}
+
+/** Gap `_id`: one document per (jobId, fromMs, toMs). */
+export function gapId(jobId: string, fromMs: number, toMs: number): string {
+  return `${jobId}|${fromMs}|${toMs}`;
+}

@@ -1,0 +1,131 @@
+import type { Document } from 'mongodb';
+import { ValidationError } from '@tickfleet/core';
+import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
+import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
+import type { BudgetDoc, MongoCollections } from './documents.js';
+
+/** Server time of the decision, never earlier than this venue's previous decision. */
+const NOW_STAGE = { $set: { _now: { $max: [{ $toLong: '$$NOW' }, { $ifNull: ['$at', 0] }] } } };
+const IS_GCRA = { $eq: ['$policy', 'gcra'] };
+
+/**
+ * The acquire update pipeline: reset an expired window and spend in the same document update,
+ * using only server time (`$$NOW`), so workers with skewed clocks all count in the server's windows.
+ * Same semantics as the SQLite statement; see `BudgetsRepo.acquire`.
+ */
+function acquirePipeline(weight: number): Document[] {
+  return [
+    NOW_STAGE,
+    {
+      $set: {
+        _ws: { $subtract: ['$_now', { $mod: ['$_now', '$periodMs'] }] },
+        _newTat: { $add: [{ $max: [{ $ifNull: ['$tat', 0] }, '$_now'] }, { $multiply: [weight, { $divide: ['$periodMs', '$limit'] }] }] },
+      },
+    },
+    { $set: { _cur: { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] } } },
+    {
+      $set: {
+        ok: {
+          $and: [
+            { $eq: ['$status', 'active'] },
+            {
+              $cond: [
+                IS_GCRA,
+                // 1e-6 absorbs float rounding of weight * T.
+                { $lte: [{ $subtract: ['$_newTat', '$_now'] }, { $add: ['$periodMs', 1e-6] }] },
+                { $lte: [{ $add: ['$_cur', weight] }, '$limit'] },
+              ],
+            },
+          ],
+        },
+      },
+    },
+    {
+      $set: {
+        windowStart: { $cond: [IS_GCRA, '$windowStart', '$_ws'] },
+        used: { $cond: [IS_GCRA, '$used', { $cond: [{ $eq: ['$ok', true] }, { $add: ['$_cur', weight] }, '$_cur'] }] },
+        tat: { $cond: [{ $and: [IS_GCRA, { $eq: ['$ok', true] }] }, '$_newTat', '$tat'] },
+        at: '$_now',
+      },
+    },
+    { $unset: ['_now', '_ws', '_newTat', '_cur'] },
+  ];
+}
+
+/** Raises the current window's usage to a venue-reported figure; other windows are left alone. */
+function observePipeline(usedWeight: number, windowStartMs: number): Document[] {
+  const isCurrent = { $eq: ['$_ws', windowStartMs] };
+  return [
+    NOW_STAGE,
+    { $set: { _ws: { $subtract: ['$_now', { $mod: ['$_now', '$periodMs'] }] } } },
+    {
+      $set: {
+        used: { $cond: [isCurrent, { $cond: [{ $eq: ['$windowStart', windowStartMs] }, { $max: ['$used', usedWeight] }, usedWeight] }, '$used'] },
+        windowStart: { $cond: [isCurrent, windowStartMs, '$windowStart'] },
+      },
+    },
+    { $unset: ['_now', '_ws'] },
+  ];
+}
+
+export class MongoBudgetsRepo implements BudgetsRepo {
+  constructor(
+    private readonly c: MongoCollections,
+    /** Rebuilds a missing budget document from the venue's connector; false when there is none. */
+    private readonly repairBudget: (venue: string) => Promise<boolean>,
+  ) {}
+
+  async acquire(venue: string, weight: number): Promise<AcquireResult> {
+    if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
+    const spend = () => this.c.budgets.findOneAndUpdate({ _id: venue }, acquirePipeline(weight), { returnDocument: 'after' });
+    let doc = await spend();
+    if (!doc && (await this.repairBudget(venue))) doc = await spend();
+    if (!doc) {
+      const now = Date.now();
+      return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    }
+    return toAcquireResult({
+      policy: doc.policy,
+      status: doc.status,
+      limit: doc.limit,
+      periodMs: doc.periodMs,
+      weight,
+      ok: doc.ok,
+      atMs: doc.at,
+      windowStartMs: doc.windowStart ?? null,
+      used: doc.used,
+      tatMs: doc.tat ?? null,
+    });
+  }
+
+  async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
+    if (!Number.isInteger(usedWeight) || usedWeight < 0) throw new ValidationError('usedWeight', 'a non-negative integer', usedWeight);
+    await this.c.budgets.updateOne({ _id: venue, policy: 'fixed-window' }, observePipeline(usedWeight, windowStartMs));
+  }
+
+  async usage(venue: string): Promise<BudgetUsage | null> {
+    const [doc] = await this.c.budgets
+      .aggregate<BudgetDoc & { now: number }>([
+        { $match: { _id: venue } },
+        {
+          $project: {
+            policy: 1,
+            status: 1,
+            limit: 1,
+            periodMs: 1,
+            windowStart: 1,
+            used: 1,
+            tat: 1,
+            at: 1,
+            now: { $max: [{ $toLong: '$$NOW' }, { $ifNull: ['$at', 0] }] },
+          },
+        },
+      ])
+      .toArray();
+    if (!doc) return null;
+    return toBudgetUsage(
+      { venue, policy: doc.policy, limit: doc.limit, periodMs: doc.periodMs, windowStartMs: doc.windowStart ?? null, used: doc.used, tatMs: doc.tat ?? null },
+      doc.now,
+    );
+  }
+}

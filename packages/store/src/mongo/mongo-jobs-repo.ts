@@ -1,0 +1,128 @@
+import type { Filter } from 'mongodb';
+import { type Clock, type Job, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
+import type { JobCompletion, JobFilter, JobsRepo } from '../state-store.js';
+import { EMPTY_STATS, normalizeJob } from '../internal/inputs.js';
+import { type JobDoc, type MongoCollections, toJob } from './documents.js';
+
+export class MongoJobsRepo implements JobsRepo {
+  constructor(
+    private readonly c: MongoCollections,
+    private readonly clock: Clock,
+  ) {}
+
+  async upsert(input: JobInput): Promise<Job> {
+    const { job, given } = normalizeJob(input);
+    const now = this.clock.now();
+    const set: Record<string, unknown> = { venue: job.venue, type: job.type, symbol: job.symbol, timeframe: job.timeframe, updatedAt: now };
+    // Cursor, lease and stats are only written on insert: they survive any number of upserts.
+    const onInsert: Record<string, unknown> = { id: job.id, lockedUntil: null, cursor: null, stats: EMPTY_STATS, createdAt: now };
+    const put = (isGiven: boolean, path: string, value: unknown): void => void ((isGiven ? set : onInsert)[path] = value);
+    put(given.enabled, 'enabled', job.enabled);
+    put(given.priority, 'priority', job.priority);
+    put(given.nextRunAt, 'nextRunAt', job.nextRunAt);
+    put(given.since, 'since', job.since);
+    const doc = await this.c.jobs.findOneAndUpdate({ _id: job.id }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });
+    return this.found(job.id, doc);
+  }
+
+  async get(id: string): Promise<Job | null> {
+    const doc = await this.c.jobs.findOne({ _id: id });
+    return doc ? toJob(doc) : null;
+  }
+
+  async list(filter: JobFilter = {}): Promise<Job[]> {
+    const q: Filter<JobDoc> = {};
+    if (filter.venue !== undefined) q.venue = filter.venue;
+    if (filter.enabled !== undefined) q.enabled = filter.enabled;
+    if (filter.type !== undefined) q.type = filter.type;
+    return (await this.c.jobs.find(q).sort({ _id: 1 }).toArray()).map(toJob);
+  }
+
+  async setEnabled(id: string, enabled: boolean): Promise<Job> {
+    const doc = await this.c.jobs.findOneAndUpdate({ _id: id }, { $set: { enabled, updatedAt: this.clock.now() } }, { returnDocument: 'after' });
+    return this.found(id, doc);
+  }
+
+  /**
+   * Leases due jobs one `findOneAndUpdate` at a time. Each call is atomic on its document and
+   * re-checks the lease in its filter, so concurrent schedulers can interleave but never get the same
+   * job. Active venues are read first: a connector paused while a claim is running may still lose
+   * that one claim's jobs, but never those of any later claim.
+   */
+  async claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]> {
+    if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
+    if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
+    if (max === 0) return [];
+    const active = await this.c.connectors.distinct('_id', { status: 'active' });
+    if (active.length === 0) return [];
+    const claimed: Job[] = [];
+    while (claimed.length < max) {
+      const doc = await this.c.jobs.findOneAndUpdate(
+        {
+          enabled: true,
+          venue: { $in: active },
+          nextRunAt: { $lte: nowMs },
+          $or: [{ lockedUntil: null }, { lockedUntil: { $lte: nowMs } }],
+        },
+        { $set: { lockedUntil: nowMs + leaseMs, updatedAt: this.clock.now() } },
+        { sort: { priority: -1, nextRunAt: 1, _id: 1 }, returnDocument: 'after' },
+      );
+      if (!doc) break;
+      claimed.push(toJob(doc));
+    }
+    return claimed;
+  }
+
+  async complete(id: string, completion: JobCompletion): Promise<Job> {
+    const now = this.clock.now();
+    const doc = await this.c.jobs.findOneAndUpdate(
+      { _id: id },
+      {
+        $set: { nextRunAt: completion.nextRunAt, lockedUntil: null, 'stats.lastRunAt': now, 'stats.lastSuccessAt': now, updatedAt: now },
+        $inc: { 'stats.runs': 1 },
+        // Cursor only moves forward: $max, never $set.
+        ...(completion.cursor === undefined || completion.cursor === null ? {} : { $max: { cursor: completion.cursor } }),
+      },
+      { returnDocument: 'after' },
+    );
+    return this.found(id, doc);
+  }
+
+  async fail(id: string, error: string, retryAtMs: number): Promise<Job> {
+    const now = this.clock.now();
+    const doc = await this.c.jobs.findOneAndUpdate(
+      { _id: id },
+      {
+        $set: { nextRunAt: retryAtMs, lockedUntil: null, 'stats.lastRunAt': now, 'stats.lastErrorAt': now, 'stats.lastError': error, updatedAt: now },
+        $inc: { 'stats.runs': 1, 'stats.failures': 1 },
+      },
+      { returnDocument: 'after' },
+    );
+    return this.found(id, doc);
+  }
+
+  async advanceCursor(id: string, cursor: number): Promise<number | null> {
+    const doc = await this.c.jobs.findOneAndUpdate(
+      { _id: id },
+      { $max: { cursor }, $set: { updatedAt: this.clock.now() } },
+      { returnDocument: 'after' },
+    );
+    return this.found(id, doc).cursor;
+  }
+
+  async release(id: string, nextRunAt?: number): Promise<void> {
+    const set: Record<string, unknown> = { lockedUntil: null, updatedAt: this.clock.now() };
+    if (nextRunAt !== undefined) set.nextRunAt = nextRunAt;
+    const r = await this.c.jobs.updateOne({ _id: id }, { $set: set });
+    if (r.matchedCount === 0) throw new NotFoundError('job', id);
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return (await this.c.jobs.deleteOne({ _id: id })).deletedCount > 0;
+  }
+
+  private found(id: string, doc: JobDoc | null): Job {
+    if (!doc) throw new NotFoundError('job', id);
+    return toJob(doc);
+  }
+}

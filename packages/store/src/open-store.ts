@@ -1,0 +1,50 @@
+import { type Clock, systemClock } from '@tickfleet/core';
+import type { StateStore } from './state-store.js';
+import { parseStoreUrl } from './internal/store-url.js';
+import { SqliteStateStore } from './sqlite/sqlite-state-store.js';
+import { MongoStateStore } from './mongo/mongo-state-store.js';
+
+export interface OpenStoreOptions {
+  /**
+   * Time for timestamps (createdAt, stats) and, on SQLite, budget decisions. MongoDB budgets use
+   * the server's `$$NOW` instead so worker clock skew cannot move windows.
+   * @defaultValue systemClock
+   */
+  clock?: Clock;
+  /**
+   * MongoDB only: prefix of every collection name, so tests and several fleets can share a database.
+   * @defaultValue ''
+   */
+  collectionPrefix?: string;
+  /**
+   * MongoDB only: how long to look for a server before failing with StoreUnavailableError.
+   * @defaultValue 10000
+   */
+  serverSelectionTimeoutMs?: number;
+  /**
+   * SQLite only: how long a statement waits for another process's write lock.
+   * @defaultValue 5000
+   */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the state store a URL names: `sqlite://<path>` (relative to the working directory;
+ * parent directories are created) or `mongodb://…` / `mongodb+srv://…` (database from the path,
+ * default `tickfleet`). Any other URL throws a ValidationError naming `store URL`.
+ */
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<StateStore> {
+  const target = parseStoreUrl(url);
+  const clock = options.clock ?? systemClock;
+  switch (target.kind) {
+    case 'sqlite':
+      return SqliteStateStore.open(target.path, { clock, ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }) });
+    case 'mongodb':
+      return MongoStateStore.open(target.url, {
+        database: target.database,
+        clock,
+        collectionPrefix: options.collectionPrefix ?? '',
+        serverSelectionTimeoutMs: options.serverSelectionTimeoutMs ?? 10_000,
+      });
+  }
+}

@@ -1,0 +1,96 @@
+import type { Database } from 'better-sqlite3';
+
+/**
+ * Schema versions, applied in order and recorded in `PRAGMA user_version`. Append only: a released
+ * migration never changes, a new version adds a new entry.
+ */
+const MIGRATIONS: readonly string[] = [
+  // v1
+  `
+  CREATE TABLE connectors (
+    venue          TEXT PRIMARY KEY,
+    status         TEXT NOT NULL,
+    base_url       TEXT NOT NULL,
+    policy         TEXT NOT NULL,
+    rl_limit       INTEGER NOT NULL,
+    period_ms      INTEGER NOT NULL,
+    headroom       REAL NOT NULL,
+    max_inflight   INTEGER NOT NULL,
+    freeze_ms      INTEGER NOT NULL,
+    aimd           TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    -- Budget state lives on the connector row so acquire is one UPDATE of one row that also
+    -- sees the policy and status it must obey. Only acquire/observe write these columns.
+    b_window_start INTEGER,
+    b_used         INTEGER NOT NULL DEFAULT 0,
+    b_tat          REAL,
+    b_at           INTEGER NOT NULL DEFAULT 0,
+    b_ok           INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE jobs (
+    id              TEXT PRIMARY KEY,
+    venue           TEXT NOT NULL,
+    type            TEXT NOT NULL,
+    symbol          TEXT NOT NULL,
+    timeframe       TEXT,
+    enabled         INTEGER NOT NULL,
+    priority        INTEGER NOT NULL,
+    next_run_at     INTEGER NOT NULL,
+    locked_until    INTEGER,
+    since           INTEGER,
+    cursor          INTEGER,
+    runs            INTEGER NOT NULL DEFAULT 0,
+    failures        INTEGER NOT NULL DEFAULT 0,
+    last_run_at     INTEGER,
+    last_success_at INTEGER,
+    last_error_at   INTEGER,
+    last_error      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+  CREATE INDEX jobs_due ON jobs (enabled, next_run_at);
+  CREATE INDEX jobs_venue ON jobs (venue);
+  CREATE TABLE backfills (
+    id          TEXT PRIMARY KEY,
+    job_id      TEXT NOT NULL,
+    from_ms     INTEGER NOT NULL,
+    to_ms       INTEGER NOT NULL,
+    units_total INTEGER NOT NULL,
+    units_done  INTEGER NOT NULL DEFAULT 0,
+    status      TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+  );
+  CREATE INDEX backfills_job ON backfills (job_id);
+  CREATE TABLE gaps (
+    job_id      TEXT NOT NULL,
+    from_ms     INTEGER NOT NULL,
+    to_ms       INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    detected_at INTEGER NOT NULL,
+    filled_at   INTEGER,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, from_ms, to_ms)
+  );
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Brings the database to SCHEMA_VERSION. Each step runs in a BEGIN IMMEDIATE transaction that
+ * re-reads user_version first, so processes opening the same new file at once apply each step
+ * exactly once (the others wait on the write lock, then see the new version).
+ */
+export function migrate(db: Database): void {
+  for (let target = 1; target <= MIGRATIONS.length; target++) {
+    const step = db.transaction(() => {
+      const current = db.pragma('user_version', { simple: true }) as number;
+      if (current >= target) return;
+      db.exec(MIGRATIONS[target - 1] ?? '');
+      db.pragma(`user_version = ${target}`);
+    });
+    step.immediate();
+  }
+}

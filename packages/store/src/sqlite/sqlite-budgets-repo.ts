@@ -1,0 +1,119 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationError } from '@tickfleet/core';
+import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
+import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
+
+/*
+ * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every
+ * value comes in as a bound parameter. Column references in SET read the row as it was before the
+ * update; RETURNING reads it after.
+ *
+ * NOW: store time of the decision, never earlier than the previous decision on this venue. A process
+ * takes `now` before it waits for the write lock, so without the MAX a late writer could carry an
+ * older `now`, move the window back and reset a window that is still being spent.
+ */
+const NOW = 'MAX(CAST(:now AS INTEGER), b_at)';
+/** `effectiveLimit()` of core: floor(limit * headroom), at least 1. */
+const EFF = 'MAX(1, CAST(rl_limit * headroom AS INTEGER))';
+/** Fixed window containing NOW: floor(now / periodMs) * periodMs (integer division). */
+const WS = `((${NOW} / period_ms) * period_ms)`;
+/** Weight already spent in the current window (0 when the stored window has expired). */
+const CUR = `(CASE WHEN b_window_start = ${WS} THEN b_used ELSE 0 END)`;
+/** GCRA: tat' = max(tat, now) + weight * T with T = periodMs / effLimit. */
+const NEW_TAT = `(MAX(COALESCE(b_tat, 0), ${NOW}) + :weight * (CAST(period_ms AS REAL) / ${EFF}))`;
+/** 1e-6 absorbs float rounding of weight * T (e.g. 47 * (1000/47) may exceed 1000 by one ulp). */
+const OK = `(status = 'active' AND CASE WHEN policy = 'gcra'
+  THEN ${NEW_TAT} - ${NOW} <= period_ms + 1e-6
+  ELSE ${CUR} + :weight <= ${EFF} END)`;
+
+interface DecisionRow {
+  status: ConnectorStatus;
+  policy: RateLimitPolicyName;
+  eff: number;
+  period_ms: number;
+  b_ok: number;
+  b_at: number;
+  b_window_start: number | null;
+  b_used: number;
+  b_tat: number | null;
+}
+
+interface UsageRow {
+  policy: RateLimitPolicyName;
+  eff: number;
+  period_ms: number;
+  b_window_start: number | null;
+  b_used: number;
+  b_tat: number | null;
+  now: number;
+}
+
+/**
+ * Budgets on SQLite. `acquire` is one `UPDATE … WHERE venue = ? RETURNING`: SQLite takes the
+ * database write lock before the statement reads, so the check and the spend are one step for every
+ * connection in every process sharing the file (WAL, busy_timeout makes the others queue).
+ */
+export class SqliteBudgetsRepo implements BudgetsRepo {
+  private readonly acquireStmt: Statement;
+  private readonly observeStmt: Statement;
+  private readonly usageStmt: Statement;
+
+  constructor(
+    db: Database,
+    private readonly clock: Clock,
+  ) {
+    this.acquireStmt = db.prepare(`
+      UPDATE connectors SET
+        b_ok           = ${OK},
+        b_window_start = CASE WHEN policy = 'gcra' THEN b_window_start ELSE ${WS} END,
+        b_used         = CASE WHEN policy = 'gcra' THEN b_used WHEN ${OK} THEN ${CUR} + :weight ELSE ${CUR} END,
+        b_tat          = CASE WHEN policy = 'gcra' AND ${OK} THEN ${NEW_TAT} ELSE b_tat END,
+        b_at           = ${NOW}
+      WHERE venue = :venue
+      RETURNING status, policy, ${EFF} AS eff, period_ms, b_ok, b_at, b_window_start, b_used, b_tat`);
+    // Raises (never lowers) the current window's usage to what the venue reported; a report about
+    // any other window, or for a GCRA venue, matches no row and changes nothing.
+    this.observeStmt = db.prepare(`
+      UPDATE connectors SET
+        b_used = CASE WHEN b_window_start = :windowStartMs THEN MAX(b_used, :usedWeight) ELSE :usedWeight END,
+        b_window_start = :windowStartMs
+      WHERE venue = :venue AND policy = 'fixed-window'
+        AND CAST(:windowStartMs AS INTEGER) = ${WS}`);
+    this.usageStmt = db.prepare(`
+      SELECT policy, ${EFF} AS eff, period_ms, b_window_start, b_used, b_tat, ${NOW} AS now
+      FROM connectors WHERE venue = :venue`);
+  }
+
+  async acquire(venue: string, weight: number): Promise<AcquireResult> {
+    if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
+    const now = this.clock.now();
+    const row = this.acquireStmt.get({ venue, weight, now }) as DecisionRow | undefined;
+    if (!row) return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    return toAcquireResult({
+      policy: row.policy,
+      status: row.status,
+      limit: row.eff,
+      periodMs: row.period_ms,
+      weight,
+      ok: row.b_ok === 1,
+      atMs: row.b_at,
+      windowStartMs: row.b_window_start,
+      used: row.b_used,
+      tatMs: row.b_tat,
+    });
+  }
+
+  async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
+    if (!Number.isInteger(usedWeight) || usedWeight < 0) throw new ValidationError('usedWeight', 'a non-negative integer', usedWeight);
+    this.observeStmt.run({ venue, usedWeight, windowStartMs, now: this.clock.now() });
+  }
+
+  async usage(venue: string): Promise<BudgetUsage | null> {
+    const row = this.usageStmt.get({ venue, now: this.clock.now() }) as UsageRow | undefined;
+    if (!row) return null;
+    return toBudgetUsage(
+      { venue, policy: row.policy, limit: row.eff, periodMs: row.period_ms, windowStartMs: row.b_window_start, used: row.b_used, tatMs: row.b_tat },
+      row.now,
+    );
+  }
+}

@@ -1,0 +1,160 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { type Clock, type Job, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
+import type { JobCompletion, JobFilter, JobsRepo } from '../state-store.js';
+import { normalizeJob } from '../internal/inputs.js';
+import { bit, toJob, type JobRow } from './rows.js';
+
+/** Claim order, applied again to RETURNING rows (SQLite does not order them). */
+function byClaimOrder(a: Job, b: Job): number {
+  return b.priority - a.priority || a.nextRunAt - b.nextRunAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+export class SqliteJobsRepo implements JobsRepo {
+  private readonly upsertStmt: Statement;
+  private readonly getStmt: Statement;
+  private readonly setEnabledStmt: Statement;
+  private readonly claimStmt: Statement;
+  private readonly completeStmt: Statement;
+  private readonly failStmt: Statement;
+  private readonly advanceStmt: Statement;
+  private readonly releaseStmt: Statement;
+  private readonly removeStmt: Statement;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {
+    // Cursor, lease and stats are not in the SET list: they survive any number of upserts.
+    this.upsertStmt = db.prepare(`
+      INSERT INTO jobs (id, venue, type, symbol, timeframe, enabled, priority, next_run_at, since, created_at, updated_at)
+      VALUES (:id, :venue, :type, :symbol, :timeframe, :enabled, :priority, :nextRunAt, :since, :now, :now)
+      ON CONFLICT (id) DO UPDATE SET
+        enabled     = CASE WHEN :g_enabled   THEN excluded.enabled     ELSE enabled     END,
+        priority    = CASE WHEN :g_priority  THEN excluded.priority    ELSE priority    END,
+        next_run_at = CASE WHEN :g_nextRunAt THEN excluded.next_run_at ELSE next_run_at END,
+        since       = CASE WHEN :g_since     THEN excluded.since       ELSE since       END,
+        updated_at  = excluded.updated_at
+      RETURNING *`);
+    this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?');
+    this.setEnabledStmt = db.prepare('UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
+    // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
+    // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
+    this.claimStmt = db.prepare(`
+      UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow
+      WHERE id IN (
+        SELECT j.id FROM jobs j JOIN connectors c ON c.venue = j.venue
+        WHERE j.enabled = 1 AND c.status = 'active' AND j.next_run_at <= :now
+          AND (j.locked_until IS NULL OR j.locked_until <= :now)
+        ORDER BY j.priority DESC, j.next_run_at ASC, j.id ASC
+        LIMIT :max)
+      RETURNING *`);
+    // Cursor only moves forward: MAX(), never a plain assignment.
+    this.completeStmt = db.prepare(`
+      UPDATE jobs SET
+        cursor = CASE WHEN :cursor IS NULL THEN cursor WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END,
+        next_run_at = :nextRunAt, locked_until = NULL,
+        runs = runs + 1, last_run_at = :now, last_success_at = :now, updated_at = :now
+      WHERE id = :id
+      RETURNING *`);
+    this.failStmt = db.prepare(`
+      UPDATE jobs SET
+        next_run_at = :retryAtMs, locked_until = NULL,
+        runs = runs + 1, failures = failures + 1, last_run_at = :now, last_error_at = :now, last_error = :error, updated_at = :now
+      WHERE id = :id
+      RETURNING *`);
+    this.advanceStmt = db.prepare(`
+      UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, updated_at = :now
+      WHERE id = :id
+      RETURNING cursor`);
+    this.releaseStmt = db.prepare(`
+      UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now
+      WHERE id = :id`);
+    this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
+  }
+
+  async upsert(input: JobInput): Promise<Job> {
+    const { job, given } = normalizeJob(input);
+    const row = this.upsertStmt.get({
+      id: job.id,
+      venue: job.venue,
+      type: job.type,
+      symbol: job.symbol,
+      timeframe: job.timeframe,
+      enabled: bit(job.enabled),
+      priority: job.priority,
+      nextRunAt: job.nextRunAt,
+      since: job.since,
+      now: this.clock.now(),
+      g_enabled: bit(given.enabled),
+      g_priority: bit(given.priority),
+      g_nextRunAt: bit(given.nextRunAt),
+      g_since: bit(given.since),
+    }) as JobRow;
+    return toJob(row);
+  }
+
+  async get(id: string): Promise<Job | null> {
+    const row = this.getStmt.get(id) as JobRow | undefined;
+    return row ? toJob(row) : null;
+  }
+
+  async list(filter: JobFilter = {}): Promise<Job[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.venue !== undefined) {
+      where.push('venue = ?');
+      params.push(filter.venue);
+    }
+    if (filter.enabled !== undefined) {
+      where.push('enabled = ?');
+      params.push(bit(filter.enabled));
+    }
+    if (filter.type !== undefined) {
+      where.push('type = ?');
+      params.push(filter.type);
+    }
+    const sql = `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
+    return (this.db.prepare(sql).all(...params) as JobRow[]).map(toJob);
+  }
+
+  async setEnabled(id: string, enabled: boolean): Promise<Job> {
+    return this.found(id, this.setEnabledStmt.get(bit(enabled), this.clock.now(), id));
+  }
+
+  async claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]> {
+    if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
+    if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
+    if (max === 0) return [];
+    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now() }) as JobRow[];
+    return rows.map(toJob).sort(byClaimOrder);
+  }
+
+  async complete(id: string, completion: JobCompletion): Promise<Job> {
+    const row = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now() });
+    return this.found(id, row);
+  }
+
+  async fail(id: string, error: string, retryAtMs: number): Promise<Job> {
+    return this.found(id, this.failStmt.get({ id, error, retryAtMs, now: this.clock.now() }));
+  }
+
+  async advanceCursor(id: string, cursor: number): Promise<number | null> {
+    const row = this.advanceStmt.get({ id, cursor, now: this.clock.now() }) as { cursor: number | null } | undefined;
+    if (!row) throw new NotFoundError('job', id);
+    return row.cursor;
+  }
+
+  async release(id: string, nextRunAt?: number): Promise<void> {
+    const info = this.releaseStmt.run({ id, nextRunAt: nextRunAt ?? null, now: this.clock.now() });
+    if (info.changes === 0) throw new NotFoundError('job', id);
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return this.removeStmt.run(id).changes > 0;
+  }
+
+  private found(id: string, row: unknown): Job {
+    if (!row) throw new NotFoundError('job', id);
+    return toJob(row as JobRow);
+  }
+}

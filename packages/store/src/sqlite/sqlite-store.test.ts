@@ -1,0 +1,72 @@
+import { ManualClock, ValidationError } from '@tickfleet/core';
+import { tempDir, type TempDir } from '@tickfleet/testkit';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { openStore } from '../open-store.js';
+import { describeStoreContract } from '../testing/store-contract.js';
+import { SCHEMA_VERSION } from './migrations.js';
+
+let dir: TempDir;
+beforeAll(() => {
+  dir = tempDir('tickfleet-store-');
+});
+afterAll(() => dir.remove());
+
+describeStoreContract('sqlite', (ns) => openStore(dir.sqliteUrl(`${ns}.db`)));
+
+describe('sqlite store specifics', () => {
+  it('creates parent directories, uses WAL and records the schema version', async () => {
+    const path = join(dir.path, 'nested', 'deeper', 'state.db');
+    const store = await openStore(`sqlite://${path}`);
+    await store.close();
+    expect(existsSync(path)).toBe(true);
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    db.close();
+  });
+
+  it('resolves a relative path against the working directory', async () => {
+    const cwd = process.cwd();
+    process.chdir(dir.path);
+    try {
+      const store = await openStore('sqlite://rel/state.db');
+      await store.close();
+    } finally {
+      process.chdir(cwd);
+    }
+    expect(existsSync(join(dir.path, 'rel', 'state.db'))).toBe(true);
+  });
+
+  it('refuses a file written by a newer schema', async () => {
+    const path = dir.file('future.db');
+    const db = new Database(path);
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.close();
+    await expect(openStore(`sqlite://${path}`)).rejects.toMatchObject({ code: 'E_CONFIG' });
+  });
+
+  it('rejects other URLs naming the store URL and the accepted forms', async () => {
+    for (const url of ['postgres://localhost/x', 'sqlite://', 'state.db', 'mongodb://']) {
+      const err = await openStore(url).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe('store URL');
+      expect((err as ValidationError).message).toMatch(/sqlite:\/\//);
+    }
+  });
+
+  it('decides budgets with the injected clock, never moving a window backwards', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 0, 500));
+    const store = await openStore(dir.sqliteUrl('clock.db'), { clock });
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 3, periodMs: 1000, headroom: 1 } });
+    const first = await store.budgets.acquire('binance', 3);
+    expect(first).toEqual({ ok: true, used: 3, limit: 3, atMs: clock.now(), windowStartMs: Date.UTC(2024, 0, 1) });
+    // A caller whose `now` is older than the last decision is charged to the current window.
+    clock.set(Date.UTC(2024, 0, 1) - 200);
+    expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted', retryAtMs: Date.UTC(2024, 0, 1, 0, 0, 1) });
+    clock.set(Date.UTC(2024, 0, 1, 0, 0, 1));
+    expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: true, used: 1, windowStartMs: Date.UTC(2024, 0, 1, 0, 0, 1) });
+    await store.close();
+  });
+});

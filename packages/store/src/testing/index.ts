@@ -1,0 +1,1 @@
+export { describeStoreContract, type OpenStoreInNamespace } from './store-contract.js';

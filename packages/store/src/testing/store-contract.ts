@@ -1,0 +1,493 @@
+import { randomUUID } from 'node:crypto';
+import { type ConnectorInput, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
+import type { AcquireResult, StateStore } from '../state-store.js';
+
+/**
+ * Opens a store in the namespace `namespace` (a fresh one for an unseen name; the same data for a
+ * name seen before: same SQLite file, same MongoDB collection prefix).
+ */
+export type OpenStoreInNamespace = (namespace: string) => Promise<StateStore>;
+
+const T0 = Date.UTC(2024, 0, 1);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+function connector(venue: string, over: Partial<ConnectorInput> = {}): ConnectorInput {
+  return { venue, baseUrl: `https://${venue}.example.com`, rateLimit: { limit: 1200, periodMs: 60_000 }, ...over };
+}
+
+function job(venue: string, symbol: string, over: Partial<JobInput> = {}): JobInput {
+  return { venue, symbol, type: 'ohlcv', timeframe: '1m', nextRunAt: T0, ...over };
+}
+
+function venueName(): string {
+  return `v${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+/**
+ * Sleeps until just after a window boundary (local clock), runs `fn` with a fresh venue name, and
+ * retries when the store's decisions still straddled two windows (slow machine, remote server clock).
+ */
+async function inOneWindow(periodMs: number, fn: (venue: string) => Promise<AcquireResult[]>): Promise<AcquireResult[]> {
+  let results: AcquireResult[] = [];
+  for (let attempt = 0; attempt < 4; attempt++) {
+    await sleep(periodMs - (Date.now() % periodMs) + 5);
+    results = await fn(venueName());
+    const windows = new Set(results.map((r) => Math.floor(r.atMs / periodMs)));
+    if (windows.size === 1) return results;
+  }
+  throw new Error(`could not fit the budget checks into one ${periodMs} ms window in 4 attempts`);
+}
+
+/**
+ * The behaviour every StateStore adapter must show. Call from an adapter's test file:
+ * `describeStoreContract('sqlite', (ns) => openStore(...))`. Budget tests use real time (MongoDB
+ * decides with server time), with short windows.
+ */
+export function describeStoreContract(name: string, open: OpenStoreInNamespace): void {
+  describe(`StateStore contract: ${name}`, () => {
+    const opened: StateStore[] = [];
+    let ns = '';
+    let store: StateStore;
+
+    const openAgain = async (): Promise<StateStore> => {
+      const s = await open(ns);
+      opened.push(s);
+      return s;
+    };
+
+    beforeEach(async () => {
+      ns = `c${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+      store = await openAgain();
+    });
+
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((s) => s.close().catch(() => undefined)));
+    });
+
+    it('pings', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+      expect(['sqlite', 'mongodb']).toContain(store.kind);
+    });
+
+    describe('connectors', () => {
+      it('creates with defaults and updates the one record on a second upsert', async () => {
+        const first = await store.connectors.upsert(connector('binance', { maxInflight: 8 }));
+        expect(first).toMatchObject({
+          venue: 'binance',
+          status: 'active',
+          baseUrl: 'https://binance.example.com',
+          rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 },
+          maxInflight: 8,
+          freezeMs: 60_000,
+          aimd: { min: 1, increaseAfterMs: 30_000 },
+        });
+        const second = await store.connectors.upsert(
+          connector('binance', { baseUrl: 'https://api.binance.com', rateLimit: { policy: 'gcra', limit: 600, periodMs: 10_000, headroom: 0.9 } }),
+        );
+        expect(second).toMatchObject({
+          baseUrl: 'https://api.binance.com',
+          rateLimit: { policy: 'gcra', limit: 600, periodMs: 10_000, headroom: 0.9 },
+          // absent on the second upsert: kept, not reset to the default 4
+          maxInflight: 8,
+        });
+        expect(second.createdAt).toBe(first.createdAt);
+        const all = await store.connectors.list();
+        expect(all.map((c) => c.venue)).toEqual(['binance']);
+        expect(await store.connectors.get('binance')).toEqual(second);
+      });
+
+      it('keeps status across upserts that do not name one', async () => {
+        await store.connectors.upsert(connector('kraken'));
+        await store.connectors.setStatus('kraken', 'paused');
+        const again = await store.connectors.upsert(connector('kraken', { freezeMs: 5000 }));
+        expect(again.status).toBe('paused');
+        expect(again.freezeMs).toBe(5000);
+        const active = await store.connectors.upsert(connector('kraken', { status: 'active' }));
+        expect(active.status).toBe('active');
+      });
+
+      it('gets, lists in venue order and sets status', async () => {
+        await store.connectors.upsert(connector('kraken'));
+        await store.connectors.upsert(connector('binance'));
+        expect(await store.connectors.get('nope')).toBeNull();
+        expect((await store.connectors.list()).map((c) => c.venue)).toEqual(['binance', 'kraken']);
+        expect((await store.connectors.setStatus('kraken', 'disabled')).status).toBe('disabled');
+        expect((await store.connectors.get('kraken'))?.status).toBe('disabled');
+        await expect(store.connectors.setStatus('nope', 'paused')).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.connectors.setStatus('kraken', 'sleeping' as 'paused')).rejects.toMatchObject({ code: 'E_VALIDATION', field: 'status' });
+      });
+
+      it('rejects bad input naming the field', async () => {
+        await expect(store.connectors.upsert(connector('Bad Venue'))).rejects.toMatchObject({ code: 'E_VALIDATION', field: 'connector.venue' });
+        await expect(store.connectors.upsert(connector('binance', { baseUrl: 'ftp://x' }))).rejects.toMatchObject({ field: 'connector.baseUrl' });
+        await expect(
+          store.connectors.upsert(connector('binance', { rateLimit: { limit: 0, periodMs: 1000 } })),
+        ).rejects.toMatchObject({ field: 'connector.rateLimit.limit' });
+        expect(await store.connectors.list()).toEqual([]);
+      });
+    });
+
+    describe('jobs', () => {
+      it('derives the id, fills defaults, and keeps cursor and stats across upserts', async () => {
+        const j = await store.jobs.upsert(job('binance', 'BTC/USDT', { priority: 5 }));
+        expect(j).toMatchObject({
+          id: 'binance:BTC/USDT:1m:ohlcv',
+          enabled: true,
+          priority: 5,
+          nextRunAt: T0,
+          lockedUntil: null,
+          cursor: null,
+          since: null,
+          stats: { runs: 0, failures: 0, lastRunAt: null, lastSuccessAt: null, lastErrorAt: null, lastError: null },
+        });
+        await store.jobs.complete(j.id, { cursor: T0 + 60_000, nextRunAt: T0 + 120_000 });
+        const again = await store.jobs.upsert({ venue: 'binance', symbol: 'BTC/USDT', type: 'ohlcv', timeframe: '1m', since: T0 - 1000 });
+        expect(again).toMatchObject({ cursor: T0 + 60_000, priority: 5, nextRunAt: T0 + 120_000, since: T0 - 1000, stats: { runs: 1 } });
+        const book = await store.jobs.upsert({ venue: 'polymarket', symbol: '123', type: 'book' });
+        expect(book.id).toBe('polymarket:123:-:book');
+        expect(book.timeframe).toBeNull();
+        expect((await store.jobs.list()).map((x) => x.id)).toEqual(['binance:BTC/USDT:1m:ohlcv', 'polymarket:123:-:book']);
+      });
+
+      it('lists with filters, enables and disables, removes', async () => {
+        await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        await store.jobs.upsert(job('binance', 'ETH/USDT', { enabled: false }));
+        await store.jobs.upsert(job('kraken', 'BTC/USD', { type: 'trades', timeframe: undefined }));
+        expect((await store.jobs.list({ venue: 'binance' })).map((x) => x.symbol)).toEqual(['BTC/USDT', 'ETH/USDT']);
+        expect((await store.jobs.list({ enabled: false })).map((x) => x.symbol)).toEqual(['ETH/USDT']);
+        expect((await store.jobs.list({ type: 'trades' })).map((x) => x.id)).toEqual(['kraken:BTC/USD:-:trades']);
+        expect((await store.jobs.setEnabled('binance:ETH/USDT:1m:ohlcv', true)).enabled).toBe(true);
+        expect(await store.jobs.list({ enabled: false })).toEqual([]);
+        expect(await store.jobs.remove('binance:ETH/USDT:1m:ohlcv')).toBe(true);
+        expect(await store.jobs.remove('binance:ETH/USDT:1m:ohlcv')).toBe(false);
+        expect(await store.jobs.get('binance:ETH/USDT:1m:ohlcv')).toBeNull();
+        await expect(store.jobs.setEnabled('binance:XRP/USDT:1m:ohlcv', true)).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it('rejects bad input naming the field', async () => {
+        await expect(store.jobs.upsert(job('binance', 'BTC/USDT', { timeframe: '7m' as '1m' }))).rejects.toMatchObject({
+          code: 'E_VALIDATION',
+          field: 'job.timeframe',
+        });
+        await expect(store.jobs.upsert(job('binance', 'BTC:USDT'))).rejects.toMatchObject({ field: 'job.symbol' });
+        await expect(store.jobs.claimDue(T0, -1, 1000)).rejects.toBeInstanceOf(ValidationError);
+        expect(await store.jobs.list()).toEqual([]);
+      });
+
+      it('claims only enabled, due, unleased jobs of active connectors', async () => {
+        await store.connectors.upsert(connector('binance'));
+        await store.connectors.upsert(connector('kraken'));
+        await store.connectors.setStatus('kraken', 'paused');
+        await store.connectors.upsert(connector('coinbase', { status: 'disabled' }));
+        await store.jobs.upsert(job('binance', 'DUE/A'));
+        await store.jobs.upsert(job('binance', 'OFF/A', { enabled: false }));
+        await store.jobs.upsert(job('binance', 'LATER/A', { nextRunAt: T0 + 30_001 }));
+        await store.jobs.upsert(job('kraken', 'PAUSED/A'));
+        await store.jobs.upsert(job('coinbase', 'DISABLED/A'));
+        await store.jobs.upsert(job('nowhere', 'NOCONNECTOR/A'));
+
+        const claimed = await store.jobs.claimDue(T0, 100, 30_000);
+        expect(claimed.map((j) => j.id)).toEqual(['binance:DUE/A:1m:ohlcv']);
+        expect(claimed[0]?.lockedUntil).toBe(T0 + 30_000);
+        expect((await store.jobs.get('binance:DUE/A:1m:ohlcv'))?.lockedUntil).toBe(T0 + 30_000);
+        // leased: not claimed again before the lease ends
+        expect(await store.jobs.claimDue(T0 + 29_999, 100, 30_000)).toEqual([]);
+        // expired lease: reclaimed; LATER/A only once it is due
+        const reclaimed = await store.jobs.claimDue(T0 + 30_000, 100, 30_000);
+        expect(reclaimed.map((j) => j.id)).toEqual(['binance:DUE/A:1m:ohlcv']);
+        expect((await store.jobs.claimDue(T0 + 30_001, 100, 30_000)).map((j) => j.id)).toEqual(['binance:LATER/A:1m:ohlcv']);
+        // the paused venue's job is never claimed, however late
+        expect(await store.jobs.claimDue(T0 + 10 * 86_400_000, 100, 1000)).not.toContainEqual(expect.objectContaining({ venue: 'kraken' }));
+        // resuming the connector makes its jobs claimable
+        await store.connectors.setStatus('kraken', 'active');
+        expect((await store.jobs.claimDue(T0 + 20 * 86_400_000, 100, 1000)).map((j) => j.venue)).toContain('kraken');
+        expect(await store.jobs.claimDue(T0, 0, 1000)).toEqual([]);
+      });
+
+      it('claims by priority, then earliest due, at most max', async () => {
+        await store.connectors.upsert(connector('binance'));
+        await store.jobs.upsert(job('binance', 'LOW/A', { priority: -5, nextRunAt: T0 - 5000 }));
+        await store.jobs.upsert(job('binance', 'HIGH/LATE', { priority: 10, nextRunAt: T0 - 10 }));
+        await store.jobs.upsert(job('binance', 'HIGH/EARLY', { priority: 10, nextRunAt: T0 - 20 }));
+        await store.jobs.upsert(job('binance', 'MID/A', { priority: 0, nextRunAt: T0 - 1 }));
+        const first = await store.jobs.claimDue(T0, 3, 1000);
+        expect(first.map((j) => j.symbol)).toEqual(['HIGH/EARLY', 'HIGH/LATE', 'MID/A']);
+        const rest = await store.jobs.claimDue(T0, 3, 1000);
+        expect(rest.map((j) => j.symbol)).toEqual(['LOW/A']);
+      });
+
+      it('never leases one job to two concurrent claimers (same handle and two handles)', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const other = await openAgain();
+        const symbols = Array.from({ length: 60 }, (_, i) => `S${i}/USDT`);
+        for (const s of symbols) await store.jobs.upsert(job('binance', s, { priority: s.length % 3 }));
+        const batches = await Promise.all([
+          store.jobs.claimDue(T0, 7, 60_000),
+          other.jobs.claimDue(T0, 7, 60_000),
+          store.jobs.claimDue(T0, 7, 60_000),
+          other.jobs.claimDue(T0, 7, 60_000),
+          store.jobs.claimDue(T0, 7, 60_000),
+          other.jobs.claimDue(T0, 7, 60_000),
+        ]);
+        const ids = batches.flat().map((j) => j.id);
+        expect(ids).toHaveLength(42);
+        expect(new Set(ids).size).toBe(42);
+        const rest = await Promise.all([store.jobs.claimDue(T0, 50, 60_000), other.jobs.claimDue(T0, 50, 60_000)]);
+        const all = [...ids, ...rest.flat().map((j) => j.id)];
+        expect(all).toHaveLength(60);
+        expect(new Set(all).size).toBe(60);
+      });
+
+      it('completes: cursor only moves forward, lease released, stats counted', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const { id } = await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        await store.jobs.claimDue(T0, 1, 60_000);
+        const done = await store.jobs.complete(id, { cursor: T0 + 600_000, nextRunAt: T0 + 60_000, records: 10 });
+        expect(done).toMatchObject({ cursor: T0 + 600_000, nextRunAt: T0 + 60_000, lockedUntil: null, stats: { runs: 1, failures: 0 } });
+        expect(done.stats.lastRunAt).toEqual(expect.any(Number));
+        expect(done.stats.lastSuccessAt).toBe(done.stats.lastRunAt);
+        const back = await store.jobs.complete(id, { cursor: T0, nextRunAt: T0 + 120_000 });
+        expect(back).toMatchObject({ cursor: T0 + 600_000, nextRunAt: T0 + 120_000, stats: { runs: 2 } });
+        const noCursor = await store.jobs.complete(id, { nextRunAt: T0 + 180_000 });
+        expect(noCursor.cursor).toBe(T0 + 600_000);
+        expect(await store.jobs.advanceCursor(id, T0 + 60_000)).toBe(T0 + 600_000);
+        expect(await store.jobs.advanceCursor(id, T0 + 900_000)).toBe(T0 + 900_000);
+        expect((await store.jobs.get(id))?.cursor).toBe(T0 + 900_000);
+        await expect(store.jobs.complete('binance:NOPE/USDT:1m:ohlcv', { nextRunAt: T0 })).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.jobs.advanceCursor('binance:NOPE/USDT:1m:ohlcv', 1)).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it('fails: lease released, retry scheduled, failure recorded; release frees a lease', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const { id } = await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        await store.jobs.claimDue(T0, 1, 60_000);
+        const failed = await store.jobs.fail(id, 'HTTP 503 from venue', T0 + 5000);
+        expect(failed).toMatchObject({ nextRunAt: T0 + 5000, lockedUntil: null, stats: { runs: 1, failures: 1, lastError: 'HTTP 503 from venue' } });
+        expect(failed.stats.lastErrorAt).toEqual(expect.any(Number));
+        expect(failed.stats.lastSuccessAt).toBeNull();
+        expect(await store.jobs.claimDue(T0 + 4999, 1, 60_000)).toEqual([]);
+        expect(await store.jobs.claimDue(T0 + 5000, 1, 60_000)).toHaveLength(1);
+        await store.jobs.release(id);
+        expect((await store.jobs.get(id))?.lockedUntil).toBeNull();
+        await store.jobs.claimDue(T0 + 5000, 1, 60_000);
+        await store.jobs.release(id, T0 + 9000);
+        expect(await store.jobs.get(id)).toMatchObject({ lockedUntil: null, nextRunAt: T0 + 9000 });
+        await expect(store.jobs.fail('binance:NOPE/USDT:1m:ohlcv', 'x', T0)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.jobs.release('binance:NOPE/USDT:1m:ohlcv')).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it('keeps the cursor across closing and reopening the store', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const { id } = await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        await store.jobs.complete(id, { cursor: T0 + 3_600_000, nextRunAt: T0 + 60_000 });
+        await store.close();
+        const reopened = await openAgain();
+        expect(await reopened.jobs.get(id)).toMatchObject({ cursor: T0 + 3_600_000, stats: { runs: 1 } });
+        expect(await reopened.connectors.get('binance')).not.toBeNull();
+        expect(await reopened.jobs.advanceCursor(id, T0)).toBe(T0 + 3_600_000);
+      });
+    });
+
+    describe('budgets', () => {
+      it('fixed window: grants up to the limit, refuses until the next aligned window', async () => {
+        const periodMs = 200;
+        let venue = '';
+        const results = await inOneWindow(periodMs, async (v) => {
+          venue = v;
+          await store.connectors.upsert(connector(v, { rateLimit: { limit: 5, periodMs, headroom: 1 } }));
+          const out: AcquireResult[] = [];
+          for (const w of [2, 2, 1, 1]) out.push(await store.budgets.acquire(v, w));
+          return out;
+        });
+        const [a, b, c, d] = results;
+        expect(a).toMatchObject({ ok: true, used: 2, limit: 5 });
+        expect(b).toMatchObject({ ok: true, used: 4 });
+        expect(c).toMatchObject({ ok: true, used: 5 });
+        if (!a?.ok) throw new Error('first acquire refused');
+        const windowStartMs = a.windowStartMs ?? NaN;
+        expect(windowStartMs % periodMs).toBe(0);
+        expect(a.atMs - windowStartMs).toBeLessThan(periodMs);
+        expect(d).toEqual({ ok: false, reason: 'exhausted', retryAtMs: windowStartMs + periodMs, limit: 5, atMs: expect.any(Number) });
+        await sleep(windowStartMs + periodMs - Date.now() + 2);
+        const next = await store.budgets.acquire(venue, 5);
+        expect(next).toMatchObject({ ok: true, used: 5 });
+        expect(next.ok && next.windowStartMs).toBeGreaterThanOrEqual(windowStartMs + periodMs);
+      });
+
+      it('applies headroom and refuses a weight above the whole limit as too-heavy', async () => {
+        const venue = venueName();
+        await store.connectors.upsert(connector(venue, { rateLimit: { limit: 100, periodMs: 60_000, headroom: 0.5 } }));
+        const granted = await store.budgets.acquire(venue, 50);
+        expect(granted).toMatchObject({ ok: true, used: 50, limit: 50 });
+        const refused = await store.budgets.acquire(venue, 1);
+        expect(refused).toMatchObject({ ok: false, reason: 'exhausted', limit: 50 });
+        const heavy = await store.budgets.acquire(venue, 51);
+        expect(heavy).toMatchObject({ ok: false, reason: 'too-heavy' });
+        expect(heavy.ok ? 0 : heavy.retryAtMs - heavy.atMs).toBe(60_000);
+        await expect(store.budgets.acquire(venue, 0)).rejects.toMatchObject({ code: 'E_VALIDATION', field: 'weight' });
+      });
+
+      it('gcra: bursts up to the limit, then spaces grants by periodMs / limit', async () => {
+        const venue = venueName();
+        // T = 400 / 4 = 100 ms per unit of weight
+        await store.connectors.upsert(connector(venue, { rateLimit: { policy: 'gcra', limit: 4, periodMs: 400, headroom: 1 } }));
+        const burst: AcquireResult[] = [];
+        for (let i = 0; i < 4; i++) burst.push(await store.budgets.acquire(venue, 1));
+        expect(burst.every((r) => r.ok)).toBe(true);
+        expect(burst[3]).toMatchObject({ ok: true, limit: 4, used: 4 });
+        const refused = await store.budgets.acquire(venue, 1);
+        if (refused.ok) throw new Error('fifth acquire in a 4-per-400ms bucket was granted');
+        expect(refused.reason).toBe('exhausted');
+        const first = burst[0]?.atMs ?? 0;
+        // the bucket drains one unit 100 ms after the burst started
+        expect(refused.retryAtMs).toBeGreaterThanOrEqual(first + 100);
+        expect(refused.retryAtMs).toBeLessThanOrEqual(refused.atMs + 100);
+        await sleep(refused.retryAtMs - Date.now() + 2);
+        expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: true });
+        // weight 2 needs two drained units: refused with a retry at most 200 ms later
+        // (less by however long this test took since the last grant)
+        const two = await store.budgets.acquire(venue, 2);
+        if (two.ok) throw new Error('weight 2 granted into a full bucket');
+        expect(two.retryAtMs - two.atMs).toBeGreaterThan(0);
+        expect(two.retryAtMs - two.atMs).toBeLessThanOrEqual(200);
+        const usage = await store.budgets.usage(venue);
+        expect(usage).toMatchObject({ venue, policy: 'gcra', limit: 4, periodMs: 400, windowStartMs: null });
+        expect(usage?.used).toBeGreaterThanOrEqual(1);
+        expect(usage?.used).toBeLessThanOrEqual(4);
+        expect(usage?.resetAtMs).toBeGreaterThan(two.atMs);
+      });
+
+      it('observe raises the current window to what the venue reported, never lowers it', async () => {
+        const periodMs = 1000;
+        let venue = '';
+        const [first, afterObserve, refused] = await inOneWindow(periodMs, async (v) => {
+          venue = v;
+          await store.connectors.upsert(connector(v, { rateLimit: { limit: 10, periodMs, headroom: 1 } }));
+          const a = await store.budgets.acquire(v, 1);
+          const ws = a.ok ? (a.windowStartMs ?? 0) : 0;
+          await store.budgets.observe(v, 8, ws);
+          await store.budgets.observe(v, 3, ws); // lower: ignored
+          await store.budgets.observe(v, 10, ws - periodMs); // an old window: ignored
+          const b = await store.budgets.acquire(v, 2);
+          const c = await store.budgets.acquire(v, 1);
+          return [a, b, c];
+        });
+        expect(first).toMatchObject({ ok: true, used: 1 });
+        expect(afterObserve).toMatchObject({ ok: true, used: 10 });
+        expect(refused).toMatchObject({ ok: false, reason: 'exhausted' });
+        const usage = await store.budgets.usage(venue);
+        expect(usage).toMatchObject({ venue, policy: 'fixed-window', limit: 10, periodMs });
+        expect(usage?.resetAtMs).toBe((usage?.windowStartMs ?? 0) + periodMs);
+        if (usage?.windowStartMs === (first?.ok ? first.windowStartMs : -1)) expect(usage?.used).toBe(10);
+      });
+
+      it('observe seeds a window nothing was acquired in yet; usage reports it', async () => {
+        const venue = venueName();
+        await store.connectors.upsert(connector(venue, { rateLimit: { limit: 1200, periodMs: 60_000, headroom: 1 } }));
+        const before = await store.budgets.usage(venue);
+        expect(before).toMatchObject({ used: 0, limit: 1200 });
+        const ws = before?.windowStartMs ?? 0;
+        await store.budgets.observe(venue, 700, ws);
+        const after = await store.budgets.usage(venue);
+        if (after?.windowStartMs === ws) {
+          expect(after.used).toBe(700);
+          expect(await store.budgets.acquire(venue, 500)).toMatchObject({ ok: true, used: 1200 });
+          expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: false, reason: 'exhausted' });
+        }
+        expect(await store.budgets.usage('nope')).toBeNull();
+      });
+
+      it('a paused or disabled connector refuses; an unknown venue refuses', async () => {
+        const venue = venueName();
+        await store.connectors.upsert(connector(venue, { rateLimit: { limit: 10, periodMs: 1000, headroom: 1 } }));
+        await store.connectors.setStatus(venue, 'paused');
+        const paused = await store.budgets.acquire(venue, 1);
+        expect(paused).toMatchObject({ ok: false, reason: 'paused' });
+        expect(paused.ok ? 0 : paused.retryAtMs - paused.atMs).toBe(1000);
+        await store.connectors.setStatus(venue, 'disabled');
+        expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: false, reason: 'disabled' });
+        await store.connectors.setStatus(venue, 'active');
+        expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: true });
+        expect(await store.budgets.acquire('nope', 1)).toMatchObject({ ok: false, reason: 'unknown-venue' });
+      });
+
+      it('follows a policy change made by a connector upsert', async () => {
+        const venue = venueName();
+        await store.connectors.upsert(connector(venue, { rateLimit: { limit: 1, periodMs: 60_000, headroom: 1 } }));
+        expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: true });
+        expect(await store.budgets.acquire(venue, 1)).toMatchObject({ ok: false });
+        await store.connectors.upsert(connector(venue, { rateLimit: { policy: 'gcra', limit: 3, periodMs: 60_000, headroom: 1 } }));
+        const r = await store.budgets.acquire(venue, 3);
+        expect(r).toMatchObject({ ok: true, limit: 3 });
+        expect(r.ok && r.windowStartMs).toBeFalsy();
+        expect((await store.budgets.usage(venue))?.policy).toBe('gcra');
+      });
+    });
+
+    describe('backfills', () => {
+      it('creates idempotently, counts units to done, filters and sets status', async () => {
+        const jobIdA = 'binance:BTC/USDT:1m:ohlcv';
+        const b = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 86_400_000, unitsTotal: 3 });
+        expect(b).toMatchObject({ id: 'bf-1', jobId: jobIdA, unitsTotal: 3, unitsDone: 0, status: 'pending' });
+        expect(await store.backfills.unitDone('bf-1')).toMatchObject({ unitsDone: 1, status: 'running' });
+        const again = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 86_400_000, unitsTotal: 3 });
+        expect(again).toMatchObject({ unitsDone: 1, status: 'running' });
+        expect(await store.backfills.unitDone('bf-1', 2)).toMatchObject({ unitsDone: 3, status: 'done' });
+        expect(await store.backfills.unitDone('bf-1', 5)).toMatchObject({ unitsDone: 3, status: 'done' });
+        await store.backfills.create({ id: 'bf-2', jobId: 'kraken:BTC/USD:1m:ohlcv', fromMs: T0, toMs: T0 + 1000, unitsTotal: 2 });
+        expect((await store.backfills.setStatus('bf-2', 'cancelled')).status).toBe('cancelled');
+        expect(await store.backfills.unitDone('bf-2', 2)).toMatchObject({ unitsDone: 2, status: 'cancelled' });
+        expect((await store.backfills.list()).map((x) => x.id)).toEqual(['bf-1', 'bf-2']);
+        expect((await store.backfills.list({ jobId: jobIdA })).map((x) => x.id)).toEqual(['bf-1']);
+        expect((await store.backfills.list({ status: 'cancelled' })).map((x) => x.id)).toEqual(['bf-2']);
+        expect(await store.backfills.get('bf-9')).toBeNull();
+        expect((await store.backfills.get('bf-1'))?.status).toBe('done');
+        await expect(store.backfills.unitDone('bf-9')).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.backfills.setStatus('bf-9', 'done')).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.backfills.create({ id: 'bf-3', jobId: jobIdA, fromMs: T0, toMs: T0, unitsTotal: 1 })).rejects.toMatchObject({
+          code: 'E_VALIDATION',
+          field: 'backfill.toMs',
+        });
+      });
+
+      it('counts concurrent unitDone calls exactly', async () => {
+        await store.backfills.create({ id: 'bf-c', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 1000, unitsTotal: 40 });
+        const other = await openAgain();
+        await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? store : other).backfills.unitDone('bf-c')));
+        expect(await store.backfills.get('bf-c')).toMatchObject({ unitsDone: 40, status: 'done' });
+      });
+    });
+
+    describe('gap ledger', () => {
+      it('records once per range, lists, fills inside a range, counts attempts, reopens', async () => {
+        const a = 'binance:BTC/USDT:1m:ohlcv';
+        const g = await store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 + 300_000 }, T0 + 1);
+        expect(g).toEqual({ jobId: a, fromMs: T0, toMs: T0 + 300_000, kind: 'missing', detectedAt: T0 + 1, filledAt: null, attempts: 0 });
+        const again = await store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 + 300_000, kind: 'venue-hole' }, T0 + 2);
+        expect(again).toMatchObject({ kind: 'venue-hole', detectedAt: T0 + 1 });
+        await store.gaps.record({ jobId: a, fromMs: T0 + 600_000, toMs: T0 + 660_000 }, T0 + 3);
+        await store.gaps.record({ jobId: a, fromMs: T0 + 900_000, toMs: T0 + 960_000 }, T0 + 4);
+        await store.gaps.record({ jobId: 'kraken:BTC/USD:1m:ohlcv', fromMs: T0, toMs: T0 + 60_000 }, T0 + 5);
+        expect(await store.gaps.list()).toHaveLength(4);
+        expect((await store.gaps.list({ jobId: a })).map((x) => x.fromMs)).toEqual([T0, T0 + 600_000, T0 + 900_000]);
+        expect((await store.gaps.list({ kind: 'venue-hole' })).map((x) => x.fromMs)).toEqual([T0]);
+
+        await store.gaps.attempt(a, T0, T0 + 300_000);
+        await store.gaps.attempt(a, T0, T0 + 300_000);
+        // fills the gaps lying inside [T0, T0 + 700_000) only
+        expect(await store.gaps.markFilled(a, T0, T0 + 700_000, T0 + 10)).toBe(2);
+        expect(await store.gaps.markFilled(a, T0, T0 + 700_000, T0 + 11)).toBe(0);
+        const open = await store.gaps.list({ jobId: a, open: true });
+        expect(open.map((x) => x.fromMs)).toEqual([T0 + 900_000]);
+        const closed = await store.gaps.list({ jobId: a, open: false });
+        expect(closed.map((x) => [x.fromMs, x.filledAt, x.attempts])).toEqual([
+          [T0, T0 + 10, 2],
+          [T0 + 600_000, T0 + 10, 0],
+        ]);
+        const reopened = await store.gaps.record({ jobId: a, fromMs: T0 + 600_000, toMs: T0 + 660_000 }, T0 + 20);
+        expect(reopened).toMatchObject({ filledAt: null, detectedAt: T0 + 3 });
+        await expect(store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 - 1 }, T0)).rejects.toMatchObject({ field: 'gap.toMs' });
+      });
+    });
+  });
+}
