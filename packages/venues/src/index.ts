@@ -1,0 +1,10 @@
+export * from './types.js';
+export * from './venue-http-client.js';
+export * from './venue-rejected-error.js';
+export * from './create-venue-adapter.js';
+export { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
+export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
+export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
+export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
+export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
+export { XetraAdapter, XETRA_MARKETS, type XetraAdapterOptions } from './xetra/xetra-adapter.js';

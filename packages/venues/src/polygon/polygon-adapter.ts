@@ -1,0 +1,141 @@
+import {
+  ConfigError,
+  MalformedPayloadError,
+  systemClock,
+  timeframeMs,
+  type Candle,
+  type Clock,
+  type Timeframe,
+} from '@tickfleet/core';
+import { candleEnvelope } from '../internal/envelopes.js';
+import { intOption, normaliseBaseUrl } from '../internal/options.js';
+import { decimalString, parsePayload } from '../internal/parse-payload.js';
+import type { CandlePage, CandleSource, FetchOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
+import { VenueHttpClient } from '../venue-http-client.js';
+import { PolygonAggs } from './polygon-schemas.js';
+
+export interface PolygonAdapterOptions extends VenueAdapterOptions {
+  /** API key; falls back to the POLYGON_API_KEY environment variable. */
+  apiKey?: string;
+  /** `limit` per aggregates request (Polygon allows up to 50000). @defaultValue 5000 */
+  maxCandlesPerPage?: number;
+  /**
+   * Length of the vendor's request window: a 429 carries no Retry-After, so the adapter retries one
+   * full window later. The free tier allows 5 requests per minute. @defaultValue 60000
+   */
+  rateLimitWindowMs?: number;
+}
+
+/** tickfleet timeframe -> Polygon `{multiplier}/{timespan}`. */
+const RANGES: Record<Timeframe, [number, 'minute' | 'hour' | 'day' | 'week']> = {
+  '1m': [1, 'minute'],
+  '3m': [3, 'minute'],
+  '5m': [5, 'minute'],
+  '15m': [15, 'minute'],
+  '30m': [30, 'minute'],
+  '1h': [1, 'hour'],
+  '2h': [2, 'hour'],
+  '4h': [4, 'hour'],
+  '6h': [6, 'hour'],
+  '8h': [8, 'hour'],
+  '12h': [12, 'hour'],
+  '1d': [1, 'day'],
+  '1w': [1, 'week'],
+};
+
+/**
+ * Polygon aggregates (bars), paged by following `next_url`. Each request weighs 1 against a
+ * vendor quota that is per request (5 per minute on the free tier).
+ */
+export class PolygonAdapter implements VenueAdapter, CandleSource {
+  readonly venue = 'polygon';
+  readonly weights: Readonly<Record<'aggs', number>> = Object.freeze({ aggs: 1 });
+  readonly maxCandlesPerPage: number;
+  private readonly baseUrl: string;
+  private readonly apiKey: string | undefined;
+  private readonly clock: Clock;
+  private readonly http: VenueHttpClient;
+
+  constructor(options: PolygonAdapterOptions) {
+    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
+    this.apiKey = options.apiKey ?? process.env.POLYGON_API_KEY;
+    this.clock = options.clock ?? systemClock;
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, 5000, 1, 50_000);
+    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
+    this.http = new VenueHttpClient({
+      venue: this.venue,
+      ...(options.hooks ? { hooks: options.hooks } : {}),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      clock: this.clock,
+      errorPolicy: { rateLimitFallbackMs: windowMs },
+    });
+  }
+
+  toVenueSymbol(symbol: string): string {
+    return symbol;
+  }
+
+  fromVenueSymbol(venueSymbol: string): string {
+    return venueSymbol;
+  }
+
+  /**
+   * Closed bars with `fromMs <= t < toMs`, one page per request. Timestamps are sent as epoch ms (both
+   * ends inclusive at Polygon, hence `toMs - 1`); `next_url` is followed with the key re-attached, and
+   * only on the base URL's own origin so the key never leaves for another host.
+   */
+  async *fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
+    if (!this.apiKey) throw new ConfigError('POLYGON_API_KEY', 'a Polygon API key (adapter option apiKey or env POLYGON_API_KEY)');
+    if (fromMs >= toMs) return;
+    const [multiplier, timespan] = RANGES[timeframe];
+    const lenMs = timeframeMs(timeframe);
+    const ticker = encodeURIComponent(this.toVenueSymbol(symbol));
+    const query = new URLSearchParams({ adjusted: 'true', sort: 'asc', limit: String(this.maxCandlesPerPage), apiKey: this.apiKey });
+    let url: string | undefined = `${this.baseUrl}/v2/aggs/ticker/${ticker}/range/${multiplier}/${timespan}/${fromMs}/${toMs - 1}?${query.toString()}`;
+    const seen = new Set<string>();
+    let lastT = Number.NEGATIVE_INFINITY;
+    while (url !== undefined) {
+      seen.add(url);
+      const res = await this.http.get({ endpoint: 'aggs', weight: this.weights.aggs, url, signal: options.signal });
+      const page = parsePayload(this.venue, 'aggs', res.body, PolygonAggs);
+      const nowMs = this.clock.now();
+      const candles: Candle[] = [];
+      for (const bar of page.results ?? []) {
+        // sort=asc: a bar at or before the last one is a repeat across a page boundary.
+        if (bar.t <= lastT) continue;
+        lastT = bar.t;
+        if (bar.t < fromMs || bar.t >= toMs || bar.t + lenMs > nowMs) continue;
+        candles.push({
+          venue: this.venue,
+          symbol,
+          timeframe,
+          openTime: bar.t,
+          open: decimalString(bar.o),
+          high: decimalString(bar.h),
+          low: decimalString(bar.l),
+          close: decimalString(bar.c),
+          volume: decimalString(bar.v),
+          ...(bar.n === undefined ? {} : { trades: bar.n }),
+        });
+      }
+      if (candles.length > 0) yield { candles, envelopes: candles.map((c) => candleEnvelope(c, res.receivedAtMs)) };
+      url = page.next_url === undefined || page.next_url === '' ? undefined : this.nextUrl(page.next_url, seen);
+    }
+  }
+
+  private nextUrl(nextUrl: string, seen: Set<string>): string {
+    let next: URL;
+    try {
+      next = new URL(nextUrl);
+    } catch {
+      throw new MalformedPayloadError(this.venue, 'next_url is not a URL', nextUrl);
+    }
+    if (next.origin !== new URL(this.baseUrl).origin) {
+      throw new MalformedPayloadError(this.venue, `next_url points to another origin than ${new URL(this.baseUrl).origin}`, nextUrl);
+    }
+    next.searchParams.set('apiKey', this.apiKey ?? '');
+    const text = next.toString();
+    if (seen.has(text)) throw new MalformedPayloadError(this.venue, 'next_url repeats a page already fetched', nextUrl);
+    return text;
+  }
+}

@@ -1,0 +1,105 @@
+import { MalformedPayloadError, RateLimitedError, UnrecoverableError, ManualClock } from '@tickfleet/core';
+import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
+import type { VenueRejectedError } from '../venue-rejected-error.js';
+import { PolymarketAdapter } from './polymarket-adapter.js';
+
+async function caught(fn: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+const YES = '71321045679252212594626385532706912750332728571942532289631379312455583992563';
+const NO = '52114319501245915516055106046884209969926127482827954674443846427813813222426';
+
+describe('PolymarketAdapter against documented response samples', () => {
+  let clob: FixtureServer;
+  let gamma: FixtureServer;
+  let route: FixtureRoute;
+  beforeAll(async () => {
+    clob = await FixtureServer.start((req, s) => route(req, s));
+    gamma = await FixtureServer.start((req, s) => route(req, s));
+  });
+  afterAll(async () => {
+    await clob.close();
+    await gamma.close();
+  });
+
+  it('discovers order-book tokens from Gamma markets, decoding the JSON-encoded clobTokenIds', async () => {
+    route = (req) => (req.path === '/markets' ? { body: req.query.get('offset') === '0' ? fixture('polymarket/markets.json') : '[]' } : undefined);
+    const adapter = new PolymarketAdapter({ baseUrl: clob.url, discoveryBaseUrl: gamma.url, discoveryPageSize: 2 });
+    const instruments = await adapter.listInstruments();
+    expect(instruments).toEqual([
+      {
+        symbol: YES,
+        venueSymbol: YES,
+        name: 'Will Bitcoin reach $150,000 by December 31, 2025? [Yes]',
+        meta: expect.objectContaining({ marketId: '253591', outcome: 'Yes', conditionId: expect.stringMatching(/^0x/) }),
+      },
+      expect.objectContaining({ symbol: NO, meta: expect.objectContaining({ outcome: 'No' }) }),
+    ]);
+    expect(gamma.requests.map((r) => Object.fromEntries(r.query))).toEqual([
+      { active: 'true', closed: 'false', limit: '2', offset: '0' },
+      { active: 'true', closed: 'false', limit: '2', offset: '2' },
+    ]);
+    expect(clob.requests).toHaveLength(0);
+  });
+
+  it('yields MalformedPayloadError when clobTokenIds does not decode', async () => {
+    route = () => ({ body: JSON.stringify([{ id: '1', clobTokenIds: '["123", ' }]) });
+    const err = await caught(() => new PolymarketAdapter({ baseUrl: clob.url }).listInstruments());
+    expect(err).toBeInstanceOf(MalformedPayloadError);
+  });
+
+  it('parses a book, best levels first, with the venue timestamp', async () => {
+    route = (req) => (req.path === '/book' && req.query.get('token_id') === YES ? { body: fixture('polymarket/book.json') } : undefined);
+    const { book, envelope } = await new PolymarketAdapter({ baseUrl: clob.url }).fetchBook(YES);
+    expect(book).toEqual({
+      venue: 'polymarket',
+      symbol: YES,
+      timeMs: 1727357346181,
+      bids: [
+        ['0.114', '1200'],
+        ['0.11', '300'],
+        ['0.01', '1527.03'],
+      ],
+      asks: [
+        ['0.116', '75'],
+        ['0.12', '560.5'],
+        ['0.99', '22000'],
+      ],
+    });
+    expect(envelope).toMatchObject({ channel: 'book', serverTimeMs: 1727357346181, messageId: `polymarket:${YES}:book:1727357346181` });
+    expect(envelope.payload).toMatchObject({ tickSize: '0.001', minOrderSize: '5', negRisk: false, hash: expect.any(String) });
+  });
+
+  it('maps an unknown token 404 to an unrecoverable error with the venue message', async () => {
+    route = () => ({ status: 404, body: fixture('polymarket/error-404.json') });
+    const err = await caught(() => new PolymarketAdapter({ baseUrl: clob.url }).fetchBook('1'));
+    expect(err).toBeInstanceOf(UnrecoverableError);
+    expect((err as VenueRejectedError).venueMessage).toBe('No orderbook exists for the requested token id');
+  });
+
+  it('maps 429 to RateLimitedError and bounds delayed (throttled) answers with the timeout', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1));
+    route = () => ({ status: 429, body: fixture('polymarket/error-429.json') });
+    const err = await caught(() => new PolymarketAdapter({ baseUrl: clob.url, clock, rateLimitFallbackMs: 3000 }).fetchBook(YES));
+    expect(err).toBeInstanceOf(RateLimitedError);
+    expect((err as RateLimitedError).retryAtMs).toBe(Date.UTC(2024, 0, 1) + 3000);
+
+    route = () => ({ body: fixture('polymarket/book.json'), delayMs: 300 });
+    const { book } = await new PolymarketAdapter({ baseUrl: clob.url, timeoutMs: 2000 }).fetchBook(YES);
+    expect(book.bids).toHaveLength(3);
+  });
+
+  it('yields MalformedPayloadError for a book with a bad timestamp or level', async () => {
+    const good = JSON.parse(fixture('polymarket/book.json')) as Record<string, unknown>;
+    route = () => ({ body: JSON.stringify({ ...good, timestamp: 'yesterday' }) });
+    await expect(new PolymarketAdapter({ baseUrl: clob.url }).fetchBook(YES)).rejects.toBeInstanceOf(MalformedPayloadError);
+    route = () => ({ body: JSON.stringify({ ...good, bids: [{ price: 0.5 }] }) });
+    await expect(new PolymarketAdapter({ baseUrl: clob.url }).fetchBook(YES)).rejects.toBeInstanceOf(MalformedPayloadError);
+  });
+});

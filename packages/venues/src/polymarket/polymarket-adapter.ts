@@ -1,0 +1,145 @@
+import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope } from '@tickfleet/core';
+import { bookEnvelope } from '../internal/envelopes.js';
+import { intOption, normaliseBaseUrl } from '../internal/options.js';
+import { parsePayload, validatePayload } from '../internal/parse-payload.js';
+import type { BookSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
+import { VenueHttpClient } from '../venue-http-client.js';
+import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
+
+export interface PolymarketAdapterOptions extends VenueAdapterOptions {
+  /** Gamma API root for market discovery (real: https://gamma-api.polymarket.com). @defaultValue baseUrl */
+  discoveryBaseUrl?: string;
+  /** Markets per discovery page. @defaultValue 100 */
+  discoveryPageSize?: number;
+  /** Upper bound on discovery pages per listing, so a misbehaving offset never loops forever. @defaultValue 200 */
+  maxDiscoveryPages?: number;
+  /**
+   * Wait after a 429 without Retry-After. Polymarket throttles by first delaying responses
+   * (Cloudflare-style), so a 429 means the queue behind it is full. @defaultValue 10000
+   */
+  rateLimitFallbackMs?: number;
+}
+
+/**
+ * Polymarket: active markets and their CLOB token ids from Gamma `GET /markets`, order-book
+ * snapshots from CLOB `GET /book?token_id=`. Throttled responses are just slow responses; the
+ * request timeout (default 10 s) bounds them.
+ */
+export class PolymarketAdapter implements VenueAdapter, BookSource {
+  readonly venue = 'polymarket';
+  readonly weights: Readonly<Record<'markets' | 'book', number>> = Object.freeze({ markets: 1, book: 1 });
+  private readonly baseUrl: string;
+  private readonly discoveryBaseUrl: string;
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  private readonly http: VenueHttpClient;
+
+  constructor(options: PolymarketAdapterOptions) {
+    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
+    this.discoveryBaseUrl = normaliseBaseUrl('discoveryBaseUrl', options.discoveryBaseUrl ?? options.baseUrl);
+    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, 100, 1, 1000);
+    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, 200, 1, 100_000);
+    const clock: Clock = options.clock ?? systemClock;
+    this.http = new VenueHttpClient({
+      venue: this.venue,
+      ...(options.hooks ? { hooks: options.hooks } : {}),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      clock,
+      errorPolicy: { rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, 10_000, 0, 86_400_000) },
+    });
+  }
+
+  /** The CLOB token id is the symbol in both forms. */
+  toVenueSymbol(symbol: string): string {
+    return symbol;
+  }
+
+  fromVenueSymbol(venueSymbol: string): string {
+    return venueSymbol;
+  }
+
+  /** Every order-book token of every active, open market, paging `offset` until a short page. */
+  async listInstruments(options: FetchOptions = {}): Promise<Instrument[]> {
+    const out: Instrument[] = [];
+    const seen = new Set<string>();
+    for (let page = 0; page < this.maxPages; page++) {
+      const query = new URLSearchParams({ active: 'true', closed: 'false', limit: String(this.pageSize), offset: String(page * this.pageSize) });
+      const res = await this.http.get({
+        endpoint: 'markets',
+        weight: this.weights.markets,
+        url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
+        signal: options.signal,
+      });
+      const markets = parsePayload(this.venue, 'markets', res.body, PolymarketMarkets);
+      for (const market of markets) {
+        for (const instrument of this.instrumentsOf(market)) {
+          if (seen.has(instrument.symbol)) continue;
+          seen.add(instrument.symbol);
+          out.push(instrument);
+        }
+      }
+      if (markets.length < this.pageSize) break;
+    }
+    return out;
+  }
+
+  private instrumentsOf(market: PolymarketMarket): Instrument[] {
+    if (market.enableOrderBook === false || market.closed === true || market.active === false || !market.clobTokenIds) return [];
+    const tokenIds = validatePayload(this.venue, 'markets.clobTokenIds', decodeJsonString(this.venue, market.clobTokenIds), PolymarketTokenIds);
+    const outcomes = market.outcomes ? validatePayload(this.venue, 'markets.outcomes', decodeJsonString(this.venue, market.outcomes), PolymarketOutcomes) : [];
+    return tokenIds.map((tokenId, i) => {
+      const outcome = outcomes[i];
+      return {
+        symbol: tokenId,
+        venueSymbol: tokenId,
+        ...(market.question ? { name: outcome ? `${market.question} [${outcome}]` : market.question } : {}),
+        meta: {
+          marketId: String(market.id),
+          ...(market.conditionId ? { conditionId: market.conditionId } : {}),
+          ...(market.slug ? { slug: market.slug } : {}),
+          ...(outcome ? { outcome } : {}),
+        },
+      };
+    });
+  }
+
+  /** One snapshot, levels reordered best first (the CLOB lists bids ascending and asks descending). */
+  async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
+    const url = `${this.baseUrl}/book?${new URLSearchParams({ token_id: this.toVenueSymbol(symbol) }).toString()}`;
+    const res = await this.http.get({ endpoint: 'book', weight: this.weights.book, url, signal: options.signal });
+    const raw = parsePayload(this.venue, 'book', res.body, PolymarketBook);
+    const timeMs = parseTimestamp(raw.timestamp);
+    if (timeMs === undefined) throw new MalformedPayloadError(this.venue, 'book timestamp is not epoch ms', raw.timestamp);
+    const bids: BookLevel[] = raw.bids.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(b[0]) - Number(a[0]));
+    const asks: BookLevel[] = raw.asks.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(a[0]) - Number(b[0]));
+    const book: BookSnapshot = { venue: this.venue, symbol, timeMs, bids, asks };
+    const extra = {
+      market: raw.market,
+      ...(raw.hash === undefined ? {} : { hash: raw.hash }),
+      ...(raw.tick_size === undefined ? {} : { tickSize: raw.tick_size }),
+      ...(raw.min_order_size === undefined ? {} : { minOrderSize: raw.min_order_size }),
+      ...(raw.neg_risk === undefined ? {} : { negRisk: raw.neg_risk }),
+    };
+    // Same token and venue timestamp = the same snapshot, so a re-poll dedups.
+    return { book, envelope: bookEnvelope(book, `polymarket:${raw.asset_id}:book:${timeMs}`, res.receivedAtMs, timeMs, extra) };
+  }
+}
+
+function decodeJsonString(venue: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new MalformedPayloadError(venue, 'a JSON-encoded market field does not decode', text, { cause: err });
+  }
+}
+
+/** Epoch ms from `"1700000000123"`, a number, or an ISO date string. */
+function parseTimestamp(value: string | number): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? value : undefined;
+  if (/^\d+$/.test(value)) {
+    const n = Number(value);
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : undefined;
+}

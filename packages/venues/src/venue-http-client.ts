@@ -1,0 +1,169 @@
+import { BannedError, RateLimitedError, systemClock, TransientError, type Clock } from '@tickfleet/core';
+import { parseBannedUntilMs, parseRetryAfterMs, parseVenueErrorBody } from './internal/venue-error-body.js';
+import type { RequestHooks } from './types.js';
+import { VenueRejectedError } from './venue-rejected-error.js';
+
+/** How a venue's limit errors are turned into retry times. */
+export interface VenueErrorPolicy {
+  /** Wait after a 429 that carries no `Retry-After` (venues with an aligned window wait for its end instead). */
+  rateLimitFallbackMs: number;
+  /**
+   * Length of the venue's clock-aligned limit window, when it has one (Binance: 60 000). `Retry-After`
+   * is whole seconds, rounded, so it can only place the window end within a second; when the aligned
+   * window end falls inside that second, it is the exact answer and is used instead.
+   */
+  alignedWindowMs?: number;
+  /** Ban length assumed for a 418 whose body and headers give no end. @defaultValue 120000 */
+  banFallbackMs?: number;
+}
+
+export interface VenueHttpClientOptions {
+  venue: string;
+  hooks?: RequestHooks;
+  /** Per-request timeout (connect + headers + body). @defaultValue 10000 */
+  timeoutMs?: number;
+  /** @defaultValue systemClock */
+  clock?: Clock;
+  /** Response header carrying the used weight (matched case-insensitively), e.g. `x-mbx-used-weight-1m`. */
+  usedWeightHeader?: string;
+  /** Window the used-weight header counts in; windows are clock-aligned. @defaultValue 60000 */
+  usedWeightWindowMs?: number;
+  errorPolicy: VenueErrorPolicy;
+}
+
+export interface HttpRequest {
+  /** Endpoint name from the adapter's weights table. */
+  endpoint: string;
+  weight: number;
+  url: string;
+  signal?: AbortSignal | undefined;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  /** Clock time the request was sent. */
+  sentAtMs: number;
+  /** Clock time the body was fully read. */
+  receivedAtMs: number;
+}
+
+/**
+ * GET-only HTTP client shared by the adapters. Every request passes through the worker's
+ * `beforeRequest` hook (budget spend) and `afterResponse` hook (budget correction, AIMD inputs),
+ * is bounded by a timeout, and every failure leaves as a typed @tickfleet/core error:
+ * 429 -> RateLimitedError, 418 -> BannedError, 5xx/timeout/connection errors -> TransientError,
+ * other 4xx -> VenueRejectedError (an UnrecoverableError). Node's global fetch (undici) keeps
+ * connections alive per origin, so paging through a venue reuses one socket.
+ */
+export class VenueHttpClient {
+  readonly venue: string;
+  private readonly hooks: RequestHooks;
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+  private readonly usedWeightHeader: string | undefined;
+  private readonly usedWeightWindowMs: number;
+  private readonly policy: VenueErrorPolicy;
+
+  constructor(options: VenueHttpClientOptions) {
+    this.venue = options.venue;
+    this.hooks = options.hooks ?? {};
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.clock = options.clock ?? systemClock;
+    this.usedWeightHeader = options.usedWeightHeader?.toLowerCase();
+    this.usedWeightWindowMs = options.usedWeightWindowMs ?? 60_000;
+    this.policy = options.errorPolicy;
+  }
+
+  /** Sends the request; resolves only for 2xx, throws typed errors otherwise. */
+  async get(req: HttpRequest): Promise<HttpResponse> {
+    req.signal?.throwIfAborted();
+    await this.hooks.beforeRequest?.({ venue: this.venue, endpoint: req.endpoint, weight: req.weight });
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    const sentAtMs = this.clock.now();
+    const started = this.clock.monotonic();
+    let res: Response;
+    let body: Buffer;
+    try {
+      res = await fetch(req.url, { method: 'GET', signal, headers: { accept: 'application/json, */*' } });
+      body = Buffer.from(await res.arrayBuffer());
+    } catch (err) {
+      const latencyMs = this.clock.monotonic() - started;
+      await this.hooks.afterResponse?.({ venue: this.venue, endpoint: req.endpoint, status: 0, latencyMs });
+      if (req.signal?.aborted) throw req.signal.reason;
+      throw this.transportError(err, req);
+    }
+    const latencyMs = this.clock.monotonic() - started;
+    const receivedAtMs = this.clock.now();
+    const usedWeight = this.readUsedWeight(res.headers);
+    await this.hooks.afterResponse?.({
+      venue: this.venue,
+      endpoint: req.endpoint,
+      status: res.status,
+      latencyMs,
+      ...(usedWeight === undefined
+        ? {}
+        : {
+            usedWeight,
+            // The venue counts a request when it arrives, i.e. close to when it was sent.
+            usedWeightWindowStartMs: Math.floor(sentAtMs / this.usedWeightWindowMs) * this.usedWeightWindowMs,
+          }),
+    });
+    if (res.status >= 200 && res.status < 300) return { status: res.status, headers: res.headers, body, sentAtMs, receivedAtMs };
+    throw this.statusError(res.status, res.headers, body, receivedAtMs, req);
+  }
+
+  private readUsedWeight(headers: Headers): number | undefined {
+    if (!this.usedWeightHeader) return undefined;
+    const raw = headers.get(this.usedWeightHeader);
+    if (raw === null) return undefined;
+    const n = Number(raw.trim());
+    return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  }
+
+  private transportError(err: unknown, req: HttpRequest): TransientError {
+    const name = (err as { name?: string } | null)?.name;
+    if (name === 'TimeoutError' || name === 'AbortError') {
+      return new TransientError(this.venue, `${this.venue} ${req.endpoint} timed out after ${this.timeoutMs} ms`, undefined, { cause: err });
+    }
+    const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause;
+    const detail = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+    return new TransientError(this.venue, `${this.venue} ${req.endpoint} request failed: ${detail}`, undefined, { cause: err });
+  }
+
+  /** Maps a non-2xx answer to a typed error. Never throws anything else, whatever the body holds. */
+  statusError(status: number, headers: Headers, body: Buffer, nowMs: number, req: Pick<HttpRequest, 'endpoint'>): Error {
+    const parsed = parseVenueErrorBody(body.toString('utf8'));
+    const retryAfterMs = parseRetryAfterMs(headers.get('retry-after'), nowMs);
+    const venueText = `${parsed.code === undefined ? '' : `code ${parsed.code}: `}${parsed.message ?? ''}`;
+    if (status === 418) {
+      const untilMs =
+        parseBannedUntilMs(parsed.message) ??
+        (retryAfterMs === undefined ? nowMs + (this.policy.banFallbackMs ?? 120_000) : nowMs + retryAfterMs);
+      return new BannedError(this.venue, untilMs, `${this.venue} banned this client until ${new Date(untilMs).toISOString()} (${venueText || 'HTTP 418'})`);
+    }
+    if (status === 429) {
+      const retryAtMs = this.retryAtAfter429(retryAfterMs, nowMs);
+      return new RateLimitedError(
+        this.venue,
+        retryAtMs,
+        `${this.venue} ${req.endpoint} rate limited (HTTP 429${venueText ? `, ${venueText}` : ''}); retry at ${new Date(retryAtMs).toISOString()}`,
+      );
+    }
+    if (status >= 500) {
+      return new TransientError(this.venue, `${this.venue} ${req.endpoint} answered HTTP ${status}${venueText ? ` (${venueText})` : ''}`, status);
+    }
+    return new VenueRejectedError(this.venue, status, parsed.code, parsed.message);
+  }
+
+  private retryAtAfter429(retryAfterMs: number | undefined, nowMs: number): number {
+    const windowMs = this.policy.alignedWindowMs;
+    const windowEnd = windowMs === undefined ? undefined : Math.floor(nowMs / windowMs) * windowMs + windowMs;
+    if (retryAfterMs === undefined) return windowEnd ?? nowMs + this.policy.rateLimitFallbackMs;
+    const candidate = nowMs + retryAfterMs;
+    if (windowEnd !== undefined && Math.abs(windowEnd - candidate) < 1000) return windowEnd;
+    return candidate;
+  }
+}
