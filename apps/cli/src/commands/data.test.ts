@@ -1,0 +1,65 @@
+import { runCli, tempDir, type TempDir } from '@tickfleet/testkit';
+import { SqliteSink, candleEnvelope, tradeEnvelope } from '@tickfleet/sinks';
+
+const T0 = Date.UTC(2024, 0, 1);
+const M = 60_000;
+
+describe('tickfleet data', () => {
+  let dir: TempDir;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    dir = tempDir('cli-data-');
+    env = { TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'), TICKFLEET_STORE_URL: dir.sqliteUrl('state.db') };
+    const sink = new SqliteSink(dir.file('data.db'));
+    const minutes = [0, 1, 2, 5, 6, 7, 8, 9];
+    await sink.write([
+      ...minutes.map((m) => candleEnvelope({ venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m', openTime: T0 + m * M, open: '1', high: '2', low: '0.5', close: `1.${m}`, volume: '3' }, T0 + (m + 1) * M)),
+      ...[1, 2, 3].map((i) => tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' }, T0 + i)),
+    ]);
+    await sink.close();
+  });
+  afterAll(() => dir.remove());
+
+  it('counts a series with first, last and missing candles', async () => {
+    const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], { env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ count: 8, firstOpenTime: T0, lastOpenTime: T0 + 9 * M, openGaps: 0, missingIntervals: 1, missingCandles: 2 });
+    const ranged = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-01T00:05:00Z', '--to', '2024-01-01T00:08:00Z', '--json'], { env });
+    expect(JSON.parse(ranged.stdout)).toMatchObject({ count: 3, firstOpenTime: T0 + 5 * M, lastOpenTime: T0 + 7 * M });
+  });
+
+  it('exports candles as CSV and trades as JSON lines, quietly when not on a TTY', async () => {
+    const csv = await runCli(['data', 'export', 'binance', 'BTC/USDT', '--timeframe', '1m', '--format', 'csv', '--to', '2024-01-01T00:03:00Z'], { env });
+    expect(csv.code).toBe(0);
+    expect(csv.stderr).toBe('');
+    expect(csv.stdout.trim().split('\n')).toEqual([
+      'open_time,open_time_iso,open,high,low,close,volume,trades',
+      `${T0},2024-01-01T00:00:00.000Z,1,2,0.5,1.0,3,`,
+      `${T0 + M},2024-01-01T00:01:00.000Z,1,2,0.5,1.1,3,`,
+      `${T0 + 2 * M},2024-01-01T00:02:00.000Z,1,2,0.5,1.2,3,`,
+    ]);
+    const out = dir.file('trades.jsonl');
+    const jl = await runCli(['data', 'export', 'binance', 'BTC/USDT', '--channel', 'trades', '--format', 'csv', '--out', out], { env });
+    expect(jl.code).toBe(0);
+    const { readFileSync } = await import('node:fs');
+    const lines = readFileSync(out, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toBe(`mid:trade:binance:BTC/USDT:1,${T0 + 1},${T0 + 1},"{""venue"":""binance"",""symbol"":""BTC/USDT"",""tradeId"":""1"",""timeMs"":${T0 + 1},""price"":""10, \\""odd\\"""",""size"":""1""}"`);
+  });
+
+  it('names bad arguments and refuses a JSONL sink for reads (exit 2)', async () => {
+    const tf = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '7m'], { env });
+    expect(tf.code).toBe(2);
+    expect(tf.stderr).toContain('invalid --timeframe');
+    const venue = await runCli(['data', 'count', 'Bin ance', 'BTC/USDT', '--timeframe', '1m'], { env });
+    expect(venue.code).toBe(2);
+    expect(venue.stderr).toContain('invalid venue');
+    const jsonl = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--sink', `jsonl://${dir.file('raw')}`], { env });
+    expect(jsonl.code).toBe(2);
+    expect(jsonl.stderr).toMatch(/invalid --sink: expected a sqlite:\/\/ or mongodb:\/\/ sink \(jsonl:\/\/ is a raw append-only log/);
+    const url = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--sink', 'postgres://x'], { env });
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain('invalid --sink');
+  });
+});

@@ -1,0 +1,192 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { type Command } from 'commander';
+import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
+import { DEFAULT_SINK_URL, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
+import { isoDate, oneOf } from '../args.js';
+import { isoOrDash, printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
+
+/** `--sink <url>`: env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db. */
+export function sinkOption(cmd: Command): Command {
+  return cmd.option('--sink <url>', 'data sink URL (sqlite://path, mongodb://…, jsonl://dir)', process.env.TICKFLEET_SINK_URL ?? DEFAULT_SINK_URL);
+}
+
+/** Opens the sink named by `--sink`, runs `fn`, and always closes it; a bad URL is reported as `--sink`. */
+export async function withSink<T>(url: string, fn: (sink: Sink) => Promise<T>): Promise<T> {
+  let sink: Sink;
+  try {
+    sink = await openSink(url, { mongodb: { maxRetries: 1 }, sqlite: { maxRetries: 1 } });
+  } catch (err) {
+    if (err instanceof ValidationError) throw new ValidationError('--sink', err.expected, url);
+    throw err;
+  }
+  try {
+    return await fn(sink);
+  } finally {
+    await sink.close();
+  }
+}
+
+/** The sink's reader; JSONL has none, which is said plainly. */
+export function readerOf(sink: Sink): DataReader {
+  if (!sink.reader) {
+    throw new ValidationError('--sink', 'a sqlite:// or mongodb:// sink (jsonl:// is a raw append-only log with no index to count, export or scan)', sink.adapter);
+  }
+  return sink.reader;
+}
+
+interface RangeOptions {
+  timeframe: Timeframe;
+  from?: number;
+  to?: number;
+  sink: string;
+  json?: boolean;
+}
+
+interface ExportOptions extends RangeOptions {
+  format: 'csv' | 'jsonl';
+  channel: 'candles' | 'trades' | 'book';
+  out?: string;
+}
+
+export function registerData(program: Command): void {
+  const data = program.command('data').description('stored market data: counts and exports');
+
+  sinkOption(
+    data
+      .command('count <venue> <symbol>')
+      .description('count stored candles of a series: count, first, last, open gaps')
+      .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
+      .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
+      .option('--json', 'print JSON'),
+  ).action(async (venue: string, symbol: string, opts: RangeOptions, cmd: Command) => {
+    const q = series(venue, symbol, opts);
+    const result = await withSink(opts.sink, async (sink) => {
+      const reader = readerOf(sink);
+      const summary = await reader.countCandles(q);
+      const missing = await reader.missingIntervals(q);
+      const id = jobId({ venue: q.venue, symbol: q.symbol, timeframe: q.timeframe, type: 'ohlcv' });
+      const gaps = await withStore(cmd, (store) => store.gaps.list({ jobId: id, open: true }));
+      const inRange = gaps.filter((g) => (q.fromMs === undefined || g.toMs > q.fromMs) && (q.toMs === undefined || g.fromMs < q.toMs));
+      return { ...q, ...summary, openGaps: inRange.length, missingIntervals: missing.length, missingCandles: missing.reduce((n, m) => n + (m.toMs - m.fromMs) / timeframeMs(q.timeframe), 0) };
+    });
+    if (opts.json) return printJson(result);
+    printTable(
+      ['venue', 'symbol', 'timeframe', 'count', 'first', 'last', 'open gaps', 'missing candles'],
+      [[result.venue, result.symbol, result.timeframe, result.count, isoOrDash(result.firstOpenTime), isoOrDash(result.lastOpenTime), result.openGaps, result.missingCandles]],
+    );
+  });
+
+  sinkOption(
+    data
+      .command('export <venue> <symbol>')
+      .description('stream stored records as CSV or JSON lines (stdout, or --out); progress on a TTY')
+      .requiredOption('--format <format>', 'csv | jsonl', oneOf('--format', ['csv', 'jsonl'] as const))
+      .option('--channel <channel>', 'candles | trades | book', oneOf('--channel', ['candles', 'trades', 'book'] as const), 'candles')
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--from <date>', 'from (ISO date, inclusive): open time for candles, receive time otherwise', isoDate('--from'))
+      .option('--to <date>', 'to (ISO date, exclusive)', isoDate('--to'))
+      .option('--out <file>', 'write to a file instead of stdout'),
+  ).action(async (venue: string, symbol: string, opts: ExportOptions) => {
+    if (opts.channel === 'candles' && !opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to export candles');
+    const v = parseOrThrow(VenueName, venue, 'venue');
+    const s = parseOrThrow(SymbolName, symbol, 'symbol');
+    const range = { ...(opts.from === undefined ? {} : { fromMs: opts.from }), ...(opts.to === undefined ? {} : { toMs: opts.to }) };
+    await withSink(opts.sink, async (sink) => {
+      const reader = readerOf(sink);
+      const out: Writable = opts.out ? createWriteStream(opts.out) : process.stdout;
+      const progress = new Progress(process.stderr.isTTY === true && (opts.out !== undefined || !process.stdout.isTTY));
+      let rows: AsyncIterable<string>;
+      if (opts.channel === 'candles') {
+        const q = { venue: v, symbol: s, timeframe: opts.timeframe, ...range };
+        progress.total = (await reader.countCandles(q)).count;
+        rows = candleRows(reader, q, opts.format);
+      } else {
+        const q = { venue: v, symbol: s, channel: opts.channel, ...range };
+        progress.total = await reader.countEnvelopes(q);
+        rows = envelopeRows(reader, q, opts.format);
+      }
+      let chunk: string[] = [];
+      const write = async (text: string): Promise<void> => {
+        if (!out.write(text)) await once(out, 'drain');
+      };
+      for await (const row of rows) {
+        chunk.push(row);
+        if (chunk.length >= 1000) {
+          await write(chunk.join(''));
+          progress.add(chunk.length);
+          chunk = [];
+        }
+      }
+      if (chunk.length) await write(chunk.join(''));
+      progress.add(chunk.length);
+      progress.done();
+      if (opts.out) await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    });
+  });
+}
+
+function series(venue: string, symbol: string, opts: RangeOptions): { venue: string; symbol: string; timeframe: Timeframe; fromMs?: number; toMs?: number } {
+  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from) throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
+  return {
+    venue: parseOrThrow(VenueName, venue, 'venue'),
+    symbol: parseOrThrow(SymbolName, symbol, 'symbol'),
+    timeframe: opts.timeframe,
+    ...(opts.from === undefined ? {} : { fromMs: opts.from }),
+    ...(opts.to === undefined ? {} : { toMs: opts.to }),
+  };
+}
+
+async function* candleRows(reader: DataReader, q: Parameters<DataReader['streamCandles']>[0], format: 'csv' | 'jsonl'): AsyncIterable<string> {
+  if (format === 'csv') yield 'open_time,open_time_iso,open,high,low,close,volume,trades\n';
+  for await (const c of reader.streamCandles(q)) {
+    if (format === 'jsonl') yield `${JSON.stringify(c)}\n`;
+    else yield `${c.openTime},${new Date(c.openTime).toISOString()},${c.open},${c.high},${c.low},${c.close},${c.volume},${c.trades ?? ''}\n`;
+  }
+}
+
+async function* envelopeRows(reader: DataReader, q: Parameters<DataReader['streamEnvelopes']>[0], format: 'csv' | 'jsonl'): AsyncIterable<string> {
+  if (format === 'csv') yield 'key,received_at_ms,server_time_ms,payload\n';
+  for await (const { key, envelope: e } of reader.streamEnvelopes(q)) {
+    if (format === 'jsonl') yield `${JSON.stringify({ key, ...e })}\n`;
+    else yield `${csvCell(key)},${e.receivedAtMs},${e.serverTimeMs ?? ''},${csvCell(JSON.stringify(e.payload))}\n`;
+  }
+}
+
+function csvCell(text: string): string {
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** Rate and ETA on stderr, redrawn at most 4 times a second; silent when not on a TTY. */
+class Progress {
+  total = 0;
+  private done_ = 0;
+  private readonly startedMs = Date.now();
+  private lastDrawMs = 0;
+
+  constructor(private readonly enabled: boolean) {}
+
+  add(n: number): void {
+    this.done_ += n;
+    const now = Date.now();
+    if (this.enabled && now - this.lastDrawMs >= 250) {
+      this.lastDrawMs = now;
+      this.draw(now);
+    }
+  }
+
+  done(): void {
+    if (!this.enabled) return;
+    this.draw(Date.now());
+    process.stderr.write('\n');
+  }
+
+  private draw(now: number): void {
+    const rate = this.done_ / Math.max(0.001, (now - this.startedMs) / 1000);
+    const eta = rate > 0 && this.total > this.done_ ? formatDurationMs(((this.total - this.done_) / rate) * 1000) : '0s';
+    process.stderr.write(`\rexported ${this.done_}/${this.total} records, ${Math.round(rate)}/s, ETA ${eta}   `);
+  }
+}

@@ -1,0 +1,57 @@
+import { type Command } from 'commander';
+import { parseJobId, type Gap } from '@tickfleet/core';
+import { GapLedger } from '@tickfleet/sinks';
+import { isoDate } from '../args.js';
+import { isoOrDash, printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
+import { readerOf, sinkOption, withSink } from './data.js';
+
+interface ListOptions {
+  json?: boolean;
+  all?: boolean;
+}
+
+interface ScanOptions {
+  json?: boolean;
+  sink: string;
+  from?: number;
+  to?: number;
+}
+
+export function registerGaps(program: Command): void {
+  const gaps = program
+    .command('gaps')
+    .description('the gap ledger: holes between stored candles (gaps scan <jobId> detects them now)')
+    .argument('[jobId]', 'only this job, e.g. binance:BTC/USDT:1m:ohlcv')
+    .option('--all', 'include filled gaps')
+    .option('--json', 'print JSON')
+    .action(async (id: string | undefined, opts: ListOptions, cmd: Command) => {
+      if (id !== undefined) parseJobId(id);
+      const list = await withStore(cmd, (store) => store.gaps.list({ ...(id ? { jobId: id } : {}), ...(opts.all ? {} : { open: true }) }));
+      if (opts.json) return printJson(list);
+      printGaps(list);
+    });
+
+  sinkOption(
+    gaps
+      .command('scan <jobId>')
+      .description('find missing candles of a job in the sink and record them in the ledger')
+      .option('--from <date>', 'scan from (ISO date, inclusive)', isoDate('--from'))
+      .option('--to <date>', 'scan to (ISO date, exclusive)', isoDate('--to'))
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, opts: ScanOptions, cmd: Command) => {
+    parseJobId(id);
+    const range = { ...(opts.from === undefined ? {} : { fromMs: opts.from }), ...(opts.to === undefined ? {} : { toMs: opts.to }) };
+    const result = await withSink(opts.sink, (sink) => withStore(cmd, (store) => new GapLedger(store.gaps, readerOf(sink)).scan(id, range)));
+    // `--json` is also an option of the parent `gaps`, which commander lets claim it.
+    if (opts.json || (cmd.optsWithGlobals() as { json?: boolean }).json) return printJson({ jobId: id, ...result });
+    process.stdout.write(`${id}: ${result.open.length} open gaps, ${result.recorded} newly recorded, ${result.filled} filled\n`);
+  });
+}
+
+function printGaps(list: Gap[]): void {
+  printTable(
+    ['job', 'from', 'to', 'kind', 'attempts', 'detected', 'filled'],
+    list.map((g) => [g.jobId, isoOrDash(g.fromMs), isoOrDash(g.toMs), g.kind, g.attempts, isoOrDash(g.detectedAt), isoOrDash(g.filledAt)]),
+  );
+}

@@ -1,0 +1,45 @@
+import { freePort } from '@tickfleet/testkit';
+import { MongoSink, PipelineMetrics, type SinkState } from '../index.js';
+import { trades } from '../../test/fixtures/envelopes.js';
+import { mongoAvailable } from '../../test/fixtures/mongo.js';
+
+const run = mongoAvailable() && !process.env.MONGO_URL ? describe : describe.skip;
+
+// Needs a server this test can stop and start on a fixed port: the in-repo wire server.
+run('MongoSink state machine', () => {
+  it('ok -> unavailable (first exhausted batch) -> degraded (N consecutive) -> ok on the next success', async () => {
+    const { startMongoWire } = await import('@tickfleet/mongo-wire');
+    const port = await freePort();
+    const sink = new MongoSink(`mongodb://127.0.0.1:${port}/state`, {
+      maxRetries: 2,
+      retryBaseMs: 5,
+      failuresForDegraded: 3,
+      serverSelectionTimeoutMs: 150,
+      connectTimeoutMs: 150,
+    });
+    const metrics = new PipelineMetrics();
+    const seen: SinkState[] = [];
+    sink.onStateChange((s) => {
+      seen.push(s);
+      metrics.setSinkState('mongodb', s);
+    });
+    expect(sink.state).toBe('ok');
+    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(sink.state).toBe('unavailable');
+    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(sink.state).toBe('unavailable');
+    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(sink.state).toBe('degraded');
+    expect(sink.consecutiveFailures).toBe(3);
+    expect(await metrics.registry.metrics()).toContain('tickfleet_sink_state{adapter="mongodb"} 2');
+    const server = await startMongoWire({ port });
+    try {
+      expect(await sink.write(trades(3))).toEqual({ inserted: 3, duplicates: 0, rejected: [] });
+      expect(sink.state).toBe('ok');
+      expect(seen).toEqual(['unavailable', 'degraded', 'ok']);
+    } finally {
+      await sink.close();
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,56 @@
+import { systemClock, type Clock } from '@tickfleet/core';
+
+export interface DedupWindowOptions {
+  /** How long a key is remembered. @defaultValue 300000 (5 min) */
+  windowMs?: number;
+  /** Keys remembered at most; the oldest go first. @defaultValue 100000 */
+  maxKeys?: number;
+  clock?: Clock;
+}
+
+/**
+ * In-memory filter of recently stored keys, bounded by age and count (memory never grows past
+ * `maxKeys` entries). A Map keeps insertion order, which is time order, so eviction pops from
+ * the front.
+ */
+export class DedupWindow {
+  readonly windowMs: number;
+  readonly maxKeys: number;
+  private readonly clock: Clock;
+  private readonly seen = new Map<string, number>();
+
+  constructor(options: DedupWindowOptions = {}) {
+    this.windowMs = options.windowMs ?? 300_000;
+    this.maxKeys = Math.max(1, options.maxKeys ?? 100_000);
+    this.clock = options.clock ?? systemClock;
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+
+  has(key: string): boolean {
+    this.evictExpired();
+    return this.seen.has(key);
+  }
+
+  /** Remembers `key` (its first sighting time is kept). */
+  add(key: string): void {
+    this.evictExpired();
+    if (this.seen.has(key)) return;
+    while (this.seen.size >= this.maxKeys) {
+      const oldest = this.seen.keys().next();
+      if (oldest.done) break;
+      this.seen.delete(oldest.value);
+    }
+    this.seen.set(key, this.clock.now());
+  }
+
+  private evictExpired(): void {
+    const cutoff = this.clock.now() - this.windowMs;
+    for (const [key, at] of this.seen) {
+      if (at > cutoff) return;
+      this.seen.delete(key);
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import { ManualClock, type Gap } from '@tickfleet/core';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { tempDir, type TempDir } from '@tickfleet/testkit';
+import { GapLedger, SqliteSink, findGaps, gapsToRanges } from './index.js';
+import { candles, T0 } from '../test/fixtures/envelopes.js';
+
+const JOB = 'binance:BTC/USDT:1m:ohlcv';
+const M = 60_000;
+
+describe('gap ledger', () => {
+  let dir: TempDir;
+  let store: StateStore;
+  let sink: SqliteSink;
+  let ledger: GapLedger;
+  const clock = new ManualClock(T0 + 86_400_000);
+  beforeEach(async () => {
+    dir = tempDir('gaps-');
+    store = await openStore(dir.sqliteUrl('state.db'));
+    sink = new SqliteSink(dir.file('data.db'));
+    ledger = new GapLedger(store.gaps, sink.reader, { clock, holeAfterAttempts: 2 });
+  });
+  afterEach(async () => {
+    await sink.close();
+    await store.close();
+    dir.remove();
+  });
+
+  it('finds missing intervals between stored candles within a range', async () => {
+    await sink.write(candles([0, 1, 4, 5, 6, 10]));
+    const q = { venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m' as const };
+    expect(await findGaps(sink.reader, q)).toEqual([
+      { fromMs: T0 + 2 * M, toMs: T0 + 4 * M },
+      { fromMs: T0 + 7 * M, toMs: T0 + 10 * M },
+    ]);
+    expect(await findGaps(sink.reader, { ...q, fromMs: T0 + 4 * M })).toEqual([{ fromMs: T0 + 7 * M, toMs: T0 + 10 * M }]);
+  });
+
+  it('records gaps once, marks them filled after a fill, replaces a partly filled gap by what remains', async () => {
+    await sink.write(candles([0, 1, 4, 5, 10]));
+    const first = await ledger.scan(JOB);
+    expect(first).toMatchObject({ recorded: 2, filled: 0 });
+    expect((await ledger.scan(JOB)).recorded).toBe(0);
+    expect((await store.gaps.list({ jobId: JOB, open: true })).map((g) => [g.fromMs - T0, g.toMs - T0])).toEqual([
+      [2 * M, 4 * M],
+      [6 * M, 10 * M],
+    ]);
+    // Fill the first gap completely and the second one partly.
+    await sink.write(candles([2, 3, 6, 7]));
+    const second = await ledger.scan(JOB);
+    expect(second).toMatchObject({ recorded: 1, filled: 2 });
+    const open = await store.gaps.list({ jobId: JOB, open: true });
+    expect(open.map((g) => [g.fromMs - T0, g.toMs - T0])).toEqual([[8 * M, 10 * M]]);
+    expect(gapsToRanges(open)).toEqual([{ fromMs: T0 + 8 * M, toMs: T0 + 10 * M }]);
+  });
+
+  it('turns a gap the venue keeps returning nothing for into a venue hole, no longer made into units', async () => {
+    await sink.write(candles([0, 3]));
+    await ledger.scan(JOB);
+    const [gap] = await store.gaps.list({ jobId: JOB, open: true });
+    await ledger.fillAttempted(gap!, 0);
+    expect((await store.gaps.list({ jobId: JOB, open: true }))[0]).toMatchObject({ kind: 'missing', attempts: 1 });
+    expect(gapsToRanges(await store.gaps.list({ jobId: JOB, open: true }))).toHaveLength(1);
+    await ledger.fillAttempted(gap!, 0);
+    const after = await store.gaps.list({ jobId: JOB });
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ kind: 'venue-hole', attempts: 2 });
+    expect(gapsToRanges(after)).toEqual([]);
+    // Rescans do not bring it back as missing.
+    await ledger.scan(JOB);
+    expect((await store.gaps.list({ jobId: JOB }))[0]!.kind).toBe('venue-hole');
+  });
+
+  it('merges touching and overlapping open gaps into ranges', () => {
+    const g = (fromMs: number, toMs: number, kind: Gap['kind'] = 'missing', filledAt: number | null = null): Gap => ({ jobId: JOB, fromMs, toMs, kind, detectedAt: 0, filledAt, attempts: 0 });
+    expect(gapsToRanges([g(50, 60), g(0, 10), g(10, 20), g(15, 30), g(40, 45, 'venue-hole'), g(70, 80, 'missing', 5)])).toEqual([
+      { fromMs: 0, toMs: 30 },
+      { fromMs: 50, toMs: 60 },
+    ]);
+  });
+
+  it('rejects non-candle jobs by name', async () => {
+    await expect(ledger.scan('polymarket:TOKEN1:-:book')).rejects.toMatchObject({ code: 'E_VALIDATION', field: 'jobId' });
+  });
+});

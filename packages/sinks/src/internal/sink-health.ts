@@ -1,0 +1,68 @@
+import { StoreUnavailableError } from '@tickfleet/core';
+import type { SinkState } from '../sink.js';
+import { sleep } from './sleep.js';
+
+export interface RetryOptions {
+  /** Retries after the first attempt of a batch. @defaultValue 3 */
+  maxRetries?: number;
+  /** First backoff; attempt n waits `retryBaseMs * 2^n`. @defaultValue 100 */
+  retryBaseMs?: number;
+  /** Consecutive exhausted batches that turn `unavailable` into `degraded`. @defaultValue 3 */
+  failuresForDegraded?: number;
+}
+
+/** Bounded retry with exponential backoff, and the sink state machine it drives. */
+export class SinkHealth {
+  private current: SinkState = 'ok';
+  private failures = 0;
+  private readonly listeners: Array<(state: SinkState) => void> = [];
+  readonly maxRetries: number;
+  readonly retryBaseMs: number;
+  readonly failuresForDegraded: number;
+
+  constructor(
+    private readonly adapter: string,
+    options: RetryOptions = {},
+  ) {
+    this.maxRetries = options.maxRetries ?? 3;
+    this.retryBaseMs = options.retryBaseMs ?? 100;
+    this.failuresForDegraded = options.failuresForDegraded ?? 3;
+  }
+
+  get state(): SinkState {
+    return this.current;
+  }
+
+  get consecutiveFailures(): number {
+    return this.failures;
+  }
+
+  onStateChange(listener: (state: SinkState) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async run<T>(attempt: () => Promise<T> | T, maxRetries = this.maxRetries): Promise<T> {
+    let lastError: unknown;
+    for (let n = 0; n <= maxRetries; n++) {
+      try {
+        const result = await attempt();
+        this.failures = 0;
+        this.set('ok');
+        return result;
+      } catch (err) {
+        lastError = err;
+        if (n < maxRetries) await sleep(this.retryBaseMs * 2 ** n);
+      }
+    }
+    this.failures += 1;
+    this.set(this.failures >= this.failuresForDegraded ? 'degraded' : 'unavailable');
+    const reason = lastError instanceof Error ? lastError.message : String(lastError);
+    throw new StoreUnavailableError(`${this.adapter} sink unavailable after ${maxRetries + 1} attempts: ${reason}`, { cause: lastError });
+  }
+
+  private set(state: SinkState): void {
+    if (state === this.current) return;
+    this.current = state;
+    for (const l of this.listeners) l(state);
+  }
+}

@@ -1,0 +1,46 @@
+import { resolve } from 'node:path';
+import { ValidationError } from '@tickfleet/core';
+import { JsonlSink, type JsonlSinkOptions } from './adapters/jsonl-sink.js';
+import { MongoSink, type MongoSinkOptions } from './adapters/mongo-sink.js';
+import { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
+import type { Sink } from './sink.js';
+
+/** The sink URL when neither `--sink` nor `TICKFLEET_SINK_URL` is given. */
+export const DEFAULT_SINK_URL = 'sqlite://.tickfleet/data.db';
+
+export interface OpenSinkOptions {
+  sqlite?: SqliteSinkOptions;
+  mongodb?: MongoSinkOptions;
+  jsonl?: JsonlSinkOptions;
+}
+
+/**
+ * Opens the sink a URL names: `sqlite://<path>` (relative or absolute; `sqlite:///abs/path`
+ * too), `mongodb://…` / `mongodb+srv://…`, `jsonl://<dir>`. Throws a ValidationError naming
+ * `sinkUrl` for anything else. A MongoDB sink opens without a round trip, so a process can
+ * start (and spool) while the database is down.
+ */
+export async function openSink(url: string, options: OpenSinkOptions = {}): Promise<Sink> {
+  const scheme = /^([a-z+]+):\/\//.exec(url)?.[1];
+  switch (scheme) {
+    case 'sqlite':
+      return new SqliteSink(localPath(url, 'sqlite://'), options.sqlite);
+    case 'mongodb':
+    case 'mongodb+srv':
+      try {
+        return new MongoSink(url, options.mongodb);
+      } catch (err) {
+        throw new ValidationError('sinkUrl', `a MongoDB connection string (${(err as Error).message})`, url);
+      }
+    case 'jsonl':
+      return new JsonlSink(localPath(url, 'jsonl://'), options.jsonl);
+    default:
+      throw new ValidationError('sinkUrl', 'a URL starting with sqlite://, mongodb:// or jsonl://', url);
+  }
+}
+
+function localPath(url: string, prefix: string): string {
+  const path = url.slice(prefix.length).split('?')[0] ?? '';
+  if (!path) throw new ValidationError('sinkUrl', `${prefix}<path>`, url);
+  return path === ':memory:' ? path : resolve(path);
+}

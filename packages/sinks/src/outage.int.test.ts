@@ -1,0 +1,120 @@
+import { tempDir, freePort, waitFor, type TempDir } from '@tickfleet/testkit';
+import { listSegments, openSink, type Sink } from './index.js';
+import { fixture, pushed, runTs, type Proc } from '../test/fixtures/processes.js';
+
+/** Exact-set check: the sink holds trades 0..total-1, each once. */
+async function expectExactly(sink: Sink, total: number): Promise<void> {
+  const ids: string[] = [];
+  for await (const e of sink.reader!.streamEnvelopes({ venue: 'binance', channel: 'trades' })) ids.push(e.envelope.payload.tradeId as string);
+  expect(ids.length).toBe(total);
+  expect(new Set(ids)).toEqual(new Set(Array.from({ length: total }, (_, i) => String(i))));
+}
+
+const spoolBytes = (dir: string): number => listSegments(dir).reduce((n, s) => n + s.bytes, 0);
+
+async function finished(p: Proc): Promise<void> {
+  const r = await p.exited;
+  if (r.code !== 0) throw new Error(`producer exited ${r.code ?? r.signal}: ${p.stderr()}`);
+  expect(p.lines).toContain('drained');
+}
+
+describe('outage end to end (real processes)', () => {
+  let dir: TempDir;
+  const procs: Proc[] = [];
+  beforeEach(() => (dir = tempDir('outage-')));
+  afterEach(() => {
+    for (const p of procs.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    dir.remove();
+  });
+  const start = (file: string, args: string[]): Proc => {
+    const p = runTs(fixture(file), args);
+    procs.push(p);
+    return p;
+  };
+
+  it('SQLite locked by another process: the spool grows, the lock goes, replay drains, exact set', async () => {
+    const db = dir.file('data.db');
+    const spool = dir.file('spool');
+    const total = 1500;
+    const producer = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', dir.file('cursor'), '--total', String(total), '--interval-ms', '5']);
+    await waitFor(() => pushed(producer) >= 200, 'producer under way');
+    const locker = start('locker.ts', [db]);
+    await waitFor(() => locker.lines.includes('locked'), 'lock held');
+    await waitFor(() => spoolBytes(spool) > 20_000 && listSegments(spool).length >= 2, 'spool growing during the outage');
+    expect(producer.lines.some((l) => / (unavailable|degraded) [1-9]/.test(l))).toBe(true);
+    locker.child.kill('SIGTERM');
+    await locker.exited;
+    await finished(producer);
+    expect(spoolBytes(spool)).toBe(0);
+    const sink = await openSink(`sqlite://${db}`);
+    await expectExactly(sink, total);
+    await sink.close();
+  });
+
+  it('several local processes write one SQLite file concurrently (WAL, busy timeout): exact set', async () => {
+    const db = dir.file('data.db');
+    const total = 1000;
+    // Both push the same records: each is stored once, whichever process wins.
+    const a = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', dir.file('spool-a'), '--cursor', dir.file('cursor-a'), '--total', String(total), '--interval-ms', '1']);
+    const b = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', dir.file('spool-b'), '--cursor', dir.file('cursor-b'), '--total', String(total), '--interval-ms', '1']);
+    await Promise.all([finished(a), finished(b)]);
+    const sink = await openSink(`sqlite://${db}`);
+    await expectExactly(sink, total);
+    await sink.close();
+  });
+
+  it('SIGKILL during spool appends: restart recovers complete records, replay drains, exact set', async () => {
+    const db = dir.file('data.db');
+    const spool = dir.file('spool');
+    const cursor = dir.file('cursor');
+    const total = 3000;
+    const args = ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', cursor, '--total', String(total), '--interval-ms', '2', '--pad', '2000'];
+    const first = start('producer.ts', args);
+    await waitFor(() => pushed(first) >= 50, 'producer under way');
+    const locker = start('locker.ts', [db]);
+    await waitFor(() => locker.lines.includes('locked'), 'lock held');
+    // Everything now goes to the spool; kill the producer while it appends.
+    await waitFor(() => spoolBytes(spool) > 100_000, 'spooling');
+    first.child.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+    const killedAt = pushed(first);
+    expect(killedAt).toBeLessThan(total);
+
+    const second = start('producer.ts', args);
+    await waitFor(() => second.lines.find((l) => l.startsWith('recovered ')), 'spool recovered');
+    const [, truncated, kept] = second.lines.find((l) => l.startsWith('recovered '))!.split(' ').map(Number);
+    expect(truncated).toBeGreaterThanOrEqual(0);
+    expect(kept).toBeGreaterThanOrEqual(0);
+    await waitFor(() => pushed(second) >= Math.min(total, killedAt + 100), 'restarted producer spooling');
+    locker.child.kill('SIGTERM');
+    await locker.exited;
+    await finished(second);
+    const sink = await openSink(`sqlite://${db}`);
+    await expectExactly(sink, total);
+    await sink.close();
+  });
+
+  it('MongoDB server stopped (SIGSTOP) and resumed (SIGCONT): spool grows, then drains, exact set', async () => {
+    const port = await freePort();
+    const mongo = start('../../../mongo-wire/src/bin.ts', ['--port', String(port)]);
+    await waitFor(() => mongo.lines.length > 0, 'mongo-wire listening');
+    const url = `mongodb://127.0.0.1:${port}/outage`;
+    const spool = dir.file('spool');
+    const total = 1500;
+    const producer = start('producer.ts', ['--sink', url, '--spool', spool, '--cursor', dir.file('cursor'), '--total', String(total), '--interval-ms', '5']);
+    await waitFor(() => pushed(producer) >= 200, 'producer under way');
+    mongo.child.kill('SIGSTOP');
+    try {
+      await waitFor(() => spoolBytes(spool) > 20_000, 'spool growing during the outage');
+    } finally {
+      mongo.child.kill('SIGCONT');
+    }
+    await finished(producer);
+    expect(producer.lines.some((l) => / (unavailable|degraded) [1-9]/.test(l))).toBe(true);
+    const sink = await openSink(url);
+    await expectExactly(sink, total);
+    await sink.close();
+    mongo.child.kill('SIGTERM');
+    await mongo.exited;
+  });
+});

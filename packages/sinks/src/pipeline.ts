@@ -1,0 +1,173 @@
+import { VenueName, isTickfleetError, systemClock, type Clock } from '@tickfleet/core';
+import type { Logger, Registry } from '@tickfleet/telemetry';
+import { Batcher, type BatcherOptions } from './batcher.js';
+import { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
+import { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';
+import { validateBatch } from './internal/validate-batch.js';
+import { PipelineMetrics } from './pipeline-metrics.js';
+import type { KeyedEnvelope } from './records.js';
+import { ReplayWorker, type ReplayWorkerOptions } from './replay-worker.js';
+import type { ErrorSample, RejectedRecord, Sink } from './sink.js';
+import type { Spool } from './spool.js';
+
+/** What became of one record: in the sink (new or already there), in the spool, or dropped by a full spool. */
+export type RecordOutcome = 'stored' | 'duplicate' | 'spooled' | 'dropped';
+
+export interface PushResult {
+  /** Records that passed validation and the dedup window. */
+  accepted: number;
+  stored: number;
+  /** Already in the sink, or dropped by the dedup window (seen within it). */
+  duplicates: number;
+  spooled: number;
+  /** Dropped by a full spool (`drop_all` / `drop_book_keep_trades`): NOT durable, do not advance past them. */
+  dropped: number;
+  rejected: RejectedRecord[];
+}
+
+export interface PipelineOptions {
+  sink: Sink;
+  /** Where batches go while the sink is unavailable; without one a sink failure fails the push. */
+  spool?: Spool;
+  /** Optional in-memory dedup in front of the sink. @defaultValue disabled */
+  dedup?: DedupWindowOptions | false;
+  batch?: BatcherOptions;
+  /** Replay of the spool into the sink; started by the pipeline when a spool is given. */
+  replay?: Omit<ReplayWorkerOptions, 'metrics' | 'logger'> | false;
+  errors?: ErrorSamplerOptions;
+  /** Metrics register here (`tickfleet_sink_*`, `tickfleet_spool_*`, `tickfleet_dedup_*`). */
+  metrics?: PipelineMetrics;
+  registry?: Registry;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+/**
+ * The persistence pipeline: validate -> dedup window -> batcher -> primary sink -> on
+ * unavailability the spool -> replay into the sink when it is back.
+ *
+ * `push` resolves once every accepted record is durable: stored in the sink or appended to the
+ * spool. Callers advance their cursors only after it resolves (and not past dropped records).
+ * While the sink is not `ok`, batches go straight to the spool; the replay worker's writes are
+ * the probe that brings the sink back to `ok`.
+ */
+export class Pipeline {
+  readonly metrics: PipelineMetrics;
+  readonly sink: Sink;
+  readonly spool: Spool | undefined;
+  readonly replay: ReplayWorker | undefined;
+  private readonly dedup: DedupWindow | undefined;
+  private readonly batcher: Batcher<KeyedEnvelope, RecordOutcome>;
+  private readonly sampler: ErrorSampler;
+  private readonly logger: Logger | undefined;
+  private readonly clock: Clock;
+  private closed = false;
+
+  constructor(options: PipelineOptions) {
+    this.sink = options.sink;
+    this.spool = options.spool;
+    this.metrics = options.metrics ?? new PipelineMetrics(options.registry);
+    this.logger = options.logger;
+    this.clock = options.clock ?? systemClock;
+    this.dedup = options.dedup ? new DedupWindow({ clock: this.clock, ...options.dedup }) : undefined;
+    this.sampler = new ErrorSampler({ clock: this.clock, ...options.errors });
+    this.batcher = new Batcher((batch) => this.writeBatch(batch), options.batch);
+    const adapter = this.sink.adapter;
+    this.metrics.setSinkState(adapter, this.sink.state);
+    this.sink.onStateChange((state) => {
+      this.metrics.setSinkState(adapter, state);
+      this.logger?.warn({ adapter, state }, 'sink state changed');
+    });
+    if (this.spool && options.replay !== false) {
+      this.replay = new ReplayWorker(this.spool, this.sink, { ...options.replay, metrics: this.metrics, ...(this.logger ? { logger: this.logger } : {}) });
+      this.replay.start();
+    }
+  }
+
+  /** Validates, dedups and writes `records`; resolves when the accepted ones are durable. */
+  async push(records: readonly unknown[]): Promise<PushResult> {
+    if (this.closed) throw new RangeError('pipeline is closed');
+    const { valid, rejected } = validateBatch(records);
+    if (rejected.length > 0) await this.reportRejected(records, rejected);
+    const fresh: KeyedEnvelope[] = [];
+    let windowDrops = 0;
+    const inPush = new Set<string>();
+    for (const k of valid) {
+      if (inPush.has(k.key) || this.dedup?.has(k.key)) {
+        windowDrops += 1;
+        this.metrics.dedupDropped.inc({ venue: k.envelope.venue, channel: k.envelope.channel });
+        continue;
+      }
+      inPush.add(k.key);
+      fresh.push(k);
+    }
+    const outcomes = await this.batcher.push(fresh);
+    const result: PushResult = { accepted: fresh.length, stored: 0, duplicates: windowDrops, spooled: 0, dropped: 0, rejected };
+    outcomes.forEach((o, i) => {
+      if (o === 'stored') result.stored += 1;
+      else if (o === 'duplicate') result.duplicates += 1;
+      else if (o === 'spooled') result.spooled += 1;
+      else result.dropped += 1;
+      // Remember only what is durable, so a failed push can be retried without the window eating it.
+      if (o !== 'dropped' && this.dedup) this.dedup.add((fresh[i] as KeyedEnvelope).key);
+    });
+    return result;
+  }
+
+  /** Writes whatever is batched now. */
+  flush(): Promise<void> {
+    return this.batcher.flush();
+  }
+
+  /** Flushes, stops replay (a segment in progress is kept), closes the spool. The sink stays open: its owner closes it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.batcher.flush();
+    await this.replay?.stop();
+    await this.spool?.close();
+  }
+
+  private async writeBatch(batch: KeyedEnvelope[]): Promise<RecordOutcome[]> {
+    const adapter = this.sink.adapter;
+    // Without a replay worker nothing would probe the sink back to `ok`, so every batch tries it.
+    if (!this.spool || !this.replay || this.sink.state === 'ok') {
+      const started = this.clock.monotonic();
+      try {
+        const res = await this.sink.write(batch.map((k) => k.envelope));
+        this.metrics.batchWriteSeconds.observe({ adapter }, (this.clock.monotonic() - started) / 1000);
+        this.metrics.inserted.inc({ adapter }, res.inserted);
+        this.metrics.duplicates.inc({ adapter }, res.duplicates);
+        // Per-record new-vs-duplicate is not known from a bulk insert; the counts are exact.
+        return batch.map((_, i) => (i < res.inserted ? 'stored' : 'duplicate'));
+      } catch (err) {
+        if (!this.spool || !isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
+        this.metrics.batchWriteSeconds.observe({ adapter }, (this.clock.monotonic() - started) / 1000);
+        for (const k of batch) this.metrics.ingestErrors.inc({ venue: k.envelope.venue, adapter });
+        this.logger?.warn({ err, adapter, records: batch.length }, 'sink unavailable: spooling batch');
+      }
+    }
+    const res = await this.spool.append(batch.map((k) => k.envelope));
+    return res.appended.map((ok) => (ok ? 'spooled' : 'dropped'));
+  }
+
+  private async reportRejected(records: readonly unknown[], rejected: RejectedRecord[]): Promise<void> {
+    const samples: ErrorSample[] = [];
+    for (const r of rejected) {
+      const record = records[r.index];
+      // Only a well-formed venue name becomes a label value: garbage must not mint new series.
+      const parsed = VenueName.safeParse((record as { venue?: unknown } | null)?.venue);
+      const venue = parsed.success ? parsed.data : 'unknown';
+      this.metrics.ingestErrors.inc({ venue, adapter: this.sink.adapter });
+      const s = this.sampler.sample(record, r.error);
+      if (s) samples.push(s);
+      this.logger?.warn({ venue, field: r.error.field, err: r.error }, 'malformed record rejected');
+    }
+    if (samples.length === 0) return;
+    try {
+      await this.sink.writeErrors(samples);
+    } catch (err) {
+      this.logger?.warn({ err }, 'could not write error samples');
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import {
+  BookSnapshot,
+  Candle,
+  Envelope,
+  Trade,
+  ValidationError,
+  candleKey,
+  dedupKey,
+  parseOrThrow,
+  type Channel,
+} from '@tickfleet/core';
+
+/** An envelope that passed validation, with its deterministic dedup key. */
+export interface KeyedEnvelope {
+  key: string;
+  envelope: Envelope;
+}
+
+/**
+ * Validates one raw record as Envelope v1 and, for typed channels, its payload
+ * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot). Throws a ValidationError
+ * naming the field path, e.g. `envelope.payload.openTime`.
+ *
+ * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
+ * the envelope dedup key `mid:<candleKey>` and the candles table key always agree.
+ */
+export function parseEnvelope(raw: unknown): Envelope {
+  const env = parseOrThrow(Envelope, raw, 'envelope');
+  const payloadSchema = payloadSchemaOf(env.channel);
+  if (payloadSchema) {
+    const payload = parseOrThrow(payloadSchema, env.payload, 'envelope.payload') as { venue: string; symbol: string };
+    if (payload.venue !== env.venue) throw new ValidationError('envelope.payload.venue', `the envelope venue ${JSON.stringify(env.venue)}`, payload.venue);
+    if (payload.symbol !== env.symbol) throw new ValidationError('envelope.payload.symbol', `the envelope symbol ${JSON.stringify(env.symbol)}`, payload.symbol);
+  }
+  if (env.channel === 'candles') {
+    const key = candleKey(env.payload as Candle);
+    if (env.messageId === undefined) return { ...env, messageId: key };
+    if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the candle key ${key}`, env.messageId);
+  }
+  return env;
+}
+
+/** parseEnvelope plus its dedup key (priority `mid:` > `seq:` > `hash:`). */
+export function keyEnvelope(raw: unknown): KeyedEnvelope {
+  const envelope = parseEnvelope(raw);
+  return { key: dedupKey(envelope), envelope };
+}
+
+function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeof BookSnapshot | undefined {
+  switch (channel) {
+    case 'candles':
+      return Candle;
+    case 'trades':
+      return Trade;
+    case 'book':
+      return BookSnapshot;
+    case 'files':
+    case 'series':
+      return undefined;
+  }
+}
+
+/** The envelope of a closed candle: `messageId` is its candle key. */
+export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeMs?: number): Envelope {
+  return {
+    v: 1,
+    messageId: candleKey(candle),
+    venue: candle.venue,
+    channel: 'candles',
+    symbol: candle.symbol,
+    ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
+    receivedAtMs,
+    payload: { ...candle },
+  };
+}
+
+/**
+ * The envelope of a trade: `messageId = trade:<venue>:<symbol>:<tradeId>`. Trade ids are unique
+ * per venue and symbol only, and `mid:` keys are global, hence the prefix.
+ */
+export function tradeEnvelope(trade: Trade, receivedAtMs: number): Envelope {
+  return {
+    v: 1,
+    messageId: `trade:${trade.venue}:${trade.symbol}:${trade.tradeId}`,
+    venue: trade.venue,
+    channel: 'trades',
+    symbol: trade.symbol,
+    serverTimeMs: trade.timeMs,
+    receivedAtMs,
+    payload: { ...trade },
+  };
+}
+
+/**
+ * The envelope of an order-book snapshot: `messageId = book:<venue>:<symbol>:<sequence|timeMs>`.
+ * Venue book sequences are per symbol, while `seq:` keys are per venue and channel, so the
+ * snapshot is keyed by a message id that includes the symbol.
+ */
+export function bookEnvelope(book: BookSnapshot, receivedAtMs: number): Envelope {
+  return {
+    v: 1,
+    messageId: `book:${book.venue}:${book.symbol}:${book.sequence ?? `t${book.timeMs}`}`,
+    ...(book.sequence === undefined ? {} : { sequence: book.sequence }),
+    venue: book.venue,
+    channel: 'book',
+    symbol: book.symbol,
+    serverTimeMs: book.timeMs,
+    receivedAtMs,
+    payload: { ...book },
+  };
+}

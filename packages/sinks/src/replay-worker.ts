@@ -1,0 +1,124 @@
+import { isTickfleetError } from '@tickfleet/core';
+import type { Logger } from '@tickfleet/telemetry';
+import { sleep } from './internal/sleep.js';
+import type { PipelineMetrics } from './pipeline-metrics.js';
+import type { Sink } from './sink.js';
+import type { Spool } from './spool.js';
+
+export interface ReplayWorkerOptions {
+  /** Records per sink write. @defaultValue 500 */
+  batchSize?: number;
+  /** Pause between successful batches, so a drain does not starve live writes. @defaultValue 0 */
+  paceMs?: number;
+  /** Wait after a failed attempt or when there is nothing to replay. @defaultValue 1000 */
+  retryIntervalMs?: number;
+  metrics?: PipelineMetrics;
+  logger?: Logger;
+}
+
+const EMPTY = { segments: 0, records: 0, inserted: 0, duplicates: 0, rejected: 0 };
+
+export interface DrainResult {
+  segments: number;
+  records: number;
+  inserted: number;
+  duplicates: number;
+  rejected: number;
+  /** Set when the sink failed; the segment being replayed stays on disk. */
+  error?: Error;
+}
+
+/**
+ * Replays spooled records into the primary sink: oldest complete segment first, never the
+ * segment being written, each segment deleted only after all its records are written. A failure
+ * or a shutdown leaves the segment in place; its next replay starts from its first record and
+ * the idempotent sink absorbs the repeats.
+ */
+export class ReplayWorker {
+  private readonly batchSize: number;
+  private readonly paceMs: number;
+  private readonly retryIntervalMs: number;
+  private abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private draining: Promise<DrainResult> | undefined;
+
+  constructor(
+    private readonly spool: Spool,
+    private readonly sink: Sink,
+    private readonly options: ReplayWorkerOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.paceMs = options.paceMs ?? 0;
+    this.retryIntervalMs = options.retryIntervalMs ?? 1000;
+  }
+
+  get running(): boolean {
+    return this.loop !== undefined;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    const signal = this.abort.signal;
+    this.loop = (async () => {
+      while (!signal.aborted) {
+        const r: DrainResult = await this.drain().catch((err: unknown) => ({ ...EMPTY, error: err instanceof Error ? err : new Error(String(err)) }));
+        if (r.error) this.options.logger?.warn({ err: r.error, adapter: this.sink.adapter }, 'spool replay failed; retrying');
+        if (!signal.aborted && (r.error || r.segments === 0)) await sleep(this.retryIntervalMs, signal);
+      }
+    })();
+  }
+
+  /** Stops after the batch in flight (its segment is kept and replayed again later). */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  /**
+   * Replays every complete segment now (sealing the current one first when it holds records
+   * and nothing older waits). Concurrent calls share one drain.
+   */
+  drain(): Promise<DrainResult> {
+    this.draining ??= this.drainNow().finally(() => (this.draining = undefined));
+    return this.draining;
+  }
+
+  private async drainNow(): Promise<DrainResult> {
+    const result: DrainResult = { ...EMPTY };
+    const signal = this.abort.signal;
+    // Drain passes until nothing is left: the current segment is sealed (turned complete, appends
+    // moving to a new one) only once everything older is in the sink.
+    for (;;) {
+      if (this.spool.completeSegments().length === 0) this.spool.seal();
+      const segments = this.spool.completeSegments();
+      if (segments.length === 0) return result;
+      for (const seg of segments) {
+        if (signal.aborted) return result;
+        const records = this.spool.readSegment(seg.name);
+        for (let i = 0; i < records.length; i += this.batchSize) {
+          if (signal.aborted) return result;
+          const batch = records.slice(i, i + this.batchSize);
+          try {
+            // A sink known to be down gets one probe per batch rather than the full retry ladder.
+            const res = await this.sink.write(batch, this.sink.state === 'ok' ? {} : { maxRetries: 0 });
+            result.inserted += res.inserted;
+            result.duplicates += res.duplicates;
+            result.rejected += res.rejected.length;
+            this.options.metrics?.spoolReplayed.inc(batch.length);
+          } catch (err) {
+            if (!isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
+            result.error = err;
+            return result;
+          }
+          if (this.paceMs > 0) await sleep(this.paceMs, signal);
+        }
+        if (signal.aborted) return result;
+        this.spool.deleteSegment(seg.name);
+        result.segments += 1;
+        result.records += records.length;
+      }
+    }
+  }
+}

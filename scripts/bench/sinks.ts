@@ -1,0 +1,137 @@
+/**
+ * Persistence pipeline benchmark: records/s into each sink adapter at batch sizes 1, 100 and
+ * 1000, spool append MB/s with and without fsync, and spool replay drain rate. Each figure is
+ * also given as a ratio to a baseline measured in the same run on the same machine:
+ * - sinks: `appendFileSync` of the same records as JSON lines, one call per batch (no fsync);
+ * - spool: `appendFileSync` (+ `fsyncSync` when the spool fsyncs) of the same frame bytes;
+ * - replay: direct SQLite sink writes of the same records in batches of the replay size.
+ *
+ *   node --import tsx scripts/bench/sinks.ts [--quick]
+ *
+ * MongoDB runs against MONGO_URL when set, else the in-repo wire server (an in-memory test
+ * server: its figure measures the adapter plus that server, not a real mongod).
+ */
+import { appendFileSync, closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+// The root has no workspace dependencies, so scripts import packages by path.
+import { tempDir } from '../../packages/testkit/src/index.js';
+import { tradeEnvelope, openSink, ReplayWorker, Spool, type Sink } from '../../packages/sinks/src/index.js';
+import type { Envelope } from '../../packages/core/src/index.js';
+
+const quick = process.argv.includes('--quick');
+const T0 = Date.UTC(2024, 0, 1);
+let serial = 0;
+
+function records(n: number): Envelope[] {
+  return Array.from({ length: n }, () => {
+    const i = serial++;
+    return tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '43210.12', size: '0.00125', side: i % 2 ? 'buy' : 'sell' }, T0 + i + 3);
+  });
+}
+
+/** Records to write per batch size: enough for a stable figure, bounded so the run stays short. */
+function countFor(batch: number, adapter: string): number {
+  const base = batch === 1 ? 2_000 : batch === 100 ? 20_000 : 50_000;
+  const scaled = adapter === 'mongodb' ? Math.min(base, batch === 1 ? 1_000 : 10_000) : base;
+  return quick ? Math.ceil(scaled / 10) : scaled;
+}
+
+async function rate(total: number, batch: number, write: (b: Envelope[]) => Promise<unknown> | unknown): Promise<number> {
+  const all = records(total);
+  const started = performance.now();
+  for (let i = 0; i < all.length; i += batch) await write(all.slice(i, i + batch));
+  return total / ((performance.now() - started) / 1000);
+}
+
+const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
+const rows: string[] = [];
+const dir = tempDir('bench-sinks-');
+
+async function mongoUrl(): Promise<{ url: string; stop(): Promise<void> }> {
+  if (process.env.MONGO_URL) {
+    const u = new URL(process.env.MONGO_URL);
+    u.pathname = `/bench${randomUUID().slice(0, 8)}`;
+    return { url: u.toString(), stop: async () => undefined };
+  }
+  const { startMongoWire } = await import('../../packages/mongo-wire/src/index.js');
+  const h = await startMongoWire();
+  return { url: `${h.url}bench`, stop: () => h.stop() };
+}
+
+try {
+  // 1. Sinks.
+  rows.push('| adapter | batch | records | records/s | x baseline |', '| --- | ---: | ---: | ---: | ---: |');
+  const mongo = await mongoUrl();
+  for (const batch of [1, 100, 1000]) {
+    const basePath = dir.file(`baseline-${batch}.jsonl`);
+    const baseline = await rate(countFor(batch, 'baseline'), batch, (b) => appendFileSync(basePath, b.map((e) => `${JSON.stringify(e)}\n`).join('')));
+    rows.push(`| baseline appendFileSync | ${batch} | ${countFor(batch, 'baseline')} | ${fmt(baseline)} | 1.00 |`);
+    const sinks: Array<[string, () => Promise<Sink>]> = [
+      ['sqlite', () => openSink(`sqlite://${dir.file(`s-${batch}.db`)}`)],
+      ['jsonl', () => openSink(`jsonl://${dir.file(`j-${batch}`)}`)],
+      ['mongodb', () => openSink(`${mongo.url}${batch}`)],
+    ];
+    for (const [name, open] of sinks) {
+      const sink = await open();
+      const n = countFor(batch, name);
+      const r = await rate(n, batch, (b) => sink.write(b));
+      await sink.close();
+      rows.push(`| ${name} | ${batch} | ${n} | ${fmt(r)} | ${(r / baseline).toFixed(2)} |`);
+    }
+  }
+  await mongo.stop();
+
+  // 2. Spool append.
+  rows.push('', '| spool append (batches of 100) | MB/s | x baseline |', '| --- | ---: | ---: |');
+  for (const fsync of [false, true]) {
+    const n = quick ? 5_000 : fsync ? 20_000 : 100_000;
+    const recs = records(n);
+    const bytes = recs.reduce((s, e) => s + 4 + Buffer.byteLength(JSON.stringify(e)), 0);
+    const fd = openSync(dir.file(`raw-${fsync}.dat`), 'a');
+    let started = performance.now();
+    for (let i = 0; i < n; i += 100) {
+      const chunk = Buffer.concat(recs.slice(i, i + 100).map((e) => {
+        const body = Buffer.from(JSON.stringify(e));
+        const h = Buffer.alloc(4);
+        h.writeUInt32LE(body.length);
+        return Buffer.concat([h, body]);
+      }));
+      writeSync(fd, chunk);
+      if (fsync) fsyncSync(fd);
+    }
+    const baseMBs = bytes / 1e6 / ((performance.now() - started) / 1000);
+    closeSync(fd);
+    const spool = Spool.open({ dir: dir.file(`spool-${fsync}`), fsync });
+    started = performance.now();
+    for (let i = 0; i < n; i += 100) await spool.append(recs.slice(i, i + 100));
+    const mbs = bytes / 1e6 / ((performance.now() - started) / 1000);
+    await spool.close();
+    rows.push(`| baseline write${fsync ? '+fsync' : ''} | ${mbs > 0 ? baseMBs.toFixed(1) : '-'} | 1.00 |`);
+    rows.push(`| spool, fsync ${fsync ? 'on' : 'off'} | ${mbs.toFixed(1)} | ${(mbs / baseMBs).toFixed(2)} |`);
+  }
+
+  // 3. Replay drain into SQLite.
+  const n = quick ? 5_000 : 50_000;
+  const recs = records(n);
+  const direct = await openSink(`sqlite://${dir.file('direct.db')}`);
+  const directRate = await (async () => {
+    const started = performance.now();
+    for (let i = 0; i < n; i += 500) await direct.write(recs.slice(i, i + 500));
+    return n / ((performance.now() - started) / 1000);
+  })();
+  await direct.close();
+  const spool = Spool.open({ dir: dir.file('spool-replay'), fsync: false, maxSegmentBytes: 4 * 1024 * 1024 });
+  for (let i = 0; i < n; i += 1000) await spool.append(recs.slice(i, i + 1000));
+  const sink = await openSink(`sqlite://${dir.file('replay.db')}`);
+  const started = performance.now();
+  const r = await new ReplayWorker(spool, sink, { batchSize: 500 }).drain();
+  const drain = r.records / ((performance.now() - started) / 1000);
+  await spool.close();
+  await sink.close();
+  rows.push('', '| replay drain into sqlite (batches of 500) | records/s | x baseline |', '| --- | ---: | ---: |');
+  rows.push(`| baseline: direct sqlite writes | ${fmt(directRate)} | 1.00 |`);
+  rows.push(`| replay of ${r.records} spooled records | ${fmt(drain)} | ${(drain / directRate).toFixed(2)} |`);
+} finally {
+  dir.remove();
+}
+process.stdout.write(`${rows.join('\n')}\n`);
