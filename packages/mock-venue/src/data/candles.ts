@@ -1,0 +1,153 @@
+import { alignDown, lastClosedOpenTime, timeframeMs, type Candle, type Timeframe } from '@tickfleet/core';
+import type { Holes } from '../scenario.js';
+import { roundTo, unitFloat } from './random.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The key a symbol's data hangs off: `BTC/USDT` and `BTCUSDT` are the same instrument, so the
+ * tickfleet form and the venue form of a symbol produce identical data.
+ */
+export function canonicalSymbol(symbol: string): string {
+  return symbol.replace(/\//g, '').toUpperCase();
+}
+
+/** Decimal places of an instrument's prices: large prices get cents, small ones more places. */
+export function priceDecimals(venue: string, symbol: string, seed: number): number {
+  const base = basePrice(venue, canonicalSymbol(symbol), seed);
+  return base >= 1000 ? 2 : base >= 10 ? 3 : 5;
+}
+
+function basePrice(venue: string, key: string, seed: number): number {
+  return 10 ** (0.5 + 4 * unitFloat('base', venue, key, seed));
+}
+
+/**
+ * The instrument's price at instant `tMs`: slow waves (5-day and 1-hour periods) plus a per-instant
+ * jitter. Because a candle's close is the price at its close instant, which is the next candle's
+ * open instant, consecutive candles join without jumps.
+ */
+export function priceAt(venue: string, symbol: string, tMs: number, seed: number): number {
+  const key = canonicalSymbol(symbol);
+  const base = basePrice(venue, key, seed);
+  const phase = 2 * Math.PI * unitFloat('phase', venue, key, seed);
+  const trend = 0.04 * Math.sin((2 * Math.PI * tMs) / (5 * DAY_MS) + phase) + 0.01 * Math.sin((2 * Math.PI * tMs) / 3_600_000 + 2 * phase);
+  const jitter = 0.002 * (unitFloat('jitter', venue, key, seed, tMs) - 0.5);
+  return base * Math.exp(trend + jitter);
+}
+
+/** Numeric values of one candle, before a venue formats them. */
+export interface CandleValues {
+  openTime: number;
+  closeTime: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  volume: number;
+  /** Volume-weighted average price (between low and high). */
+  vwap: number;
+  trades: number;
+  /** Base volume bought by takers (Binance's takerBuyBaseVolume). */
+  takerBuyVolume: number;
+  decimals: number;
+}
+
+/** The numeric candle of `symbol` opening at `openTimeMs` (must be aligned to `timeframe`). */
+export function candleValuesAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): CandleValues {
+  if (alignDown(openTimeMs, timeframe) !== openTimeMs) {
+    throw new RangeError(`openTimeMs ${openTimeMs} is not aligned to ${timeframe}`);
+  }
+  const key = canonicalSymbol(symbol);
+  const lenMs = timeframeMs(timeframe);
+  const decimals = priceDecimals(venue, key, seed);
+  const open = roundTo(priceAt(venue, key, openTimeMs, seed), decimals);
+  const close = roundTo(priceAt(venue, key, openTimeMs + lenMs, seed), decimals);
+  const span = Math.max(open, close) * 0.002;
+  const high = roundTo(Math.max(open, close) + span * unitFloat('hi', venue, key, timeframe, openTimeMs, seed), decimals);
+  const low = roundTo(Math.min(open, close) - span * unitFloat('lo', venue, key, timeframe, openTimeMs, seed), decimals);
+  const minutes = lenMs / 60_000;
+  const notional = 10 ** (4 + 2 * unitFloat('notional', venue, key, timeframe, openTimeMs, seed)) * Math.sqrt(minutes);
+  const volume = Math.max(0.0001, roundTo(notional / open, 4));
+  const vwap = roundTo(low + (high - low) * unitFloat('vwap', venue, key, timeframe, openTimeMs, seed), decimals + 2);
+  const trades = 1 + Math.floor(unitFloat('trades', venue, key, timeframe, openTimeMs, seed) * 500 * Math.sqrt(minutes));
+  const takerBuyVolume = roundTo(volume * unitFloat('taker', venue, key, timeframe, openTimeMs, seed), 4);
+  return { openTime: openTimeMs, closeTime: openTimeMs + lenMs - 1, open, high, low, close, volume, vwap, trades, takerBuyVolume, decimals };
+}
+
+/**
+ * How a venue prints a decimal: Binance sends fixed 8-place strings (`"42000.10000000"`); the
+ * JSON-number venues (Polygon) send numbers, which an adapter turns into strings with `String(n)`.
+ */
+export function formatDecimal(venue: string, value: number): string {
+  return venue === 'binance' ? value.toFixed(8) : String(value);
+}
+
+/**
+ * The closed candle of `symbol` on `venue` opening at `openTimeMs`, as a complete collection stores it:
+ * prices and volume formatted as the venue sends them (see formatDecimal), `symbol` as given.
+ * Holes are not applied here; see expectedCandles and isHole.
+ */
+export function candleAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): Candle {
+  const v = candleValuesAt(venue, symbol, timeframe, openTimeMs, seed);
+  return {
+    venue,
+    symbol,
+    timeframe,
+    openTime: v.openTime,
+    open: formatDecimal(venue, v.open),
+    high: formatDecimal(venue, v.high),
+    low: formatDecimal(venue, v.low),
+    close: formatDecimal(venue, v.close),
+    volume: formatDecimal(venue, v.volume),
+    trades: v.trades,
+  };
+}
+
+/** True when the scenario's holes remove this candle from the venue's own data. */
+export function isHole(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number, holes: Holes | undefined): boolean {
+  if (!holes) return false;
+  const key = canonicalSymbol(symbol);
+  for (const r of holes.ranges ?? []) {
+    if (openTimeMs < r.fromMs || openTimeMs >= r.toMs) continue;
+    if (r.symbol !== undefined && canonicalSymbol(r.symbol) !== key) continue;
+    if (r.timeframe !== undefined && r.timeframe !== timeframe) continue;
+    return true;
+  }
+  const rate = holes.rate ?? 0;
+  return rate > 0 && unitFloat('hole', venue, key, timeframe, openTimeMs, seed) < rate;
+}
+
+export interface ExpectedCandlesOptions {
+  /** The scenario's holes for this venue; removed candles are not expected. */
+  holes?: Holes;
+  /**
+   * Wall-clock instant the collection ran up to; only candles closed by then exist.
+   * @defaultValue Date.now()
+   */
+  nowMs?: number;
+}
+
+/**
+ * Exactly what a complete collection of `symbol` holds for open times in `[fromMs, toMs)` (half-open):
+ * every closed candle the venue serves there, minus the scenario's holes, ascending by open time.
+ */
+export function expectedCandles(
+  venue: string,
+  symbol: string,
+  timeframe: Timeframe,
+  fromMs: number,
+  toMs: number,
+  seed: number,
+  options: ExpectedCandlesOptions = {},
+): Candle[] {
+  const out: Candle[] = [];
+  const lenMs = timeframeMs(timeframe);
+  const last = lastClosedOpenTime(options.nowMs ?? Date.now(), timeframe);
+  let t = alignDown(fromMs, timeframe);
+  if (t < fromMs) t += lenMs;
+  for (; t < toMs && t <= last; t += lenMs) {
+    if (!isHole(venue, symbol, timeframe, t, seed, options.holes)) out.push(candleAt(venue, symbol, timeframe, t, seed));
+  }
+  return out;
+}

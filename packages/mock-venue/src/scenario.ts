@@ -1,0 +1,217 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { Timeframe, ValidationError } from '@tickfleet/core';
+
+/** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
+export const MOCK_VENUES = ['binance', 'polygon', 'polymarket', 'xetra'] as const;
+export const MockVenueName = z.enum(MOCK_VENUES);
+export type MockVenueName = z.infer<typeof MockVenueName>;
+
+/** Seed of the deterministic data when a scenario does not give one. */
+export const DEFAULT_SEED = 42;
+
+const epochMs = z.number().int().nonnegative();
+const rate = z.number().min(0, 'a rate in 0..1').max(1, 'a rate in 0..1');
+const positiveMs = z.number().int().positive();
+
+/** A half-open wall-clock interval `[fromMs, toMs)` in epoch milliseconds. */
+export const TimeWindow = z
+  .strictObject({ fromMs: epochMs, toMs: epochMs })
+  .refine((w) => w.toMs > w.fromMs, { message: 'toMs > fromMs', path: ['toMs'] });
+export type TimeWindow = z.infer<typeof TimeWindow>;
+
+/** Response latency: a fixed number of ms, or uniform in `[min, max]` ms. */
+export const Latency = z.union([
+  z.number().nonnegative(),
+  z
+    .strictObject({ min: z.number().nonnegative(), max: z.number().nonnegative() })
+    .refine((l) => l.max >= l.min, { message: 'max >= min', path: ['max'] }),
+], { error: 'milliseconds as a number, or {"min": ms, "max": ms}' });
+export type Latency = z.infer<typeof Latency>;
+
+/**
+ * A venue's own rate limit. `weight` (Binance) and `requests` (the others, where every request
+ * weighs 1) are the same number: the allowance per clock-aligned window of `windowMs`.
+ */
+export const VenueLimit = z
+  .strictObject({
+    weight: z.number().int().positive().optional(),
+    requests: z.number().int().positive().optional(),
+    windowMs: positiveMs.optional(),
+    /** Binance: over-limit requests tolerated after the first 429 of a window before a 418 ban. @defaultValue 5 */
+    banAfter: z.number().int().nonnegative().optional(),
+    /** Binance: first ban length; each further ban doubles it. @defaultValue 120000 */
+    banMs: positiveMs.optional(),
+    /** Polymarket: over-limit requests are queued up to this long before a 429. @defaultValue 2000 */
+    maxDelayMs: z.number().int().nonnegative().optional(),
+    /** false turns the venue's limiter off. @defaultValue true */
+    enabled: z.boolean().optional(),
+  })
+  .refine((l) => l.weight === undefined || l.requests === undefined, { message: 'either weight or requests, not both' });
+export type VenueLimit = z.infer<typeof VenueLimit>;
+
+/** Holes in the venue's own candle data: explicit ranges and/or a deterministic fraction of all candles. */
+export const Holes = z.strictObject({
+  rate: rate.optional(),
+  ranges: z
+    .array(
+      z
+        .strictObject({ symbol: z.string().min(1).optional(), timeframe: Timeframe.optional(), fromMs: epochMs, toMs: epochMs })
+        .refine((r) => r.toMs > r.fromMs, { message: 'toMs > fromMs', path: ['toMs'] }),
+    )
+    .optional(),
+});
+export type Holes = z.infer<typeof Holes>;
+
+/** Per-venue scenario controls; see docs/mock-venue.md for what each does. */
+export const VenueScenario = z.strictObject({
+  limit: VenueLimit.optional(),
+  latencyMs: Latency.optional(),
+  /** Fraction of accepted requests answered 5xx. @defaultValue 0 */
+  errorRate: rate.optional(),
+  /** Statuses the 5xx errors cycle through (picked deterministically). @defaultValue [500, 502, 503] */
+  errorStatuses: z.array(z.number().int().min(500).max(599)).min(1).optional(),
+  /** Fraction of accepted requests held without an answer. @defaultValue 0 */
+  timeoutRate: rate.optional(),
+  /** How long a held request is kept before its socket is destroyed. @defaultValue 30000 */
+  timeoutMs: positiveMs.optional(),
+  /** Windows during which the venue's connections are destroyed unanswered. */
+  outages: z.array(TimeWindow).optional(),
+  /** Adds the outage `[now, now + outageForMs)` when the scenario is applied. */
+  outageForMs: positiveMs.optional(),
+  /** A 429 storm window; `null` ends a storm. */
+  storm: TimeWindow.nullable().optional(),
+  /** Sets the storm to `[now, now + stormForMs)` when the scenario is applied. */
+  stormForMs: positiveMs.optional(),
+  holes: Holes.optional(),
+  /** Fraction of successful responses sent malformed (truncated JSON or a wrong shape). @defaultValue 0 */
+  malformedRate: rate.optional(),
+  /** Binance: the pairs exchangeInfo lists and klines/depth accept (tickfleet form, `BTC/USDT`). */
+  symbols: z.array(z.string().regex(/^[A-Z0-9]{2,12}\/[A-Z0-9]{2,8}$/, 'a pair such as BTC/USDT')).min(1).optional(),
+  /** Polymarket: how many markets the Gamma API lists. @defaultValue 20 */
+  markets: z.number().int().min(1).max(10_000).optional(),
+  /** Xetra: the ISINs traded in the files. */
+  isins: z.array(z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}[0-9]$/, 'an ISIN such as DE0007100000')).min(1).optional(),
+});
+export type VenueScenario = z.infer<typeof VenueScenario>;
+
+/**
+ * A scenario: the seed of the deterministic data, outages of the whole server, and per-venue controls.
+ * The same shape is a `PATCH /_mock/scenario` body (every field optional; see mergeScenario).
+ */
+export const Scenario = z.strictObject({
+  /** @defaultValue 42 */
+  seed: z.number().int().nonnegative().optional(),
+  /** Windows during which every venue prefix is down (admin endpoints stay up). */
+  outages: z.array(TimeWindow).optional(),
+  outageForMs: positiveMs.optional(),
+  venues: z
+    .strictObject({
+      binance: VenueScenario.optional(),
+      polygon: VenueScenario.optional(),
+      polymarket: VenueScenario.optional(),
+      xetra: VenueScenario.optional(),
+    })
+    .optional(),
+});
+export type Scenario = z.infer<typeof Scenario>;
+
+/** Validates a scenario; a bad one throws a ValidationError naming the field (`scenario.venues.binance.limit.weight`). */
+export function parseScenario(value: unknown, what = 'scenario'): Scenario {
+  const result = Scenario.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  if (!issue) throw new ValidationError(what, 'a scenario object');
+  const path = issue.path.map(String);
+  let expected = issue.message.replace(/^Invalid input: /, '').replace(/^expected /, '');
+  if (issue.code === 'unrecognized_keys') {
+    path.push(issue.keys[0] ?? '?');
+    expected = 'a known scenario field (see docs/mock-venue.md)';
+  }
+  throw new ValidationError(path.length > 0 ? `${what}.${path.join('.')}` : what, expected);
+}
+
+/** Reads and validates a scenario JSON file; errors name `argName` (the CLI's `--scenario`). */
+export function loadScenarioFile(path: string, argName = '--scenario'): Scenario {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ValidationError(argName, 'a readable scenario JSON file', `${path} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ValidationError(argName, 'a file holding valid JSON', path);
+  }
+  return parseScenario(json, `${argName} ${path}: scenario`);
+}
+
+/**
+ * Applies `patch` to `base` at wall-clock `nowMs`: fields given replace those of `base` (venue `limit`
+ * objects merge key by key), `storm: null` clears a storm, and the relative `stormForMs` / `outageForMs`
+ * become absolute windows from `nowMs`. The result holds no relative fields.
+ */
+export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): Scenario {
+  const out: Scenario = { ...base, venues: { ...base.venues } };
+  if (patch.seed !== undefined) out.seed = patch.seed;
+  if (patch.outages !== undefined) out.outages = patch.outages;
+  if (patch.outageForMs !== undefined) out.outages = [...(out.outages ?? []), { fromMs: nowMs, toMs: nowMs + patch.outageForMs }];
+  delete out.outageForMs;
+  for (const venue of MOCK_VENUES) {
+    const p = patch.venues?.[venue];
+    if (!p) continue;
+    const prev = out.venues?.[venue] ?? {};
+    const { stormForMs, outageForMs, ...rest } = p;
+    const next: VenueScenario = { ...prev, ...rest };
+    if (prev.limit && rest.limit) {
+      next.limit = { ...prev.limit, ...rest.limit };
+      // weight and requests are one number under two names: the newer one wins
+      if (rest.limit.weight !== undefined) delete next.limit.requests;
+      if (rest.limit.requests !== undefined) delete next.limit.weight;
+    }
+    if (rest.storm === null) delete next.storm;
+    if (stormForMs !== undefined) next.storm = { fromMs: nowMs, toMs: nowMs + stormForMs };
+    if (outageForMs !== undefined) next.outages = [...(next.outages ?? []), { fromMs: nowMs, toMs: nowMs + outageForMs }];
+    delete next.stormForMs;
+    delete next.outageForMs;
+    out.venues = { ...out.venues, [venue]: next };
+  }
+  return out;
+}
+
+/** A venue's limit with defaults filled in. */
+export interface EffectiveLimit {
+  enabled: boolean;
+  /** Allowance (weight units; 1 per request except on Binance) per window. */
+  limit: number;
+  windowMs: number;
+  banAfter: number;
+  banMs: number;
+  maxDelayMs: number;
+}
+
+/**
+ * Published defaults: Binance 6000 weight per clock minute (bans after 5 more requests, 2 min);
+ * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per 10 s, queued up to 2 s;
+ * Xetra no published limit, the emulation paces at 5 per 2 s.
+ */
+export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
+  binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
+  polygon: { enabled: true, limit: 5, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
+  polymarket: { enabled: true, limit: 1500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 },
+  xetra: { enabled: true, limit: 5, windowMs: 2000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
+};
+
+export function effectiveLimit(venue: MockVenueName, limit: VenueLimit | undefined): EffectiveLimit {
+  const d = DEFAULT_LIMITS[venue];
+  return {
+    enabled: limit?.enabled ?? d.enabled,
+    limit: limit?.weight ?? limit?.requests ?? d.limit,
+    windowMs: limit?.windowMs ?? d.windowMs,
+    banAfter: limit?.banAfter ?? (venue === 'binance' ? d.banAfter : 0),
+    banMs: limit?.banMs ?? d.banMs,
+    maxDelayMs: limit?.maxDelayMs ?? d.maxDelayMs,
+  };
+}

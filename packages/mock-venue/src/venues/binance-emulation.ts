@@ -1,0 +1,211 @@
+import { alignDown, isTimeframe, lastClosedOpenTime, timeframeMs } from '@tickfleet/core';
+import { bookAt } from '../data/books.js';
+import { candleValuesAt, isHole } from '../data/candles.js';
+import { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from '../data/symbols.js';
+import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
+import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+
+const KLINES_DEFAULT_LIMIT = 500;
+const KLINES_MAX_LIMIT = 1000;
+const DEPTH_DEFAULT_LIMIT = 100;
+
+/** Binance spot REST (`/api/v3/*`): klines, depth, exchangeInfo, ping, time; weights as published. */
+export class BinanceEmulation implements VenueEmulation {
+  private instruments: Map<string, BinanceInstrument> | undefined;
+  private instrumentsKey = '';
+  private exchangeInfoTail: string | undefined;
+
+  route(ctx: RequestContext): Route | Reply {
+    if (ctx.method !== 'GET') return this.error(ctx, 405, -1000, `Unsupported method ${ctx.method}.`);
+    switch (ctx.path) {
+      case '/api/v3/klines':
+        return { weight: 2, handle: () => this.klines(ctx) };
+      case '/api/v3/depth':
+        return { weight: depthWeight(ctx.query.get('limit')), handle: () => this.depth(ctx) };
+      case '/api/v3/exchangeInfo':
+        return { weight: 20, handle: () => this.exchangeInfo(ctx) };
+      case '/api/v3/ping':
+        return { weight: 1, handle: () => this.ok(ctx, '{}') };
+      case '/api/v3/time':
+        return { weight: 1, handle: () => this.ok(ctx, `{"serverTime":${ctx.nowMs}}`) };
+      default:
+        return this.error(ctx, 404, -1000, 'Not found.');
+    }
+  }
+
+  tooManyRequests(ctx: RequestContext, retryAfterMs: number): Reply {
+    return this.withWeight(
+      ctx,
+      jsonReply(
+        429,
+        { code: -1003, msg: `Too many requests; current limit of IP(127.0.0.1) is ${ctx.limit.limit} requests per minute. Please use the websocket for live updates to avoid polling the API.` },
+        { 'Retry-After': retryAfterSeconds(retryAfterMs) },
+      ),
+    );
+  }
+
+  banned(ctx: RequestContext, bannedUntilMs: number): Reply {
+    return this.withWeight(
+      ctx,
+      jsonReply(
+        418,
+        { code: -1003, msg: `Way too many requests; IP(127.0.0.1) banned until ${bannedUntilMs}. Please use the websocket for live updates to avoid bans.` },
+        { 'Retry-After': retryAfterSeconds(bannedUntilMs - ctx.nowMs) },
+      ),
+    );
+  }
+
+  serverError(ctx: RequestContext, status: number): Reply {
+    return status === 503
+      ? this.error(ctx, status, -1008, 'Service Unavailable.')
+      : this.error(ctx, status, -1001, 'Internal error; unable to process your request. Please try again.');
+  }
+
+  malformed(_ctx: RequestContext, reply: Reply, kind: MalformedKind): Reply {
+    return malformJson(reply, kind);
+  }
+
+  invalidate(): void {
+    this.instruments = undefined;
+    this.exchangeInfoTail = undefined;
+  }
+
+  private klines(ctx: RequestContext): Reply {
+    const q = ctx.query;
+    const instrument = this.instrument(ctx);
+    if ('status' in instrument) return instrument;
+    const interval = q.get('interval');
+    if (!interval) return this.missing(ctx, 'interval');
+    if (!isTimeframe(interval)) return this.error(ctx, 400, -1120, 'Invalid interval.');
+    const startTime = optionalInt(q.get('startTime'));
+    const endTime = optionalInt(q.get('endTime'));
+    const limitParam = optionalInt(q.get('limit'));
+    if (startTime === null) return this.illegal(ctx, 'startTime');
+    if (endTime === null) return this.illegal(ctx, 'endTime');
+    if (limitParam === null || (limitParam !== undefined && limitParam < 1)) return this.illegal(ctx, 'limit');
+    const limit = Math.min(limitParam ?? KLINES_DEFAULT_LIMIT, KLINES_MAX_LIMIT);
+    const lenMs = timeframeMs(interval);
+    // closed candles only: the newest one served closed at or before now
+    const last = Math.min(lastClosedOpenTime(ctx.nowMs, interval), endTime ?? Number.POSITIVE_INFINITY);
+    const holes = ctx.settings.holes;
+    const pair = instrument.pair;
+    const times: number[] = [];
+    if (startTime !== undefined) {
+      let t = alignDown(startTime, interval);
+      if (t < startTime) t += lenMs;
+      for (; t <= last && times.length < limit; t += lenMs) {
+        if (!isHole('binance', pair, interval, t, ctx.seed, holes)) times.push(t);
+      }
+    } else {
+      for (let t = alignDown(last, interval); times.length < limit && t >= 0; t -= lenMs) {
+        if (!isHole('binance', pair, interval, t, ctx.seed, holes)) times.push(t);
+      }
+      times.reverse();
+    }
+    let body = '[';
+    for (let i = 0; i < times.length; i++) {
+      const c = candleValuesAt('binance', pair, interval, times[i] ?? 0, ctx.seed);
+      const quote = c.volume * c.vwap;
+      body +=
+        `${i === 0 ? '' : ','}[${c.openTime},"${c.open.toFixed(8)}","${c.high.toFixed(8)}","${c.low.toFixed(8)}","${c.close.toFixed(8)}",` +
+        `"${c.volume.toFixed(8)}",${c.closeTime},"${quote.toFixed(8)}",${c.trades},"${c.takerBuyVolume.toFixed(8)}",` +
+        `"${(c.takerBuyVolume * c.vwap).toFixed(8)}","0"]`;
+    }
+    return this.ok(ctx, `${body}]`);
+  }
+
+  private depth(ctx: RequestContext): Reply {
+    const instrument = this.instrument(ctx);
+    if ('status' in instrument) return instrument;
+    const raw = ctx.query.get('limit');
+    const limit = raw === null ? DEPTH_DEFAULT_LIMIT : optionalInt(raw);
+    if (typeof limit !== 'number' || limit < 5 || limit > 5000) {
+      return this.error(ctx, 400, -1100, "Illegal characters found in parameter 'limit'; legal range is '5..5000'.");
+    }
+    const book = bookAt('binance', instrument.pair, ctx.nowMs, ctx.seed, limit);
+    return this.ok(ctx, JSON.stringify({ lastUpdateId: book.sequence, bids: book.bids, asks: book.asks }));
+  }
+
+  private exchangeInfo(ctx: RequestContext): Reply {
+    if (this.exchangeInfoTail === undefined) {
+      const { windowMs, limit } = ctx.limit;
+      const minutes = windowMs % 60_000 === 0;
+      const rateLimits = [
+        { rateLimitType: 'REQUEST_WEIGHT', interval: minutes ? 'MINUTE' : 'SECOND', intervalNum: minutes ? windowMs / 60_000 : Math.max(1, Math.round(windowMs / 1000)), limit },
+      ];
+      const symbols = [...this.instrumentMap(ctx).values()].map((i) => ({
+        symbol: i.symbol,
+        status: 'TRADING',
+        baseAsset: i.baseAsset,
+        baseAssetPrecision: 8,
+        quoteAsset: i.quoteAsset,
+        quotePrecision: 8,
+        quoteAssetPrecision: 8,
+        orderTypes: ['LIMIT', 'LIMIT_MAKER', 'MARKET', 'STOP_LOSS_LIMIT', 'TAKE_PROFIT_LIMIT'],
+        isSpotTradingAllowed: true,
+        isMarginTradingAllowed: false,
+        permissions: [],
+        permissionSets: [['SPOT']],
+      }));
+      this.exchangeInfoTail = `,"rateLimits":${JSON.stringify(rateLimits)},"exchangeFilters":[],"symbols":${JSON.stringify(symbols)}}`;
+    }
+    return this.ok(ctx, `{"timezone":"UTC","serverTime":${ctx.nowMs}${this.exchangeInfoTail}`);
+  }
+
+  private instrumentMap(ctx: RequestContext): Map<string, BinanceInstrument> {
+    const pairs = ctx.settings.symbols ?? DEFAULT_BINANCE_SYMBOLS;
+    const key = pairs.join(',');
+    if (!this.instruments || key !== this.instrumentsKey) {
+      this.instruments = new Map(pairs.map((p) => [binanceInstrument(p).symbol, binanceInstrument(p)]));
+      this.instrumentsKey = key;
+      this.exchangeInfoTail = undefined;
+    }
+    return this.instruments;
+  }
+
+  private instrument(ctx: RequestContext): { pair: string } | Reply {
+    const symbol = ctx.query.get('symbol');
+    if (!symbol) return this.missing(ctx, 'symbol');
+    const i = this.instrumentMap(ctx).get(symbol);
+    if (!i) return this.error(ctx, 400, -1121, 'Invalid symbol.');
+    return { pair: `${i.baseAsset}/${i.quoteAsset}` };
+  }
+
+  private ok(ctx: RequestContext, body: string): Reply {
+    return this.withWeight(ctx, { status: 200, headers: {}, body });
+  }
+
+  private missing(ctx: RequestContext, param: string): Reply {
+    return this.error(ctx, 400, -1102, `Mandatory parameter '${param}' was not sent, was empty/null, or malformed.`);
+  }
+
+  private illegal(ctx: RequestContext, param: string): Reply {
+    return this.error(ctx, 400, -1100, `Illegal characters found in parameter '${param}'; legal range is '^[0-9]{1,20}$'.`);
+  }
+
+  private error(ctx: RequestContext, status: number, code: number, msg: string): Reply {
+    return this.withWeight(ctx, jsonReply(status, { code, msg }));
+  }
+
+  /** Every Binance answer reports the weight used in the current window, 429s and 418s included. */
+  private withWeight(ctx: RequestContext, reply: Reply): Reply {
+    reply.headers['X-MBX-USED-WEIGHT-1M'] = String(ctx.usedWeight());
+    return reply;
+  }
+}
+
+/** Depth weight by `limit`: 1-100 -> 5, 101-500 -> 25, 501-1000 -> 50, 1001-5000 -> 250. */
+export function depthWeight(limitParam: string | null): number {
+  const limit = limitParam === null ? DEPTH_DEFAULT_LIMIT : Number(limitParam);
+  if (!Number.isInteger(limit) || limit <= 100) return 5;
+  if (limit <= 500) return 25;
+  if (limit <= 1000) return 50;
+  return 250;
+}
+
+/** undefined when absent, null when present but not a non-negative integer. */
+function optionalInt(value: string | null): number | undefined | null {
+  if (value === null || value === '') return undefined;
+  if (!/^\d{1,20}$/.test(value)) return null;
+  return Number(value);
+}

@@ -1,0 +1,107 @@
+import { bookAt } from '../data/books.js';
+import { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type PolymarketMarket } from '../data/markets.js';
+import { hexDigits } from '../data/random.js';
+import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
+import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 500;
+
+interface Catalogue {
+  key: string;
+  markets: PolymarketMarket[];
+  /** token id -> conditionId of its market */
+  tokens: Map<string, string>;
+}
+
+/**
+ * Polymarket: Gamma discovery (`GET /markets`) and the CLOB book (`GET /book?token_id=`), both under
+ * `/polymarket`. Books follow the CLOB's order: bids ascending and asks descending, best level last.
+ */
+export class PolymarketEmulation implements VenueEmulation {
+  private catalogue: Catalogue | undefined;
+
+  route(ctx: RequestContext): Route | Reply {
+    if (ctx.method !== 'GET') return jsonReply(405, { error: 'Method Not Allowed' });
+    if (ctx.path === '/markets') return { weight: 1, handle: () => this.markets(ctx) };
+    if (ctx.path === '/book') return { weight: 1, handle: () => this.book(ctx) };
+    return jsonReply(404, { error: 'Not Found' });
+  }
+
+  tooManyRequests(_ctx: RequestContext, retryAfterMs: number, cause: 'limit' | 'storm'): Reply {
+    return jsonReply(429, { error: 'Too Many Requests' }, cause === 'storm' ? { 'Retry-After': retryAfterSeconds(retryAfterMs) } : {});
+  }
+
+  banned(ctx: RequestContext): Reply {
+    return this.tooManyRequests(ctx, 0, 'limit');
+  }
+
+  serverError(_ctx: RequestContext, status: number): Reply {
+    return jsonReply(status, { error: status === 503 ? 'Service Unavailable' : 'Internal Server Error' });
+  }
+
+  malformed(_ctx: RequestContext, reply: Reply, kind: MalformedKind): Reply {
+    return malformJson(reply, kind);
+  }
+
+  invalidate(): void {
+    this.catalogue = undefined;
+  }
+
+  private markets(ctx: RequestContext): Reply {
+    const q = ctx.query;
+    const limit = Math.min(intParam(q.get('limit'), DEFAULT_PAGE), MAX_PAGE);
+    const offset = intParam(q.get('offset'), 0);
+    const active = boolParam(q.get('active'));
+    const closed = boolParam(q.get('closed'));
+    if (limit < 0 || offset < 0 || active === null || closed === null) return jsonReply(400, { error: 'Invalid query parameters' });
+    const selected = this.catalogueFor(ctx).markets.filter(
+      (m) => (active === undefined || m.active === active) && (closed === undefined || m.closed === closed),
+    );
+    return jsonReply(200, selected.slice(offset, offset + limit));
+  }
+
+  private book(ctx: RequestContext): Reply {
+    const token = ctx.query.get('token_id');
+    if (!token) return jsonReply(400, { error: 'Invalid payload' });
+    const market = this.catalogueFor(ctx).tokens.get(token);
+    if (!market) return jsonReply(404, { error: 'No orderbook exists for the requested token id' });
+    const snap = bookAt('polymarket', token, ctx.nowMs, ctx.seed);
+    const body = {
+      market,
+      asset_id: token,
+      timestamp: String(ctx.nowMs),
+      hash: hexDigits(40, 'pm-hash', token, snap.sequence ?? 0, ctx.seed),
+      bids: snap.bids.map(([price, size]) => ({ price, size })).reverse(),
+      asks: snap.asks.map(([price, size]) => ({ price, size })).reverse(),
+      min_order_size: '5',
+      tick_size: '0.01',
+      neg_risk: false,
+    };
+    return jsonReply(200, body);
+  }
+
+  private catalogueFor(ctx: RequestContext): Catalogue {
+    const count = ctx.settings.markets ?? DEFAULT_POLYMARKET_MARKETS;
+    const key = `${ctx.seed}:${count}`;
+    if (this.catalogue?.key !== key) {
+      const markets = polymarketMarkets(ctx.seed, count);
+      const tokens = new Map<string, string>();
+      for (const m of markets) for (const t of marketTokenIds(m)) tokens.set(t, m.conditionId);
+      this.catalogue = { key, markets, tokens };
+    }
+    return this.catalogue;
+  }
+}
+
+function intParam(value: string | null, fallback: number): number {
+  if (value === null || value === '') return fallback;
+  return /^\d{1,9}$/.test(value) ? Number(value) : -1;
+}
+
+function boolParam(value: string | null): boolean | undefined | null {
+  if (value === null || value === '') return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return null;
+}
