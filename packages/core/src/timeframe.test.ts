@@ -27,3 +27,23 @@ describe('timeframes', () => {
     expect(r.error?.issues[0]?.message).toContain('"7m"');
   });
 });
+
+import { chunkRange } from './timeframe.js';
+
+describe('chunkRange', () => {
+  it('splits a range into aligned page-sized chunks covering it exactly once', () => {
+    const from = Date.UTC(2024, 0, 1);
+    const chunks = chunkRange(from, from + 2500 * 60_000, '1m', 1000);
+    expect(chunks).toEqual([
+      { fromMs: from, toMs: from + 1000 * 60_000 },
+      { fromMs: from + 1000 * 60_000, toMs: from + 2000 * 60_000 },
+      { fromMs: from + 2000 * 60_000, toMs: from + 2500 * 60_000 },
+    ]);
+  });
+
+  it('starts at the first candle opening at or after fromMs', () => {
+    const from = Date.UTC(2024, 0, 1, 0, 0, 30);
+    expect(chunkRange(from, from + 90_000, '1m', 10)[0]?.fromMs).toBe(Date.UTC(2024, 0, 1, 0, 1));
+    expect(chunkRange(from, from, '1m', 10)).toEqual([]);
+  });
+});

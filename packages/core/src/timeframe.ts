@@ -38,3 +38,17 @@ export function lastClosedOpenTime(nowMs: number, tf: Timeframe): number {
 export function isTimeframe(value: string): value is Timeframe {
   return (TIMEFRAMES as readonly string[]).includes(value);
 }
+
+/**
+ * Splits [fromMs, toMs) into consecutive chunks of at most `candlesPerChunk` candles of `tf`,
+ * aligned to candle open times: the unit plan of a backfill (one chunk = one page request).
+ */
+export function chunkRange(fromMs: number, toMs: number, tf: Timeframe, candlesPerChunk: number): Array<{ fromMs: number; toMs: number }> {
+  if (!(candlesPerChunk >= 1)) throw new RangeError(`candlesPerChunk must be >= 1, got ${candlesPerChunk}`);
+  const len = timeframeMs(tf);
+  const step = len * Math.floor(candlesPerChunk);
+  const chunks: Array<{ fromMs: number; toMs: number }> = [];
+  const start = alignDown(fromMs, tf) + (alignDown(fromMs, tf) < fromMs ? len : 0);
+  for (let t = start; t < toMs; t += step) chunks.push({ fromMs: t, toMs: Math.min(t + step, toMs) });
+  return chunks;
+}

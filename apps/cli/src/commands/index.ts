@@ -1,9 +1,26 @@
 import type { Command } from 'commander';
+import { registerSpool } from './spool.js';
+import { registerGaps } from './gaps.js';
+import { registerData } from './data.js';
+import { registerConnectors } from './connectors.js';
+import { registerJobs } from './jobs.js';
+import { registerBackfill } from './backfill.js';
+import { registerWorker } from './worker.js';
+import { registerMockVenue } from './mock-venue.js';
+import { registerScheduler } from './scheduler.js';
 
 /**
  * Every command group registers itself here, one file per group under `commands/`.
- * Keep this list sorted; each entry is `register<Group>(program)`.
+ * Each entry is `register<Group>(program)`.
  */
 export function registerCommands(program: Command): void {
-  void program;
+  registerSpool(program);
+  registerGaps(program);
+  registerData(program);
+  registerConnectors(program);
+  registerJobs(program);
+  registerBackfill(program);
+  registerWorker(program);
+  registerMockVenue(program);
+  registerScheduler(program);
 }

@@ -1,0 +1,40 @@
+import { type Command } from 'commander';
+import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { integer } from '../args.js';
+import { fleetRedis } from '../fleet-context.js';
+import { storeUrl } from '../store-context.js';
+
+interface WorkerOptions {
+  venues?: string;
+  port?: number;
+  sink?: string;
+  spoolDir?: string;
+}
+
+export function registerWorker(program: Command): void {
+  program
+    .command('worker')
+    .description('run a worker: one BullMQ worker per served venue, sharing fleet-wide budgets (env: REDIS_URL, TICKFLEET_*)')
+    .option('--venues <list>', 'comma-separated venues to serve (default: every connector)')
+    .option('--port <n>', 'port of /metrics /healthz /readyz (default TICKFLEET_HEALTH_PORT or a free one)', integer('--port'))
+    .option('--sink <url>', 'sink URL (env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db)')
+    .option('--spool-dir <dir>', 'spool base directory (env TICKFLEET_SPOOL_DIR, default .tickfleet/spool)')
+    .action(async (opts: WorkerOptions, cmd: Command) => {
+      if (opts.venues !== undefined) {
+        for (const v of opts.venues.split(',')) parseOrThrow(VenueName, v, '--venues');
+      }
+      if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
+      const { redisUrl, prefix } = fleetRedis();
+      const { runWorker } = await import('@tickfleet/worker');
+      await runWorker({
+        ...process.env,
+        REDIS_URL: redisUrl,
+        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX ?? prefix,
+        TICKFLEET_STORE_URL: storeUrl(cmd),
+        ...(opts.venues !== undefined ? { TICKFLEET_VENUES: opts.venues } : {}),
+        ...(opts.port !== undefined ? { TICKFLEET_HEALTH_PORT: String(opts.port) } : {}),
+        ...(opts.sink !== undefined ? { TICKFLEET_SINK_URL: opts.sink } : {}),
+        ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
+      });
+    });
+}

@@ -1,0 +1,44 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { ConfigError } from '@tickfleet/core';
+
+/** Written by `tickfleet up` while it runs, so other commands find its private Redis. */
+export const FLEET_FILE = '.tickfleet/fleet.json';
+
+export interface FleetInfo {
+  redisUrl: string;
+  prefix: string;
+  storeUrl?: string;
+  sinkUrl?: string;
+  mockVenueUrl?: string;
+  dashboardUrl?: string;
+  pid?: number;
+}
+
+/** The running fleet's Redis: `REDIS_URL`, else the one `tickfleet up` recorded in `.tickfleet/fleet.json`. */
+export function fleetRedis(): { redisUrl: string; prefix: string } {
+  const prefix = process.env.TICKFLEET_PREFIX ?? 'tickfleet';
+  if (process.env.REDIS_URL) return { redisUrl: process.env.REDIS_URL, prefix };
+  const info = readFleetInfo();
+  if (info) return { redisUrl: info.redisUrl, prefix: info.prefix };
+  throw new ConfigError('REDIS_URL', `the fleet's Redis URL (redis://host:port), or a running \`tickfleet up\` in this directory (${FLEET_FILE})`);
+}
+
+export function readFleetInfo(): FleetInfo | undefined {
+  if (!existsSync(FLEET_FILE)) return undefined;
+  try {
+    const info = JSON.parse(readFileSync(FLEET_FILE, 'utf8')) as FleetInfo;
+    if (info.pid !== undefined && !pidAlive(info.pid)) return undefined;
+    return info;
+  } catch {
+    return undefined;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

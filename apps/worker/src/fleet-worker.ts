@@ -1,0 +1,232 @@
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
+import { FleetVenueControl, LocalFallbackBudget, WorkerHeartbeat } from '@tickfleet/budget';
+import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues } from '@tickfleet/queues';
+import { GapLedger, type Pipeline } from '@tickfleet/sinks';
+import type { StateStore } from '@tickfleet/store';
+import type { Logger, Registry } from '@tickfleet/telemetry';
+import { hasVenueAdapter } from '@tickfleet/venues';
+import { BudgetGate } from './budget-gate.js';
+import { UnitExecutor } from './unit-executor.js';
+import { VenueRunner } from './venue-runner.js';
+import { WorkerMetrics } from './worker-metrics.js';
+
+export interface FleetWorkerOptions {
+  redisUrl: string;
+  store: StateStore;
+  pipeline: Pipeline;
+  logger: Logger;
+  registry: Registry;
+  /** Identity in the per-venue live-worker set (default `<hostname>-<pid>`). */
+  workerId?: string;
+  /** Venues to serve; default every connector with an adapter. */
+  venues?: readonly string[];
+  /** @defaultValue QUEUE_PREFIX */
+  prefix?: string;
+  clock?: Clock;
+  /** @defaultValue 30000 */
+  heartbeatMs?: number;
+  /** How often connectors are re-read (new venues, cap changes). @defaultValue 5000 */
+  connectorPollMs?: number;
+  /** Extra options for every venue adapter (e.g. polygon apiKey). */
+  adapterOptions?: Record<string, unknown>;
+  /** BullMQ unit lock and stalled-check settings (tests shorten them). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  initialLookbackMs?: number;
+}
+
+/**
+ * A worker process: one VenueRunner per served venue, sharing one Redis connection, the state
+ * store, the sink pipeline and the budget gate. New connectors are picked up without a restart.
+ */
+export class FleetWorker {
+  readonly metrics: WorkerMetrics;
+  private readonly runners = new Map<string, VenueRunner>();
+  private readonly clock: Clock;
+  private readonly prefix: string;
+  private connection: Redis | undefined;
+  private queues: VenueQueues | undefined;
+  private control: FleetVenueControl | undefined;
+  private liveness: WorkerHeartbeat | undefined;
+  private readonly fallbacks = new Map<string, LocalFallbackBudget>();
+  private gate: BudgetGate | undefined;
+  private executor: UnitExecutor | undefined;
+  private jobLock: JobLock | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private stopping = false;
+  private refreshing: Promise<void> | undefined;
+
+  constructor(private readonly options: FleetWorkerOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.prefix = options.prefix ?? QUEUE_PREFIX;
+    this.metrics = new WorkerMetrics(options.registry);
+  }
+
+  get venues(): string[] {
+    return [...this.runners.keys()];
+  }
+
+  async start(): Promise<void> {
+    const { options } = this;
+    const connection = createRedisConnection(options.redisUrl, { connectionName: `tickfleet-worker-${process.pid}` });
+    this.connection = connection;
+    this.queues = new VenueQueues(connection, { prefix: this.prefix });
+    this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
+    this.liveness = new WorkerHeartbeat(connection, options.workerId ?? `${hostname()}-${process.pid}`, { prefix: this.prefix, clock: this.clock });
+    this.jobLock = new JobLock(connection, { prefix: this.prefix });
+    const reader = options.pipeline.sink.reader;
+    this.executor = new UnitExecutor({
+      store: options.store,
+      pipeline: options.pipeline,
+      clock: this.clock,
+      metrics: this.metrics,
+      ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock }) } : {}),
+      ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
+    });
+    const queues = this.queues;
+    this.gate = new BudgetGate({
+      store: options.store,
+      clock: this.clock,
+      metrics: this.metrics,
+      freezes: { frozenForMs: (venue) => queues.frozenForMs(venue) },
+      fallback: {
+        tryAcquire: (venue, weight) => {
+          const budget = this.fallbacks.get(venue);
+          if (!budget) return { ok: false, retryAtMs: this.clock.now() + 1000 };
+          budget.activate();
+          return budget.tryAcquire(weight);
+        },
+      },
+      onStoreReachable: (venue) => this.fallbacks.get(venue)?.deactivate(),
+    });
+    await this.refreshConnectors();
+    this.timers.push(
+      setInterval(() => void this.refreshConnectors().catch((err: unknown) => options.logger.error({ err }, 'connector refresh failed')), options.connectorPollMs ?? 5000),
+      setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
+    );
+    for (const t of this.timers) t.unref();
+    options.logger.info({ venues: this.venues }, 'worker started');
+  }
+
+  /** Starts runners for new served venues and applies connector changes to running ones. */
+  refreshConnectors(): Promise<void> {
+    this.refreshing ??= this.doRefresh().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async doRefresh(): Promise<void> {
+    if (this.stopping) return;
+    const connectors = await this.options.store.connectors.list();
+    for (const connector of connectors) {
+      if (!this.serves(connector)) continue;
+      const runner = this.runners.get(connector.venue);
+      this.fallbackFor(connector);
+      await this.liveness!.beat(connector.venue);
+      if (runner) {
+        runner.update(connector);
+        continue;
+      }
+      if (connector.status === 'disabled') continue;
+      const created = this.createRunner(connector);
+      this.runners.set(connector.venue, created);
+      await created.start();
+      this.options.logger.info({ venue: connector.venue, maxInflight: connector.maxInflight }, 'serving venue');
+    }
+  }
+
+  /** Keeps the venue's fallback budget at its connector's limit and the live-worker count. */
+  private fallbackFor(connector: Connector): void {
+    let budget = this.fallbacks.get(connector.venue);
+    if (!budget) {
+      budget = new LocalFallbackBudget({ limit: effectiveLimit(connector.rateLimit), periodMs: connector.rateLimit.periodMs, clock: this.clock });
+      this.fallbacks.set(connector.venue, budget);
+    }
+    budget.setLimit(effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs);
+    const venue = connector.venue;
+    void this.liveness!.liveWorkers(venue).then((n) => budget.setLiveWorkers(n), () => undefined);
+  }
+
+  private serves(connector: Connector): boolean {
+    if (this.options.venues && !this.options.venues.includes(connector.venue)) return false;
+    if (!hasVenueAdapter(connector.venue)) {
+      if (this.options.venues) this.options.logger.warn({ venue: connector.venue }, 'no adapter for this venue; not serving it');
+      return false;
+    }
+    return true;
+  }
+
+  private createRunner(connector: Connector): VenueRunner {
+    return new VenueRunner({
+      connector,
+      connection: this.connection!,
+      prefix: this.prefix,
+      queues: this.queues!,
+      control: this.control!,
+      store: this.options.store,
+      executor: this.executor!,
+      gate: this.gate!,
+      jobLock: this.jobLock!,
+      metrics: this.metrics,
+      logger: this.options.logger,
+      clock: this.clock,
+      ...(this.options.adapterOptions ? { adapterOptions: this.options.adapterOptions } : {}),
+      ...(this.options.lockDurationMs !== undefined ? { lockDurationMs: this.options.lockDurationMs } : {}),
+      ...(this.options.stalledIntervalMs !== undefined ? { stalledIntervalMs: this.options.stalledIntervalMs } : {}),
+    });
+  }
+
+  /** One log line per venue: in-flight, cap, counters, freeze and budget remaining. */
+  async heartbeat(): Promise<void> {
+    for (const runner of this.runners.values()) {
+      const venue = runner.venue;
+      const [freezeMs, usage, concurrency] = await Promise.all([
+        this.queues!.frozenForMs(venue),
+        this.options.store.budgets.usage(venue).catch(() => null),
+        this.control!.concurrency(venue),
+      ]);
+      this.metrics.freezeSeconds.set({ venue }, freezeMs / 1000);
+      this.metrics.concurrency.set({ venue }, concurrency);
+      this.options.logger.info(
+        {
+          venue,
+          inflight: runner.inflightUnits,
+          cap: runner.cap,
+          concurrency,
+          ...runner.counters,
+          freezeRemaining: formatDurationMs(freezeMs),
+          budgetRemaining: usage ? Math.max(0, usage.limit - usage.used) : null,
+          budgetLimit: usage?.limit ?? null,
+        },
+        'venue heartbeat',
+      );
+    }
+  }
+
+  /**
+   * Stops taking units and lets in-flight ones finish within `graceMs`; after that they are
+   * abandoned to BullMQ's stalled-unit recovery (another worker picks them up) and their job
+   * locks expire. Closes queues and the connection; the pipeline and store belong to the caller.
+   */
+  async stop(graceMs = 25_000): Promise<void> {
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.refreshing?.catch(() => undefined);
+    const runners = [...this.runners.values()];
+    const graceful = Promise.all(runners.map((r) => r.stop(false)));
+    const timedOut = await Promise.race([
+      graceful.then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
+    ]);
+    if (timedOut) {
+      this.options.logger.warn({ graceMs }, 'grace period over: returning in-flight units to the queue');
+      await Promise.all(runners.map((r) => r.stop(true)));
+    }
+    await Promise.all([...this.runners.keys()].map((venue) => this.liveness?.leave(venue).catch(() => undefined)));
+    this.runners.clear();
+    await this.queues?.close();
+    this.connection?.disconnect();
+  }
+}

@@ -1,0 +1,8 @@
+export { BudgetGate, type BudgetGateOptions, type FallbackBudget, type FreezeSource } from './budget-gate.js';
+export { FleetWorker, type FleetWorkerOptions } from './fleet-worker.js';
+export { runWorker } from './run-worker.js';
+export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutcome } from './unit-executor.js';
+export { VenueRunner, type VenueRunnerOptions, type RunnerCounters } from './venue-runner.js';
+export { WorkerEnv } from './worker-env.js';
+export { WorkerMetrics } from './worker-metrics.js';
+export { openWorkerSpool } from './worker-spool.js';

@@ -1,0 +1,67 @@
+import { parseEnv } from '@tickfleet/core';
+import { Pipeline, openSink } from '@tickfleet/sinks';
+import { openStore } from '@tickfleet/store';
+import { createLogger, createRegistry, HealthServer, onShutdown } from '@tickfleet/telemetry';
+import { FleetWorker } from './fleet-worker.js';
+import { WorkerEnv } from './worker-env.js';
+import { openWorkerSpool } from './worker-spool.js';
+
+/**
+ * The worker process: parses its environment once, opens the store, the sink pipeline (with a
+ * spool slot of its own) and Redis, serves every (or the chosen) venue queue, answers
+ * /metrics /healthz /readyz, and on SIGTERM stops taking units, lets in-flight ones finish
+ * within the grace period (then returns them), flushes the pipeline and exits 0.
+ */
+export async function runWorker(env: Record<string, string | undefined> = process.env): Promise<void> {
+  const config = parseEnv(WorkerEnv, env);
+  const logger = createLogger({ role: 'worker' });
+  const registry = createRegistry('worker');
+  const store = await openStore(config.TICKFLEET_STORE_URL);
+  const sink = await openSink(config.TICKFLEET_SINK_URL);
+  const pipeline = new Pipeline({ sink, spool: openWorkerSpool(config.TICKFLEET_SPOOL_DIR), registry, logger });
+  const worker = new FleetWorker({
+    redisUrl: config.REDIS_URL,
+    store,
+    pipeline,
+    logger,
+    registry,
+    prefix: config.TICKFLEET_PREFIX,
+    heartbeatMs: config.TICKFLEET_HEARTBEAT_MS,
+    connectorPollMs: config.TICKFLEET_CONNECTOR_POLL_MS,
+    lockDurationMs: config.TICKFLEET_UNIT_LOCK_MS,
+    stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
+    initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
+    ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
+    ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
+  });
+  let started = false;
+  const health = new HealthServer({
+    registry,
+    port: config.TICKFLEET_HEALTH_PORT,
+    host: config.TICKFLEET_HEALTH_HOST,
+    liveness: { process: () => true },
+    readiness: {
+      started: () => (started ? true : 'starting'),
+      store: async () => {
+        await store.ping();
+        return true;
+      },
+    },
+  });
+  const port = await health.start();
+  await worker.start();
+  started = true;
+  logger.info({ healthPort: port, venues: worker.venues }, 'worker ready');
+  onShutdown(
+    logger,
+    async () => {
+      health.setDraining();
+      await worker.stop(config.TICKFLEET_GRACE_MS);
+      await pipeline.close();
+      await sink.close();
+      await store.close();
+      await health.stop();
+    },
+    config.TICKFLEET_GRACE_MS + 10_000,
+  );
+}

@@ -1,0 +1,126 @@
+import type { ChildProcess } from 'node:child_process';
+import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { openSink, type Sink } from '@tickfleet/sinks';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { runCli, spawnCli, startRedis, tempDir, waitFor, type CliResult, type TempDir, type TestRedis } from '@tickfleet/testkit';
+
+export interface FleetProcess {
+  name: string;
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/**
+ * A real fleet for end-to-end tests: a private redis-server, the venue emulations over HTTP,
+ * SQLite store and sink files in a temp dir, one Redis key prefix per test, and `tickfleet`
+ * worker/scheduler child processes started from the CLI.
+ */
+export class FleetHarness {
+  readonly prefix: string;
+  readonly storeUrl: string;
+  readonly sinkUrl: string;
+  private readonly procs: FleetProcess[] = [];
+
+  private constructor(
+    readonly redis: TestRedis,
+    readonly mock: MockVenue,
+    readonly dir: TempDir,
+  ) {
+    this.prefix = redis.namespace();
+    this.storeUrl = dir.sqliteUrl('state.db');
+    this.sinkUrl = dir.sqliteUrl('data.db');
+  }
+
+  static async start(scenario: unknown = {}): Promise<FleetHarness> {
+    const redis = await startRedis();
+    const mock = await startMockVenue({ scenario: scenario as never });
+    return new FleetHarness(redis, mock, tempDir('tickfleet-fleet-'));
+  }
+
+  env(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      REDIS_URL: this.redis.url,
+      TICKFLEET_PREFIX: this.prefix,
+      TICKFLEET_STORE_URL: this.storeUrl,
+      TICKFLEET_SINK_URL: this.sinkUrl,
+      TICKFLEET_SPOOL_DIR: this.dir.file('spool'),
+      TICKFLEET_UNIT_LOCK_MS: '5000',
+      TICKFLEET_STALLED_INTERVAL_MS: '2000',
+      TICKFLEET_CONNECTOR_POLL_MS: '500',
+      TICKFLEET_HEARTBEAT_MS: '5000',
+      TICKFLEET_GRACE_MS: '5000',
+      POLYGON_API_KEY: 'test-key',
+      LOG_LEVEL: 'info',
+      ...extra,
+    };
+  }
+
+  cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+    return runCli(['--store', this.storeUrl, ...args], { env: this.env(extraEnv) });
+  }
+
+  /** Runs a CLI command that must succeed; returns its stdout. */
+  async ok(...args: string[]): Promise<string> {
+    const r = await this.cli(args);
+    if (r.code !== 0) throw new Error(`tickfleet ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** Starts a long-running role (`worker`, `scheduler`) as a child process. */
+  spawn(name: string, args: string[], extraEnv: Record<string, string> = {}): FleetProcess {
+    const child = spawnCli(['--store', this.storeUrl, ...args], { env: this.env(extraEnv) });
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const proc = { name, child, output: () => out, exited };
+    this.procs.push(proc);
+    return proc;
+  }
+
+  /** Waits until a worker process logged that it is ready. */
+  async ready(proc: FleetProcess, what = 'worker ready'): Promise<void> {
+    await waitFor(() => proc.output().includes(what) || proc.child.exitCode !== null, `${proc.name}: ${what}`, { timeoutMs: 30_000 });
+    if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited ${proc.child.exitCode}:\n${proc.output()}`);
+  }
+
+  async stopProcess(proc: FleetProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
+    return proc.exited;
+  }
+
+  async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {
+    const store = await openStore(this.storeUrl);
+    try {
+      return await fn(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  async withSink<T>(fn: (sink: Sink) => Promise<T>): Promise<T> {
+    const sink = await openSink(this.sinkUrl);
+    try {
+      return await fn(sink);
+    } finally {
+      await sink.close();
+    }
+  }
+
+  /** Open times of every stored candle of (venue, symbol, timeframe), ascending. */
+  async storedOpenTimes(venue: string, symbol: string, timeframe: '1m' | '1h' | '1d'): Promise<number[]> {
+    return this.withSink(async (sink) => {
+      const out: number[] = [];
+      for await (const c of sink.reader!.streamCandles({ venue, symbol, timeframe })) out.push(c.openTime);
+      return out;
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.procs.map((p) => this.stopProcess(p, 'SIGKILL')));
+    await this.mock.stop();
+    await this.redis.stop();
+    this.dir.remove();
+  }
+}
