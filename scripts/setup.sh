@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${TICKFLEET_SETUP_PROMETHEUS:-1}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 fi

@@ -8,6 +8,10 @@ import { registerBackfill } from './backfill.js';
 import { registerWorker } from './worker.js';
 import { registerMockVenue } from './mock-venue.js';
 import { registerScheduler } from './scheduler.js';
+import { registerDashboard } from './dashboard.js';
+import { registerStatus } from './status.js';
+import { registerQueues } from './queues.js';
+import { registerUnits } from './units.js';
 
 /**
  * Every command group registers itself here, one file per group under `commands/`.
@@ -23,4 +27,8 @@ export function registerCommands(program: Command): void {
   registerWorker(program);
   registerMockVenue(program);
   registerScheduler(program);
+  registerDashboard(program);
+  registerStatus(program);
+  registerQueues(program);
+  registerUnits(program);
 }

@@ -1,0 +1,65 @@
+import { type Command } from 'commander';
+import { formatDurationMs } from '@tickfleet/core';
+import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
+import { collectFleetStatus, type FleetStatus, type VenueStatus } from '@tickfleet/dashboard';
+import { DEFAULT_SPOOL_DIR } from '@tickfleet/sinks';
+import { printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
+import { withFleetRedis } from './queues.js';
+
+const dur = (ms: number | null): string => (ms === null ? '-' : formatDurationMs(ms));
+
+function budgetCell(v: VenueStatus): string {
+  if (!v.budget) return '-';
+  return `${Math.round(v.budget.used)}/${v.budget.limit}`;
+}
+
+function freezeCell(v: VenueStatus): string {
+  return v.freeze ? `${v.freeze.cause} ${formatDurationMs(v.freeze.remainingMs)}` : '-';
+}
+
+function printStatus(status: FleetStatus): void {
+  printTable(
+    ['VENUE', 'STATE', 'BUDGET', 'FREEZE', 'CONC/CAP', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'RUNNABLE', 'BLOCKED', 'CURSOR LAG', 'GAPS', 'WORKERS'],
+    status.venues.map((v) => [
+      v.venue,
+      v.status,
+      budgetCell(v),
+      freezeCell(v),
+      `${v.concurrency.current}/${v.maxInflight}`,
+      v.queue.waiting + v.queue.prioritized,
+      v.queue.active,
+      v.queue.delayed,
+      v.queue.failed,
+      v.runnable,
+      v.blocked,
+      dur(v.cursorLag.maxMs),
+      v.openGaps,
+      v.liveWorkers,
+    ]),
+  );
+  if (status.spool) process.stdout.write(`spool ${status.spool.dir}: ${status.spool.segments} segments, ${status.spool.bytes} bytes\n`);
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description('fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag (env: REDIS_URL)')
+    .option('--spool-dir <dir>', 'spool base directory', process.env.TICKFLEET_SPOOL_DIR ?? DEFAULT_SPOOL_DIR)
+    .option('--json', 'print the full status as JSON')
+    .action(async (opts: { json?: boolean; spoolDir: string }, cmd: Command) => {
+      const status = await withStore(cmd, (store) =>
+        withFleetRedis(({ redis, prefix, queues }) =>
+          collectFleetStatus({
+            store,
+            queues,
+            control: new FleetVenueControl(redis, { prefix }),
+            liveness: new WorkerHeartbeat(redis, 'cli', { prefix }),
+            spoolDir: opts.spoolDir,
+          }),
+        ),
+      );
+      if (opts.json) return printJson(status);
+      printStatus(status);
+    });
+}

@@ -1,0 +1,205 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Redis } from 'ioredis';
+import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
+import { QUEUE_PREFIX, VenueQueues } from '@tickfleet/queues';
+import type { StateStore } from '@tickfleet/store';
+import { createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
+import { collectFleetStatus, type FleetStatus } from './fleet-status.js';
+import { FleetStatusMetrics } from './fleet-status-metrics.js';
+import { QueueBoard } from './queue-board.js';
+import { StatusCache } from './status-cache.js';
+import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
+import { overviewPage } from './internal/overview-page.js';
+
+export interface DashboardServerOptions {
+  /** A non-blocking Redis client of the fleet (shared by the queues, freeze control and heartbeats). */
+  redis: Redis;
+  store: StateStore;
+  /** Key prefix of the fleet's queues and venue records. @defaultValue 'tickfleet' */
+  prefix?: string;
+  /** @defaultValue 0 (a free port) */
+  port?: number;
+  /** @defaultValue '127.0.0.1' */
+  host?: string;
+  /**
+   * Let bull-board retry, promote, clean… units. Requires credentials; without them the
+   * constructor throws a ConfigError naming TICKFLEET_DASHBOARD_TOKEN. @defaultValue false
+   */
+  allowActions?: boolean;
+  /** When set, every page and API (not /metrics, /healthz, /readyz) requires them. */
+  credentials?: DashboardCredentials;
+  /** Spool base directory for the spool-depth figure. */
+  spoolDir?: string;
+  /** How often connectors are re-read for new venues. @defaultValue 5000 */
+  discoverMs?: number;
+  /** How often the overview page polls `/api/status`. @defaultValue 2000 */
+  refreshMs?: number;
+  /** A status snapshot is reused for this long across requests and scrapes. @defaultValue 500 */
+  statusMaxAgeMs?: number;
+  /** @defaultValue createRegistry('dashboard') */
+  registry?: Registry;
+  logger?: Logger;
+}
+
+const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
+
+/**
+ * The dashboard role's HTTP server: the fleet overview at `/` (polling `/api/status`), bull-board
+ * for every venue queue at `/queues`, and `/metrics` `/healthz` `/readyz`.
+ *
+ * Read-only unless `allowActions`: bull-board's per-queue `readOnlyMode` answers 405 to actions,
+ * and a guard in front of it refuses every non-GET board request with 403 as well (bull-board's
+ * cross-queue routes such as pause-all are not covered by its per-queue flag).
+ */
+export class DashboardServer {
+  readonly registry: Registry;
+  readonly board: QueueBoard;
+  readonly queues: VenueQueues;
+  readonly control: FleetVenueControl;
+  readonly liveness: WorkerHeartbeat;
+  readonly status: StatusCache;
+  private readonly allowActions: boolean;
+  private readonly credentials: DashboardCredentials;
+  private server: Server | undefined;
+  private draining = false;
+
+  constructor(private readonly options: DashboardServerOptions) {
+    this.allowActions = options.allowActions ?? false;
+    this.credentials = options.credentials ?? {};
+    assertCredentials(this.allowActions, this.credentials);
+    const prefix = options.prefix ?? QUEUE_PREFIX;
+    this.registry = options.registry ?? createRegistry('dashboard');
+    this.queues = new VenueQueues(options.redis, { prefix });
+    this.control = new FleetVenueControl(options.redis, { prefix });
+    this.liveness = new WorkerHeartbeat(options.redis, 'dashboard', { prefix });
+    this.board = new QueueBoard({
+      queues: this.queues,
+      store: options.store,
+      readOnly: !this.allowActions,
+      ...(options.discoverMs === undefined ? {} : { discoverMs: options.discoverMs }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
+    const metrics = new FleetStatusMetrics(this.registry);
+    this.status = new StatusCache(() => this.collect(), options.statusMaxAgeMs ?? 500, (s) => metrics.apply(s));
+  }
+
+  /** A fresh snapshot (bypassing the cache). */
+  collect(): Promise<FleetStatus> {
+    return collectFleetStatus({
+      store: this.options.store,
+      queues: this.queues,
+      control: this.control,
+      liveness: this.liveness,
+      ...(this.options.spoolDir === undefined ? {} : { spoolDir: this.options.spoolDir }),
+    });
+  }
+
+  get port(): number | undefined {
+    const addr = this.server?.address();
+    return addr && typeof addr === 'object' ? addr.port : undefined;
+  }
+
+  get url(): string {
+    const host = this.options.host ?? '127.0.0.1';
+    return `http://${host.includes(':') ? `[${host}]` : host}:${this.port ?? 0}`;
+  }
+
+  async start(): Promise<number> {
+    await this.board.start();
+    const app = this.app();
+    const server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+    });
+    this.server = server;
+    return (server.address() as AddressInfo).port;
+  }
+
+  /** `/readyz` answers 503 from now on (SIGTERM). */
+  setDraining(): void {
+    this.draining = true;
+  }
+
+  async stop(): Promise<void> {
+    await this.board.stop();
+    const server = this.server;
+    this.server = undefined;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await this.queues.close();
+  }
+
+  private app(): express.Express {
+    const app = express();
+    app.disable('x-powered-by');
+    const protect = hasCredentials(this.credentials);
+
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      if (!protect || OPEN_PATHS.has(req.path)) return next();
+      const auth = authenticate(req, this.credentials);
+      if (!auth.ok) {
+        if (this.credentials.user !== undefined) res.setHeader('WWW-Authenticate', 'Basic realm="tickfleet dashboard", charset="UTF-8"');
+        res.status(401).json({ error: 'unauthorized', expected: 'a bearer token, ?token=, or basic auth (TICKFLEET_DASHBOARD_TOKEN / _USER + _PASSWORD)' });
+        return;
+      }
+      if (auth.via === 'query-token' && this.credentials.token !== undefined) {
+        // The board's UI calls its API without the query string; a cookie keeps it signed in.
+        res.cookie(TOKEN_COOKIE, this.credentials.token, { httpOnly: true, sameSite: 'strict', path: '/' });
+      }
+      next();
+    });
+
+    app.get('/', (_req, res) => {
+      res.type('html').send(overviewPage({ queuesPath: this.board.basePath, refreshMs: this.options.refreshMs ?? 2000, readOnly: !this.allowActions }));
+    });
+    app.get('/api/status', (_req, res, next) => {
+      this.status.current().then((s) => res.json(s), next);
+    });
+    app.get('/metrics', (_req, res, next) => {
+      // The fleet gauges are set from a snapshot, so a scrape first makes sure it is fresh.
+      this.status
+        .current()
+        .then(() => this.registry.metrics())
+        .then((body) => res.type(this.registry.contentType).send(body), next);
+    });
+    app.get('/healthz', (_req, res) => {
+      res.json({ status: 'ok', checks: { process: 'ok' } });
+    });
+    app.get('/readyz', (_req, res) => {
+      this.readiness().then((checks) => {
+        const ok = Object.values(checks).every((c) => c === 'ok');
+        res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'fail', checks });
+      }, (err: unknown) => res.status(503).json({ status: 'fail', error: String(err) }));
+    });
+
+    const readOnlyGuard = (req: Request, res: Response, next: NextFunction): void => {
+      if (this.allowActions || req.method === 'GET' || req.method === 'HEAD') return next();
+      res.status(403).json({ error: 'read-only dashboard', expected: 'start it with --allow-actions (and credentials) to act on units' });
+    };
+    app.use(this.board.basePath, readOnlyGuard, this.board.router);
+
+    app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+      this.options.logger?.error({ err }, 'dashboard request failed');
+      res.status(500).json({ error: err instanceof Error ? err.message : String(err) });
+    });
+    return app;
+  }
+
+  private async readiness(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const check = async (name: string, fn: () => Promise<unknown>): Promise<void> => {
+      try {
+        await fn();
+        out[name] = 'ok';
+      } catch (err) {
+        out[name] = err instanceof Error ? err.message : String(err);
+      }
+    };
+    await Promise.all([check('store', () => this.options.store.ping()), check('redis', () => this.options.redis.ping())]);
+    if (this.draining) out.draining = 'shutting down';
+    return out;
+  }
+}

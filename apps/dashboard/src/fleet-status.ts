@@ -1,0 +1,227 @@
+import { type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
+import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type WorkerHeartbeat } from '@tickfleet/budget';
+import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
+import type { StateStore } from '@tickfleet/store';
+import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
+
+export type { SpoolDepth } from './internal/spool-depth.js';
+
+/** Where the fleet's state lives; every source is read, never written (except AIMD limits configured in memory). */
+export interface FleetStatusSources {
+  store: StateStore;
+  queues: VenueQueues;
+  control: FleetVenueControl;
+  /** Worker heartbeats; without it `liveWorkers` is null. */
+  liveness?: WorkerHeartbeat;
+  /** Spool base directory (each worker spools under `worker-<n>/` of it); without it `spool` is null. */
+  spoolDir?: string;
+  /** Time of the snapshot (epoch ms). @defaultValue Date.now() */
+  now?: number;
+}
+
+export interface VenueBudgetStatus {
+  policy: 'fixed-window' | 'gcra';
+  /** Weight spent in the current window (fixed-window) or the bucket level (gcra). */
+  used: number;
+  /** Effective limit per window: `floor(limit * headroom)`. */
+  limit: number;
+  /** `limit - used`, never negative. */
+  remaining: number;
+  periodMs: number;
+  windowStartMs: number | null;
+  resetAtMs: number;
+}
+
+export interface VenueFreezeStatus {
+  /** Why the venue is frozen: a 429, a 418 ban, an exhausted budget or an operator. */
+  cause: FreezeCause;
+  untilMs: number;
+  remainingMs: number;
+}
+
+export interface VenueCursorLag {
+  /** `now - (cursor + timeframe)` of the enabled ohlcv job furthest behind: how old its newest closed candle is. */
+  maxMs: number | null;
+  /** The job furthest behind. */
+  jobId: string | null;
+  /**
+   * Largest `lag / timeframe` among those jobs: how many candles behind the most stale one is
+   * (a 1d job 2 h behind is fine, a 1m job 2 h behind is not). Null when no job has a cursor.
+   */
+  maxCadenceRatio: number | null;
+  /** Enabled ohlcv jobs considered. */
+  jobs: number;
+  /** Enabled ohlcv jobs that have no cursor yet (nothing collected); they are not in `maxMs`. */
+  withoutCursor: number;
+}
+
+export interface VenueStatus {
+  venue: string;
+  status: ConnectorStatus;
+  /** The connector's fleet-wide in-flight cap. */
+  maxInflight: number;
+  /** Fleet-wide AIMD concurrency now, between its floor and ceiling. */
+  concurrency: { current: number; min: number; max: number };
+  /** The queue's BullMQ global concurrency (what workers obey), null when unset. */
+  globalConcurrency: number | null;
+  budget: VenueBudgetStatus | null;
+  /** Null when the venue is not frozen. */
+  freeze: VenueFreezeStatus | null;
+  queue: UnitCounts;
+  /**
+   * Budget-aware autoscaling signal: waiting units (waiting + prioritized) that could start now —
+   * the connector is active, the venue is not frozen and its budget has room — capped by the
+   * weight left in the window (every unit spends at least one). More workers help only these.
+   */
+  runnable: number;
+  /** Waiting units held back by a freeze, an exhausted budget or a paused connector: more workers cannot help. */
+  blocked: number;
+  cursorLag: VenueCursorLag;
+  openGaps: number;
+  /** Workers that beat for this venue recently; null when no heartbeat source was given. */
+  liveWorkers: number | null;
+}
+
+export interface FleetStatus {
+  atMs: number;
+  venues: VenueStatus[];
+  spool: SpoolDepth | null;
+  totals: { runnable: number; blocked: number; waiting: number; active: number; delayed: number; failed: number; openGaps: number; frozenVenues: number };
+}
+
+/** The venue part of an open gap's job id (`binance:BTC/USDT:1m:ohlcv` -> `binance`). */
+function venueOfJobId(jobId: string): string {
+  const i = jobId.indexOf(':');
+  return i < 0 ? jobId : jobId.slice(0, i);
+}
+
+function cursorLag(jobs: readonly Job[], now: number): VenueCursorLag {
+  let maxMs: number | null = null;
+  let jobId: string | null = null;
+  let maxCadenceRatio: number | null = null;
+  let withoutCursor = 0;
+  let considered = 0;
+  for (const job of jobs) {
+    if (!job.enabled || job.type !== 'ohlcv' || job.timeframe === null) continue;
+    considered++;
+    if (job.cursor === null) {
+      withoutCursor++;
+      continue;
+    }
+    const cadenceMs = timeframeMs(job.timeframe);
+    const lag = Math.max(0, now - (job.cursor + cadenceMs));
+    if (maxCadenceRatio === null || lag / cadenceMs > maxCadenceRatio) maxCadenceRatio = lag / cadenceMs;
+    if (maxMs === null || lag > maxMs) {
+      maxMs = lag;
+      jobId = job.id;
+    }
+  }
+  return { maxMs, jobId, maxCadenceRatio, jobs: considered, withoutCursor };
+}
+
+async function venueStatus(
+  sources: FleetStatusSources,
+  connector: Connector,
+  jobs: readonly Job[],
+  openGaps: number,
+  now: number,
+): Promise<VenueStatus> {
+  const { store, queues, control, liveness } = sources;
+  const venue = connector.venue;
+  // The dashboard may run without any worker having configured this venue's limits in memory;
+  // the connector is the source of the AIMD floor and ceiling.
+  control.configure(venue, aimdLimitsFor(connector));
+  const [snapshot, usage, counts, queueFrozenMs, globalConcurrency, live] = await Promise.all([
+    control.snapshot(venue),
+    store.budgets.usage(venue),
+    queues.counts(venue),
+    queues.frozenForMs(venue),
+    queues.globalConcurrency(venue),
+    liveness ? liveness.liveWorkers(venue) : Promise.resolve(null),
+  ]);
+
+  let freeze: VenueFreezeStatus | null = null;
+  if (snapshot.frozen && snapshot.frozen.untilMs > now) {
+    freeze = { cause: snapshot.frozen.cause, untilMs: snapshot.frozen.untilMs, remainingMs: snapshot.frozen.untilMs - now };
+  } else if (queueFrozenMs > 0) {
+    // A limiter freeze with no control record: the worker's budget yield sets only the queue's
+    // limiter (VenueQueues.freeze), so that is the cause.
+    freeze = { cause: 'budget', untilMs: now + queueFrozenMs, remainingMs: queueFrozenMs };
+  }
+
+  const budget: VenueBudgetStatus | null = usage
+    ? {
+        policy: usage.policy,
+        used: usage.used,
+        limit: usage.limit,
+        remaining: Math.max(0, Math.floor(usage.limit - usage.used)),
+        periodMs: usage.periodMs,
+        windowStartMs: usage.windowStartMs,
+        resetAtMs: usage.resetAtMs,
+      }
+    : null;
+
+  const pending = counts.waiting + counts.prioritized;
+  const canRun = connector.status === 'active' && freeze === null && (budget === null || budget.remaining > 0);
+  const runnable = canRun ? Math.min(pending, budget?.remaining ?? pending) : 0;
+
+  return {
+    venue,
+    status: connector.status,
+    maxInflight: connector.maxInflight,
+    concurrency: { current: snapshot.concurrency, min: snapshot.min, max: snapshot.max },
+    globalConcurrency,
+    budget,
+    freeze,
+    queue: counts,
+    runnable,
+    blocked: pending - runnable,
+    cursorLag: cursorLag(jobs, now),
+    openGaps,
+    liveWorkers: live,
+  };
+}
+
+/**
+ * One snapshot of the fleet for the dashboard, `tickfleet status` and the autoscaling gauges:
+ * per venue (every connector in the store, by name) its status, budget window, freeze, AIMD
+ * concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps and
+ * live workers; plus the spool depth on this machine.
+ */
+export async function collectFleetStatus(sources: FleetStatusSources): Promise<FleetStatus> {
+  const now = sources.now ?? Date.now();
+  const [connectors, jobs, gaps] = await Promise.all([
+    sources.store.connectors.list(),
+    sources.store.jobs.list({ type: 'ohlcv', enabled: true }),
+    sources.store.gaps.list({ open: true }),
+  ]);
+  const jobsByVenue = new Map<string, Job[]>();
+  for (const job of jobs) {
+    const list = jobsByVenue.get(job.venue) ?? [];
+    list.push(job);
+    jobsByVenue.set(job.venue, list);
+  }
+  const gapsByVenue = new Map<string, number>();
+  for (const gap of gaps) {
+    const v = venueOfJobId(gap.jobId);
+    gapsByVenue.set(v, (gapsByVenue.get(v) ?? 0) + 1);
+  }
+  const sorted = [...connectors].sort((a, b) => a.venue.localeCompare(b.venue));
+  const venues = await Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now)));
+  const sum = (f: (v: VenueStatus) => number): number => venues.reduce((n, v) => n + f(v), 0);
+  return {
+    atMs: now,
+    venues,
+    spool: sources.spoolDir === undefined ? null : spoolDepth(sources.spoolDir),
+    totals: {
+      runnable: sum((v) => v.runnable),
+      blocked: sum((v) => v.blocked),
+      waiting: sum((v) => v.queue.waiting + v.queue.prioritized),
+      active: sum((v) => v.queue.active),
+      delayed: sum((v) => v.queue.delayed),
+      failed: sum((v) => v.queue.failed),
+      openGaps: sum((v) => v.openGaps),
+      frozenVenues: sum((v) => (v.freeze ? 1 : 0)),
+    },
+  };
+}

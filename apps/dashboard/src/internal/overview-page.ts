@@ -1,0 +1,163 @@
+/**
+ * The fleet overview: one static HTML page with a small inline script that polls
+ * `api/status` (relative, so the page works under any mount path) every `refreshMs` and
+ * redraws one row per venue. No build step, no external assets.
+ */
+export function overviewPage(options: { queuesPath: string; refreshMs: number; readOnly: boolean }): string {
+  const config = JSON.stringify({ queuesPath: options.queuesPath, refreshMs: options.refreshMs, readOnly: options.readOnly });
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tickfleet · fleet overview</title>
+<style>
+  :root { --bg:#0f1419; --panel:#171d24; --line:#26303b; --text:#d8dee6; --dim:#8a96a3; --ok:#3fb950; --warn:#d29922; --bad:#f85149; --accent:#58a6ff; }
+  * { box-sizing: border-box; }
+  body { margin:0; font:14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background:var(--bg); color:var(--text); }
+  header { display:flex; align-items:baseline; gap:24px; padding:16px 24px; border-bottom:1px solid var(--line); background:var(--panel); }
+  header h1 { font-size:18px; margin:0; }
+  header a { color:var(--accent); }
+  .meta { color:var(--dim); }
+  .cards { display:flex; gap:12px; padding:16px 24px 0; flex-wrap:wrap; }
+  .card { background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:10px 14px; min-width:140px; }
+  .card .k { color:var(--dim); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
+  .card .v { font-size:20px; font-variant-numeric:tabular-nums; }
+  main { padding:16px 24px; overflow-x:auto; }
+  table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
+  th, td { text-align:left; padding:8px 10px; border-bottom:1px solid var(--line); white-space:nowrap; vertical-align:top; }
+  th { color:var(--dim); font-weight:600; font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
+  td small { color:var(--dim); display:block; }
+  .pill { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; font-weight:600; }
+  .active { background:rgba(63,185,80,.15); color:var(--ok); }
+  .paused { background:rgba(210,153,34,.15); color:var(--warn); }
+  .disabled { background:rgba(138,150,163,.15); color:var(--dim); }
+  .frozen { background:rgba(248,81,73,.15); color:var(--bad); }
+  .bar { width:120px; height:6px; background:var(--line); border-radius:3px; margin-top:4px; }
+  .bar > span { display:block; height:100%; border-radius:3px; background:var(--accent); }
+  .bar.full > span { background:var(--bad); }
+  .dim { color:var(--dim); }
+  a.q { color:var(--accent); text-decoration:none; }
+  #error { color:var(--bad); padding:0 24px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>tickfleet fleet overview</h1>
+  <span class="meta">updated <span id="updated">never</span> · refreshes every <span id="every"></span></span>
+  <a id="queues-link" href="#">queues (bull-board)</a>
+  <span class="meta" id="mode"></span>
+</header>
+<div class="cards">
+  <div class="card"><div class="k">venues</div><div class="v" id="t-venues">-</div></div>
+  <div class="card"><div class="k">runnable units</div><div class="v" id="t-runnable">-</div></div>
+  <div class="card"><div class="k">blocked units</div><div class="v" id="t-blocked">-</div></div>
+  <div class="card"><div class="k">active</div><div class="v" id="t-active">-</div></div>
+  <div class="card"><div class="k">failed</div><div class="v" id="t-failed">-</div></div>
+  <div class="card"><div class="k">frozen venues</div><div class="v" id="t-frozen">-</div></div>
+  <div class="card"><div class="k">open gaps</div><div class="v" id="t-gaps">-</div></div>
+  <div class="card"><div class="k">spool depth</div><div class="v" id="t-spool">-</div></div>
+</div>
+<p id="error"></p>
+<main>
+<table id="venues">
+  <thead><tr>
+    <th>venue</th><th>status</th><th>budget (window)</th><th>freeze</th><th>AIMD conc / cap</th>
+    <th>queue depth</th><th>runnable / blocked</th>
+    <th>oldest cursor lag</th><th>open gaps</th><th>live workers</th>
+  </tr></thead>
+  <tbody></tbody>
+</table>
+</main>
+<script>
+const CONFIG = ${config};
+const $ = (id) => document.getElementById(id);
+function dur(ms) {
+  if (ms === null || ms === undefined) return '-';
+  if (ms < 1000) return Math.round(ms) + 'ms';
+  let s = Math.round(ms / 1000);
+  const d = Math.floor(s / 86400); s -= d * 86400;
+  const h = Math.floor(s / 3600); s -= h * 3600;
+  const m = Math.floor(s / 60); s -= m * 60;
+  return (d ? d + 'd' : '') + (h ? h + 'h' : '') + (m ? m + 'm' : '') + (s || !(d || h || m) ? s + 's' : '');
+}
+function bytes(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1048576) return (n / 1024).toFixed(1) + ' KiB';
+  if (n < 1073741824) return (n / 1048576).toFixed(1) + ' MiB';
+  return (n / 1073741824).toFixed(2) + ' GiB';
+}
+function el(tag, attrs, children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children || []) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+// Mirrors queueNameFor() of @tickfleet/queues: the BullMQ queue of a venue is "{venue}".
+function queueHref(venue) { return CONFIG.queuesPath + '/queue/' + encodeURIComponent('{' + venue + '}'); }
+function row(v, now) {
+  const b = v.budget;
+  const budget = b
+    ? [el('span', { 'data-field': 'budget-used' }, [String(Math.round(b.used))]), ' / ', el('span', { 'data-field': 'budget-limit' }, [String(b.limit)]),
+       el('div', { class: 'bar' + (b.remaining <= 0 ? ' full' : '') }, [el('span', { style: 'width:' + Math.min(100, (100 * b.used) / Math.max(1, b.limit)).toFixed(1) + '%' })]),
+       el('small', {}, [b.policy + ', resets in ' + dur(Math.max(0, b.resetAtMs - now))])]
+    : ['-'];
+  const f = v.freeze;
+  const freeze = f
+    ? [el('span', { class: 'pill frozen', 'data-field': 'freeze-cause' }, [f.cause]), el('small', { 'data-field': 'freeze-remaining' }, [dur(f.remainingMs) + ' left'])]
+    : [el('span', { class: 'dim', 'data-field': 'freeze-cause' }, ['none'])];
+  const q = v.queue;
+  const lag = v.cursorLag;
+  return el('tr', { 'data-venue': v.venue }, [
+    el('td', {}, [el('a', { class: 'q', href: queueHref(v.venue), 'data-field': 'venue' }, [v.venue])]),
+    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status])]),
+    el('td', { 'data-field': 'budget' }, budget),
+    el('td', { 'data-field': 'freeze' }, freeze),
+    el('td', { 'data-field': 'concurrency' }, [v.concurrency.current + ' / ' + v.maxInflight,
+      el('small', {}, ['AIMD ' + v.concurrency.min + '..' + v.concurrency.max + (v.globalConcurrency === null ? '' : ', queue ' + v.globalConcurrency)])]),
+    el('td', { 'data-field': 'queue' }, [
+      el('span', {}, ['waiting ', el('span', { 'data-field': 'waiting' }, [String(q.waiting)]), ' · prio ', el('span', { 'data-field': 'prioritized' }, [String(q.prioritized)]),
+        ' · active ', el('span', { 'data-field': 'active' }, [String(q.active)])]),
+      el('small', {}, ['delayed ', el('span', { 'data-field': 'delayed' }, [String(q.delayed)]), ' · failed ', el('span', { 'data-field': 'failed' }, [String(q.failed)]),
+        ' · done ', el('span', { 'data-field': 'completed' }, [String(q.completed)])])]),
+    el('td', {}, [el('span', { 'data-field': 'runnable' }, [String(v.runnable)]), ' / ', el('span', { 'data-field': 'blocked' }, [String(v.blocked)])]),
+    el('td', { 'data-field': 'lag' }, [dur(lag.maxMs), el('small', {}, [lag.jobId ? lag.jobId : lag.jobs + ' ohlcv jobs' + (lag.withoutCursor ? ', ' + lag.withoutCursor + ' without cursor' : '')])]),
+    el('td', { 'data-field': 'gaps' }, [String(v.openGaps)]),
+    el('td', { 'data-field': 'workers' }, [v.liveWorkers === null ? '-' : String(v.liveWorkers)]),
+  ]);
+}
+function render(s) {
+  const tbody = document.querySelector('#venues tbody');
+  tbody.replaceChildren(...s.venues.map((v) => row(v, s.atMs)));
+  if (s.venues.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '10', class: 'dim' }, ['no connectors in the store yet'])]));
+  $('t-venues').textContent = s.venues.length;
+  $('t-runnable').textContent = s.totals.runnable;
+  $('t-blocked').textContent = s.totals.blocked;
+  $('t-active').textContent = s.totals.active;
+  $('t-failed').textContent = s.totals.failed;
+  $('t-frozen').textContent = s.totals.frozenVenues;
+  $('t-gaps').textContent = s.totals.openGaps;
+  $('t-spool').textContent = s.spool ? s.spool.segments + ' seg · ' + bytes(s.spool.bytes) : 'n/a';
+  $('updated').textContent = new Date(s.atMs).toISOString().slice(11, 19) + 'Z';
+}
+async function tick() {
+  try {
+    const res = await fetch('api/status', { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+    if (!res.ok) throw new Error('GET api/status: HTTP ' + res.status);
+    render(await res.json());
+    $('error').textContent = '';
+  } catch (err) {
+    $('error').textContent = String(err && err.message ? err.message : err);
+  } finally {
+    setTimeout(tick, CONFIG.refreshMs);
+  }
+}
+$('every').textContent = dur(CONFIG.refreshMs);
+$('queues-link').href = CONFIG.queuesPath;
+$('mode').textContent = CONFIG.readOnly ? 'read-only' : 'job actions enabled';
+tick();
+</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,70 @@
+import { parseEnv } from '@tickfleet/core';
+import { createRedisConnection } from '@tickfleet/queues';
+import { openStore } from '@tickfleet/store';
+import { createLogger, onShutdown } from '@tickfleet/telemetry';
+import { DashboardEnv } from './dashboard-env.js';
+import { DashboardServer } from './dashboard-server.js';
+import { assertCredentials } from './internal/dashboard-auth.js';
+
+/** A started dashboard process's parts, for `tickfleet up`, which runs it beside other roles. */
+export interface RunningDashboard {
+  server: DashboardServer;
+  url: string;
+  /** Stops serving and closes Redis and the store (what SIGTERM does, without exiting). */
+  close(): Promise<void>;
+}
+
+export interface RunDashboardOptions {
+  /** Install SIGTERM/SIGINT handlers that stop the server and exit. @defaultValue true */
+  handleSignals?: boolean;
+}
+
+/**
+ * The dashboard process: parses its environment once (credentials are checked before anything
+ * is opened), opens the store and Redis, serves the overview, bull-board and health endpoints,
+ * and on SIGTERM stops cleanly (unless `handleSignals` is false: then the caller calls `close`).
+ */
+export async function runDashboard(env: Record<string, string | undefined> = process.env, options: RunDashboardOptions = {}): Promise<RunningDashboard> {
+  const config = parseEnv(DashboardEnv, env);
+  const logger = createLogger({ role: 'dashboard' });
+  const credentials = {
+    token: config.TICKFLEET_DASHBOARD_TOKEN,
+    user: config.TICKFLEET_DASHBOARD_USER,
+    password: config.TICKFLEET_DASHBOARD_PASSWORD,
+  };
+  // Refuse a misconfigured board before opening anything.
+  assertCredentials(config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS, credentials);
+  const store = await openStore(config.TICKFLEET_STORE_URL);
+  const redis = createRedisConnection(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard' });
+  let server: DashboardServer;
+  try {
+    server = new DashboardServer({
+      redis,
+      store,
+      prefix: config.TICKFLEET_PREFIX,
+      port: config.TICKFLEET_DASHBOARD_PORT,
+      host: config.TICKFLEET_DASHBOARD_HOST,
+      allowActions: config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS,
+      credentials,
+      spoolDir: config.TICKFLEET_SPOOL_DIR,
+      discoverMs: config.TICKFLEET_DASHBOARD_DISCOVER_MS,
+      logger,
+    });
+    await server.start();
+  } catch (err) {
+    redis.disconnect();
+    await store.close();
+    throw err;
+  }
+  logger.info({ url: server.url, venues: server.board.venues(), readOnly: !config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS }, 'dashboard ready');
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      server.setDraining();
+      await server.stop();
+      await redis.quit().catch(() => redis.disconnect());
+      await store.close();
+    })());
+  if (options.handleSignals ?? true) onShutdown(logger, close, 10_000);
+  return { server, url: server.url, close };
+}

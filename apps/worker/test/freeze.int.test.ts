@@ -1,0 +1,94 @@
+import { FleetVenueControl } from '@tickfleet/budget';
+import { createRedisConnection } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
+import { FleetHarness } from './fleet-harness.js';
+
+const DAY = 86_400_000;
+const STORM_MS = 3000;
+
+/**
+ * A 429 storm on Binance freezes Binance fleet-wide until the time the venue gave (Retry-After),
+ * halves its AIMD concurrency, and leaves Polygon untouched; after the storm Binance resumes and
+ * AIMD climbs back to the connector's cap.
+ */
+describe('fleet: a 429 storm freezes only its venue', () => {
+  let fleet: FleetHarness;
+
+  beforeAll(async () => {
+    fleet = await FleetHarness.start({
+      venues: {
+        binance: { latencyMs: 150, limit: { weight: 100_000, windowMs: 10_000 } },
+        polygon: { latencyMs: 150, limit: { requests: 100_000, windowMs: 10_000 } },
+      },
+    });
+  });
+  afterAll(() => fleet.stop());
+
+  it('freezes binance for the storm, polygon goes on, and AIMD climbs back', async () => {
+    await fleet.withStore(async (store) => {
+      const aimd = { min: 1, increaseAfterMs: 500, maxFailureRatio: 0.5, maxP95LatencyMs: 10_000 };
+      await store.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit: { limit: 100_000, periodMs: 10_000 }, maxInflight: 4, freezeMs: 5000, aimd });
+      await store.connectors.upsert({ venue: 'polygon', baseUrl: fleet.mock.baseUrl('polygon'), rateLimit: { limit: 100_000, periodMs: 10_000 }, maxInflight: 2, aimd });
+    });
+    const to = Math.floor(Date.now() / DAY) * DAY - DAY;
+    for (const s of ['BTC/USDT', 'ETH/USDT', 'SOL/USDT']) {
+      await fleet.ok('backfill', 'binance', s, '--timeframe', '1m', '--from', new Date(to - 80 * DAY).toISOString(), '--to', new Date(to).toISOString());
+    }
+    for (const s of ['AAPL', 'MSFT', 'NVDA', 'TSLA']) {
+      await fleet.ok('backfill', 'polygon', s, '--timeframe', '1m', '--from', new Date(to - 80 * DAY).toISOString(), '--to', new Date(to).toISOString());
+    }
+    const worker = fleet.spawn('worker', ['worker']);
+    await fleet.ready(worker);
+
+    const series: Array<{ t: number; binance: number; polygon: number; b429: number }> = [];
+    const sample = (): void => {
+      const s = fleet.mock.stats().venues;
+      series.push({ t: Date.now(), binance: s.binance.requests, polygon: s.polygon.requests, b429: s.binance.responses429 });
+    };
+    const sampler = setInterval(sample, 50);
+    const redis = createRedisConnection(fleet.redis.url, { blocking: false });
+    const control = new FleetVenueControl(redis, { prefix: fleet.prefix });
+    try {
+      await waitFor(() => fleet.mock.stats().venues.binance.requests > 20, 'binance traffic');
+      const stormStart = Date.now();
+      fleet.mock.patchScenario({ venues: { binance: { stormForMs: STORM_MS } } });
+      const stormEnd = stormStart + STORM_MS;
+      await waitFor(() => fleet.mock.stats().venues.binance.responses429 > 0, 'first 429');
+      const first429At = Date.now();
+
+      const frozen = await waitFor(() => control.freezeOf('binance'), 'binance frozen');
+      expect(frozen?.cause).toBe('429');
+      // Frozen until the time the venue gave: the storm's end (Retry-After, whole seconds, rounded up).
+      expect(frozen!.untilMs).toBeGreaterThanOrEqual(stormEnd - 1000);
+      expect(frozen!.untilMs).toBeLessThanOrEqual(stormEnd + 1500);
+      const halved = await control.concurrency('binance');
+      expect(halved).toBeLessThan(4);
+
+      await new Promise((r) => setTimeout(r, stormEnd - Date.now() + 200));
+      sample();
+      const during = series.filter((p) => p.t >= first429At + 300 && p.t <= stormEnd - 100);
+      expect(during.length).toBeGreaterThan(5);
+      const binanceDuring = during[during.length - 1]!.binance - during[0]!.binance;
+      const polygonDuring = during[during.length - 1]!.polygon - during[0]!.polygon;
+      // Only requests already in flight when the first 429 arrived may reach binance during the freeze.
+      expect(binanceDuring).toBeLessThanOrEqual(4);
+      expect(fleet.mock.stats().venues.binance.responses429).toBeLessThanOrEqual(8);
+      // Polygon was not frozen: it kept being served at (about) its pace before the storm.
+      const before = series.filter((p) => p.t < stormStart);
+      const beforeMs = before[before.length - 1]!.t - before[0]!.t;
+      const polygonRateBefore = (before[before.length - 1]!.polygon - before[0]!.polygon) / beforeMs;
+      const duringMs = during[during.length - 1]!.t - during[0]!.t;
+      expect(polygonDuring).toBeGreaterThan(0);
+      expect(polygonDuring / duringMs).toBeGreaterThanOrEqual(0.5 * polygonRateBefore);
+
+      // After the storm Binance resumes and AIMD adds back one per clean interval up to the cap.
+      const atStormEnd = fleet.mock.stats().venues.binance.requests;
+      await waitFor(() => fleet.mock.stats().venues.binance.requests >= atStormEnd + 5, 'binance resumes');
+      await waitFor(async () => (await control.concurrency('binance')) === 4, 'AIMD back at the cap', { timeoutMs: 30_000 });
+    } finally {
+      clearInterval(sampler);
+      redis.disconnect();
+    }
+    expect(await fleet.stopProcess(worker)).toBe(0);
+  }, 120_000);
+});
