@@ -6,6 +6,7 @@ import { registerConnectors } from './connectors.js';
 import { registerJobs } from './jobs.js';
 import { registerBackfill } from './backfill.js';
 import { registerWorker } from './worker.js';
+import { registerUp } from './up.js';
 import { registerMockVenue } from './mock-venue.js';
 import { registerScheduler } from './scheduler.js';
 import { registerDashboard } from './dashboard.js';
@@ -25,6 +26,7 @@ export function registerCommands(program: Command): void {
   registerJobs(program);
   registerBackfill(program);
   registerWorker(program);
+  registerUp(program);
   registerMockVenue(program);
   registerScheduler(program);
   registerDashboard(program);

@@ -1,0 +1,47 @@
+import { DEFAULT_CADENCE, dailyFilesRange, jitterOf, nextRunAt, unitKindFor } from './cadence.js';
+
+const T = Date.UTC(2024, 4, 15, 13, 47, 12); // a Wednesday
+const noJitter = { ...DEFAULT_CADENCE, jitterMs: 0 };
+
+describe('cadence', () => {
+  it('maps job types to unit kinds', () => {
+    expect(['ohlcv', 'trades', 'book', 'files', 'discovery'].map((t) => unitKindFor(t as never))).toEqual([
+      'incremental',
+      'incremental',
+      'book-poll',
+      'daily-files',
+      'discovery',
+    ]);
+  });
+
+  it('schedules candles at the next close plus the close delay, aligned to the clock', () => {
+    const job = (tf: '1m' | '1h' | '1w') => ({ id: `binance:BTC/USDT:${tf}:ohlcv`, type: 'ohlcv' as const, timeframe: tf });
+    expect(nextRunAt(job('1m'), T, noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 48, 2));
+    expect(nextRunAt(job('1h'), T, noJitter)).toBe(Date.UTC(2024, 4, 15, 14, 0, 2));
+    expect(nextRunAt(job('1w'), T, noJitter)).toBe(Date.UTC(2024, 4, 20, 0, 0, 2)); // next Monday
+    // Claimed late but inside the delay after a close: that close's run is next, not the one after.
+    expect(nextRunAt(job('1m'), Date.UTC(2024, 4, 15, 13, 48, 1), noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 48, 2));
+  });
+
+  it('runs polling jobs on a clock-aligned grid and files after the UTC day', () => {
+    const book = { id: 'polymarket:123:-:book', type: 'book' as const, timeframe: null };
+    expect(nextRunAt(book, T, noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 47, 15));
+    const files = { id: 'xetra:ALL:-:files', type: 'files' as const, timeframe: null };
+    expect(nextRunAt(files, T, noJitter)).toBe(Date.UTC(2024, 4, 16, 1));
+    expect(dailyFilesRange(T, noJitter)).toEqual({ fromMs: Date.UTC(2024, 4, 14), toMs: Date.UTC(2024, 4, 15) });
+  });
+
+  it('adds a stable per-job jitter below min(jitterMs, period / 10), without drift', () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `binance:S${i}:1m:ohlcv`);
+    const jitters = ids.map((id) => jitterOf(id, 60_000, 1000));
+    expect(Math.max(...jitters)).toBeLessThan(1000);
+    expect(new Set(jitters).size).toBeGreaterThan(100);
+    expect(jitterOf(ids[0]!, 60_000, 1000)).toBe(jitters[0]);
+    expect(jitterOf('x:y:-:book', 5000, 1000)).toBeLessThan(500);
+    // Polling runs claimed on time keep their offset: due times stay exactly one period apart.
+    const book = { id: 'polymarket:123:-:book', type: 'book' as const, timeframe: null };
+    const first = nextRunAt(book, T, DEFAULT_CADENCE);
+    const second = nextRunAt(book, first, DEFAULT_CADENCE);
+    expect(second - first).toBe(DEFAULT_CADENCE.bookEveryMs);
+  });
+});

@@ -1,0 +1,104 @@
+import { alignDown, assertNever, stableHash, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
+
+const DAY_MS = 86_400_000;
+
+/** How often each kind of job runs. */
+export interface CadenceOptions {
+  /**
+   * Wait after a candle closes before collecting it: venues publish a closed candle a moment
+   * after the boundary, and asking at the boundary returns it still open. @defaultValue 2000
+   */
+  closeDelayMs: number;
+  /**
+   * Spread of the per-job offset added to every due time, so the 500 `1m` jobs of a venue do not
+   * all fall due in the same millisecond. The offset is a stable hash of the job id in
+   * [0, jitterMs), capped at a tenth of the job's period: stable, so cadences never drift and a
+   * rescan computes the same due time. @defaultValue 1000
+   */
+  jitterMs: number;
+  /** Order-book polling period. @defaultValue 5000 */
+  bookEveryMs: number;
+  /** Trades polling period. @defaultValue 60000 */
+  tradesEveryMs: number;
+  /** Instrument discovery period. @defaultValue 3600000 */
+  discoveryEveryMs: number;
+  /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue 3600000 */
+  filesDelayMs: number;
+}
+
+export const DEFAULT_CADENCE: CadenceOptions = {
+  closeDelayMs: 2000,
+  jitterMs: 1000,
+  bookEveryMs: 5000,
+  tradesEveryMs: 60_000,
+  discoveryEveryMs: 3_600_000,
+  filesDelayMs: 3_600_000,
+};
+
+/** The unit kind a job's runs take. */
+export function unitKindFor(type: JobType): Exclude<UnitKind, 'backfill'> {
+  switch (type) {
+    case 'ohlcv':
+    case 'trades':
+      return 'incremental';
+    case 'book':
+      return 'book-poll';
+    case 'files':
+      return 'daily-files';
+    case 'discovery':
+      return 'discovery';
+    default:
+      return assertNever(type, 'job type');
+  }
+}
+
+/** The period of a job's cadence in ms. */
+export function periodMsOf(job: Pick<Job, 'type' | 'timeframe'>, cadence: CadenceOptions): number {
+  switch (job.type) {
+    case 'ohlcv':
+      return job.timeframe ? timeframeMs(job.timeframe) : 60_000;
+    case 'book':
+      return cadence.bookEveryMs;
+    case 'trades':
+      return cadence.tradesEveryMs;
+    case 'discovery':
+      return cadence.discoveryEveryMs;
+    case 'files':
+      return DAY_MS;
+    default:
+      return assertNever(job.type, 'job type');
+  }
+}
+
+/** The stable jitter of a job: a hash of its id mapped into [0, min(jitterMs, period / 10)). */
+export function jitterOf(jobId: string, periodMs: number, jitterMs: number): number {
+  const span = Math.floor(Math.min(jitterMs, periodMs / 10));
+  if (span <= 0) return 0;
+  return parseInt(stableHash(jobId).slice(0, 8), 16) % span;
+}
+
+/**
+ * When a job that ran (was claimed) at `nowMs` is next due.
+ * - candles: the close of the candle open at `nowMs`, plus `closeDelayMs`, plus jitter — aligned
+ *   to the clock (weekly candles to Monday), so each run finds exactly the newly closed candle;
+ * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter;
+ * - book, trades, discovery: the next slot of a clock-aligned grid of their period, plus jitter.
+ */
+export function nextRunAt(job: Pick<Job, 'id' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
+  const period = periodMsOf(job, cadence);
+  const jitter = jitterOf(job.id, period, cadence.jitterMs);
+  if (job.type === 'ohlcv' && job.timeframe) {
+    const next = alignDown(nowMs, job.timeframe) + period + cadence.closeDelayMs + jitter;
+    // Claimed inside the delay after a close (the run that collects that candle): the next close.
+    return next - period > nowMs ? next - period : next;
+  }
+  const delay = job.type === 'files' ? cadence.filesDelayMs : 0;
+  const slot = Math.floor((nowMs - delay - jitter) / period) * period + delay + jitter;
+  return slot + period;
+}
+
+/** The previous complete UTC day before `nowMs - filesDelayMs`: the range a daily-files unit fetches. */
+export function dailyFilesRange(nowMs: number, cadence: CadenceOptions): { fromMs: number; toMs: number } {
+  const toMs = Math.floor((nowMs - cadence.filesDelayMs) / DAY_MS) * DAY_MS;
+  return { fromMs: toMs - DAY_MS, toMs };
+}

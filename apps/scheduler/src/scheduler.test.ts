@@ -1,0 +1,221 @@
+import { UnrecoverableError, Worker } from 'bullmq';
+import { ConfigError, ManualClock } from '@tickfleet/core';
+import { createRedisConnection, type QueuedUnit } from '@tickfleet/queues';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry } from '@tickfleet/telemetry';
+import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { parseSchedulerEnv } from './env.js';
+import { Scheduler, type SchedulerOptions } from './scheduler.js';
+
+let redis: TestRedis;
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const logger = createLogger({ role: 'scheduler', level: 'silent' });
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const START = Date.UTC(2024, 0, 1, 0, 0, 30);
+const LEASE_MS = 10_000;
+
+interface Fixture {
+  dir: TempDir;
+  store: StateStore;
+  clock: ManualClock;
+  prefix: string;
+  scheduler(options?: Partial<SchedulerOptions>): Scheduler;
+}
+
+async function fixture(): Promise<Fixture> {
+  const dir = tempDir();
+  const clock = new ManualClock(START);
+  const store = await openStore(dir.sqliteUrl(), { clock });
+  cleanups.push(() => dir.remove());
+  cleanups.push(() => store.close());
+  const prefix = redis.namespace();
+  for (const venue of ['binance', 'kraken']) {
+    await store.connectors.upsert({ venue, baseUrl: `https://${venue}.example`, rateLimit: { limit: 1200, periodMs: 60_000 } });
+  }
+  await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m' });
+  await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1h', priority: 5 });
+  await store.jobs.upsert({ venue: 'kraken', type: 'book', symbol: 'XBT/USD' });
+  return {
+    dir,
+    store,
+    clock,
+    prefix,
+    scheduler: (options = {}) => {
+      const s = new Scheduler({
+        store,
+        redisUrl: redis.url,
+        prefix,
+        clock,
+        logger,
+        registry: createRegistry('scheduler', { defaultMetrics: false }),
+        leaseMs: LEASE_MS,
+        batchSize: 2, // smaller than the job count: a tick must claim again while batches are full
+        ...options,
+      });
+      cleanups.push(() => s.stop());
+      return s;
+    },
+  };
+}
+
+async function unitsIn(s: Scheduler, venue: string): Promise<Array<{ id: string; data: QueuedUnit }>> {
+  const jobs = await s.queues.queue(venue).getJobs(['prioritized', 'waiting', 'active', 'completed', 'failed', 'delayed']);
+  return jobs.map((j) => ({ id: j.id!, data: j.data })).sort((a, b) => a.id.localeCompare(b.id));
+}
+
+describe('Scheduler', () => {
+  it('enqueues one unit per due job with a deterministic id, priority and next due time', async () => {
+    const f = await fixture();
+    const s = f.scheduler();
+    expect(await s.tick()).toEqual({ leader: true, claimed: 3, added: 3, duplicates: 0, requeued: 0 });
+    const binance = await unitsIn(s, 'binance');
+    expect(binance.map((u) => u.id)).toEqual(['live|binance|BTC/USDT|1m|ohlcv|0', 'live|binance|ETH/USDT|1h|ohlcv|0']);
+    const btc = binance[0]!.data;
+    expect(btc).toMatchObject({ kind: 'incremental', venue: 'binance', jobId: 'binance:BTC/USDT:1m:ohlcv', dueAt: 0, enqueuedAt: START });
+    // Next close (00:01:00) + 2 s close delay + the job's stable jitter (< 1 s).
+    expect(btc.nextRunAt! - Date.UTC(2024, 0, 1, 0, 1, 2)).toBeGreaterThanOrEqual(0);
+    expect(btc.nextRunAt! - Date.UTC(2024, 0, 1, 0, 1, 2)).toBeLessThan(1000);
+    const [book] = await unitsIn(s, 'kraken');
+    expect(book?.data.kind).toBe('book-poll');
+    const eth = await s.queues.queue('binance').getJob('live|binance|ETH/USDT|1h|ohlcv|0');
+    const btcJob = await s.queues.queue('binance').getJob('live|binance|BTC/USDT|1m|ohlcv|0');
+    expect(eth!.opts.priority).toBeLessThan(btcJob!.opts.priority!); // job priority 5 runs first
+    expect(btcJob!.opts.removeOnComplete).toEqual({ age: 3600, count: 1000 });
+    expect(btcJob!.opts.removeOnFail).toMatchObject({ age: 86_400 });
+    // The leases hold: the next tick claims nothing.
+    expect(await s.tick()).toMatchObject({ leader: true, claimed: 0, added: 0 });
+    const text = await s.registry.metrics();
+    expect(text).toMatch(/tickfleet_scheduler_units_enqueued_total\{venue="binance",role="scheduler"\} 2/);
+    expect(text).toMatch(/tickfleet_scheduler_claimed_total\{role="scheduler"\} 3/);
+    expect(text).toMatch(/tickfleet_scheduler_is_leader\{role="scheduler"\} 1/);
+    expect(text).toMatch(/tickfleet_scheduler_tick_seconds_count\{role="scheduler"\} 2/);
+  });
+
+  it('reclaims expired leases without enqueuing a unit twice, also after a restart', async () => {
+    const f = await fixture();
+    const first = f.scheduler();
+    await first.tick();
+    await first.stop();
+    f.clock.advance(LEASE_MS + 1);
+    const restarted = f.scheduler();
+    expect(await restarted.tick()).toEqual({ leader: true, claimed: 3, added: 0, duplicates: 3, requeued: 0 });
+    expect(await restarted.tick()).toMatchObject({ claimed: 0 });
+    expect(await unitsIn(restarted, 'binance')).toHaveLength(2);
+    expect(await unitsIn(restarted, 'kraken')).toHaveLength(1);
+    expect(await restarted.registry.metrics()).toMatch(/tickfleet_scheduler_duplicate_enqueues_total\{venue="binance",role="scheduler"\} 2/);
+    const job = await f.store.jobs.get('binance:BTC/USDT:1m:ohlcv');
+    expect(job?.lockedUntil).toBe(f.clock.now() + LEASE_MS);
+  });
+
+  it('runs one leader among several replicas and never duplicates a unit', async () => {
+    const f = await fixture();
+    const replicas = [f.scheduler({ id: 'a' }), f.scheduler({ id: 'b' }), f.scheduler({ id: 'c' })];
+    const results = [];
+    for (let round = 0; round < 3; round++) {
+      results.push(...(await Promise.all(replicas.map((r) => r.tick()))));
+      f.clock.advance(LEASE_MS + 1); // leases lapse each round: every round reclaims all jobs
+    }
+    expect(replicas.filter((r) => r.isLeader)).toHaveLength(1);
+    expect(results.reduce((n, r) => n + r.added, 0)).toBe(3);
+    expect(results.reduce((n, r) => n + r.duplicates, 0)).toBe(6);
+    expect((await unitsIn(replicas[0]!, 'binance')).length + (await unitsIn(replicas[0]!, 'kraken')).length).toBe(3);
+    // The leader resigns on stop: a follower leads at its next tick, without waiting for the TTL.
+    const leader = replicas.find((r) => r.isLeader)!;
+    await leader.stop();
+    const follower = replicas.find((r) => r !== leader)!;
+    expect((await follower.tick()).leader).toBe(true);
+  });
+
+  it('gives nothing to paused or disabled connectors and disabled jobs', async () => {
+    const f = await fixture();
+    await f.store.connectors.setStatus('kraken', 'paused');
+    await f.store.jobs.setEnabled('binance:ETH/USDT:1h:ohlcv', false);
+    const s = f.scheduler();
+    expect(await s.tick()).toMatchObject({ claimed: 1, added: 1 });
+    expect(await unitsIn(s, 'kraken')).toHaveLength(0);
+    expect((await unitsIn(s, 'binance')).map((u) => u.data.jobId)).toEqual(['binance:BTC/USDT:1m:ohlcv']);
+    await f.store.connectors.setStatus('kraken', 'disabled');
+    f.clock.advance(60_000);
+    expect((await s.tick()).added).toBe(0);
+    await f.store.connectors.setStatus('kraken', 'active');
+    await f.store.jobs.setEnabled('binance:ETH/USDT:1h:ohlcv', true);
+    expect((await s.tick()).added).toBe(2);
+  });
+
+  it('enqueues the next run at the time the worker stored, and requeues a unit that finished without updating its job', async () => {
+    const f = await fixture();
+    const s = f.scheduler();
+    await f.store.connectors.setStatus('binance', 'paused');
+    const completed: string[] = [];
+    const connection = createRedisConnection(redis.url);
+    let failNext = false;
+    const worker = new Worker<QueuedUnit>(
+      s.queues.queue('kraken').name,
+      async (job) => {
+        if (failNext) throw new UnrecoverableError('worker gave up without telling the store');
+        await f.store.jobs.complete(job.data.jobId, { nextRunAt: job.data.nextRunAt! });
+        completed.push(job.id!);
+      },
+      { connection, prefix: f.prefix },
+    );
+    cleanups.push(async () => {
+      await worker.close();
+      await connection.quit();
+    });
+    await s.tick();
+    await waitFor(() => completed.length === 1, 'the first book unit to complete');
+    const stored = await f.store.jobs.get('kraken:XBT/USD:-:book');
+    expect(stored?.lockedUntil).toBeNull();
+    expect(await s.tick()).toMatchObject({ claimed: 0 }); // not due yet
+    f.clock.set(stored!.nextRunAt);
+    failNext = true;
+    const failed = new Promise((resolve) => worker.once('failed', resolve));
+    expect(await s.tick()).toMatchObject({ claimed: 1, added: 1 });
+    await failed;
+    expect(completed[0]).toBe('live|kraken|XBT/USD|-|book|0');
+    // The unit failed but the job still shows the same due time: after the lease it runs again.
+    failNext = false;
+    f.clock.advance(LEASE_MS + 1);
+    expect(await s.tick()).toMatchObject({ claimed: 1, added: 0, requeued: 1 });
+    await waitFor(() => completed.length === 2, 'the requeued unit to complete');
+    expect(completed[1]).toBe(`live|kraken|XBT/USD|-|book|${stored!.nextRunAt}`);
+  });
+
+  it('frees the leases when the queue cannot be reached', async () => {
+    const f = await fixture();
+    const s = f.scheduler({ redisUrl: 'redis://127.0.0.1:1' });
+    s.election.tryLead = async () => true; // leadership is not under test here
+    await expect(s.tick()).rejects.toThrow();
+    const job = await f.store.jobs.get('binance:BTC/USDT:1m:ohlcv');
+    expect(job?.lockedUntil).toBeNull();
+  });
+});
+
+describe('parseSchedulerEnv', () => {
+  it('reads durations and defaults', () => {
+    const env = parseSchedulerEnv({ REDIS_URL: 'redis://127.0.0.1:6379', TICKFLEET_SCHEDULER_TICK_MS: '250ms', PORT: '9100' });
+    expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 500, TICKFLEET_PREFIX: 'tickfleet' });
+  });
+
+  it.each([
+    [{}, 'REDIS_URL'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis://x', TICKFLEET_SCHEDULER_TICK_MS: 'often' }, 'TICKFLEET_SCHEDULER_TICK_MS'],
+    [{ REDIS_URL: 'redis://x', PORT: '70000' }, 'PORT'],
+    [{ REDIS_URL: 'redis://x', TICKFLEET_SCHEDULER_BATCH: '-3' }, 'TICKFLEET_SCHEDULER_BATCH'],
+  ])('rejects %j naming %s', (env, variable) => {
+    expect(() => parseSchedulerEnv(env)).toThrow(ConfigError);
+    expect(() => parseSchedulerEnv(env)).toThrow(new RegExp(`invalid configuration ${variable}: expected`));
+  });
+});
+

@@ -1,0 +1,226 @@
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import { systemClock, type Clock, type Job } from '@tickfleet/core';
+import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
+import type { StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
+import { dailyFilesRange, DEFAULT_CADENCE, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
+import { LeaderElection } from './leader-election.js';
+import { SchedulerMetrics } from './scheduler-metrics.js';
+
+export interface SchedulerOptions {
+  store: StateStore;
+  /** Redis holding the venue queues and the leader lock. */
+  redisUrl: string;
+  /** Key prefix of queues and the leader lock; every role of one fleet uses the same. @defaultValue 'tickfleet' */
+  prefix?: string;
+  /** Time between ticks (followers try to lead once per tick). @defaultValue 1000 */
+  tickMs?: number;
+  /** Jobs claimed per store call; a tick claims again while full batches come back. @defaultValue 500 */
+  batchSize?: number;
+  /** Batches per tick at most, so one tick of a huge backlog stays short. @defaultValue 40 */
+  maxBatchesPerTick?: number;
+  /**
+   * Lease set on claimed jobs. The worker releases it (`store.jobs.complete`/`fail`) when the unit
+   * ends; if it never does (the unit waits in a frozen queue, or its worker died), the job is
+   * claimed again after the lease and the deterministic unit id turns that into a no-op while the
+   * unit is still queued. @defaultValue 300000
+   */
+  leaseMs?: number;
+  /** Leader lock TTL. @defaultValue 5000 */
+  leaderTtlMs?: number;
+  /** Cadences per job type; see {@link CadenceOptions}. */
+  cadence?: Partial<CadenceOptions>;
+  /** @defaultValue systemClock */
+  clock?: Clock;
+  logger?: Logger;
+  registry?: Registry;
+  /** Identity of this replica in the leader lock. @defaultValue `<hostname>-<pid>` */
+  id?: string;
+}
+
+export interface TickResult {
+  leader: boolean;
+  claimed: number;
+  added: number;
+  duplicates: number;
+  requeued: number;
+}
+
+/**
+ * Turns due jobs into units. Every tick, the leader claims due jobs from the state store in
+ * batches and adds one unit each to its venue's queue with a deterministic id (job id + due
+ * time), so neither a rescan, a restart, nor a second scheduler ever queues a unit twice. Each
+ * unit carries the job's next due time, which the worker stores when it completes the job.
+ */
+export class Scheduler {
+  readonly metrics: SchedulerMetrics;
+  readonly registry: Registry;
+  readonly election: LeaderElection;
+  readonly queues: VenueQueues;
+  private readonly store: StateStore;
+  private readonly connection: Redis;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly tickMs: number;
+  private readonly batchSize: number;
+  private readonly maxBatchesPerTick: number;
+  private readonly leaseMs: number;
+  private readonly cadence: CadenceOptions;
+  private running = false;
+  private loopDone: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private lastTickEndMs: number | undefined;
+
+  constructor(options: SchedulerOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? createLogger({ role: 'scheduler' });
+    this.registry = options.registry ?? createRegistry('scheduler');
+    this.metrics = new SchedulerMetrics(this.registry);
+    this.tickMs = options.tickMs ?? 1000;
+    this.batchSize = options.batchSize ?? 500;
+    this.maxBatchesPerTick = options.maxBatchesPerTick ?? 40;
+    this.leaseMs = options.leaseMs ?? 300_000;
+    this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
+    const prefix = options.prefix ?? QUEUE_PREFIX;
+    // Producer connection: commands fail after a few retries instead of hanging a tick forever.
+    this.connection = createRedisConnection(options.redisUrl, { blocking: false, connectionName: 'tickfleet-scheduler' });
+    this.connection.on('error', (err: Error) => this.logger.debug({ err }, 'redis connection error'));
+    this.queues = new VenueQueues(this.connection, {
+      prefix,
+      onError: (err, venue) => this.logger.debug({ err, venue }, 'queue connection error'),
+    });
+    this.election = new LeaderElection(this.connection, {
+      key: `${prefix}:scheduler:leader`,
+      id: options.id ?? `${hostname()}-${process.pid}`,
+      ttlMs: options.leaderTtlMs ?? 5000,
+      logger: this.logger,
+      onChange: (leader) => this.metrics.isLeader.set(leader ? 1 : 0),
+    });
+  }
+
+  get isLeader(): boolean {
+    return this.election.isLeader;
+  }
+
+  /** Starts ticking every `tickMs` (the first tick runs at once). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  /** Stops ticking, waits for a running tick, resigns the lead, and closes the queues. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loopDone;
+    await this.election.resign();
+    await this.queues.close();
+    await this.connection.quit().catch(() => undefined);
+  }
+
+  /** Liveness: ticks keep finishing (within ten tick periods, at least 30 s). */
+  isLive(): boolean {
+    if (!this.running || this.lastTickEndMs === undefined) return this.running;
+    return this.clock.monotonic() - this.lastTickEndMs < Math.max(30_000, 10 * this.tickMs);
+  }
+
+  /** Readiness: Redis and the store answer. */
+  async pingRedis(): Promise<boolean> {
+    return (await this.connection.ping()) === 'PONG';
+  }
+
+  /** One tick: try to lead; as leader, claim due jobs and enqueue their units. */
+  async tick(): Promise<TickResult> {
+    const end = this.metrics.tickSeconds.startTimer();
+    const result: TickResult = { leader: false, claimed: 0, added: 0, duplicates: 0, requeued: 0 };
+    try {
+      result.leader = await this.election.tryLead();
+      for (let batch = 0; result.leader && batch < this.maxBatchesPerTick; batch++) {
+        const now = this.clock.now();
+        const jobs = await this.store.jobs.claimDue(now, this.batchSize, this.leaseMs);
+        this.metrics.claimed.inc(jobs.length);
+        result.claimed += jobs.length;
+        if (jobs.length > 0) await this.enqueue(jobs, now, result);
+        // A partial batch means nothing else is due; a lost lead means another replica takes over.
+        if (jobs.length < this.batchSize || !this.election.isLeader) break;
+      }
+      return result;
+    } finally {
+      end();
+      this.lastTickEndMs = this.clock.monotonic();
+    }
+  }
+
+  /** The unit one run of `job` claimed at `nowMs` becomes. */
+  unitFor(job: Job, nowMs: number): QueuedUnit {
+    const kind = unitKindFor(job.type);
+    const unit: QueuedUnit = {
+      kind,
+      venue: job.venue,
+      jobId: job.id,
+      dueAt: job.nextRunAt,
+      nextRunAt: nextRunAt(job, nowMs, this.cadence),
+      priority: job.priority,
+      enqueuedAt: nowMs,
+    };
+    if (kind === 'daily-files') Object.assign(unit, dailyFilesRange(nowMs, this.cadence));
+    return unit;
+  }
+
+  private async enqueue(jobs: Job[], now: number, result: TickResult): Promise<void> {
+    let outcomes;
+    try {
+      outcomes = await this.queues.enqueue(
+        jobs.map((job) => this.unitFor(job, now)),
+        { replaceFinished: true },
+      );
+    } catch (err) {
+      // The units may not be queued: free the leases so the next tick (or leader) claims them
+      // again at once rather than after leaseMs. Ids are deterministic, so any unit that did
+      // make it into a queue is not added twice.
+      await Promise.allSettled(jobs.map((job) => this.store.jobs.release(job.id)));
+      throw err;
+    }
+    for (const o of outcomes) {
+      if (o.outcome === 'added') {
+        this.metrics.unitsEnqueued.inc({ venue: o.venue });
+        result.added += 1;
+      } else if (o.outcome === 'requeued') {
+        this.metrics.unitsEnqueued.inc({ venue: o.venue });
+        this.metrics.requeued.inc({ venue: o.venue });
+        result.requeued += 1;
+        this.logger.warn({ unitId: o.id, venue: o.venue, state: o.existing }, 'unit finished without updating its job; enqueued again');
+      } else {
+        this.metrics.duplicateEnqueues.inc({ venue: o.venue });
+        result.duplicates += 1;
+        this.logger.debug({ unitId: o.id, venue: o.venue, state: o.existing }, 'unit already queued');
+      }
+    }
+    this.logger.debug({ claimed: jobs.length, added: result.added }, 'enqueued due jobs');
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      const started = this.clock.monotonic();
+      try {
+        await this.tick();
+      } catch (err) {
+        this.metrics.tickErrors.inc();
+        this.logger.error({ err }, 'tick failed');
+      }
+      const waitMs = Math.max(0, this.tickMs - (this.clock.monotonic() - started));
+      if (!this.running) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, waitMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+}

@@ -1,0 +1,80 @@
+--[[
+  Records one outcome of a venue's request or unit, from any worker, and applies AIMD to the
+  venue's fleet-wide concurrency in the same step, so N workers never fight over it:
+  - with at least minSamples outcomes in the window, a failure ratio above maxFailureRatio or a
+    p95 latency above maxP95LatencyMs subtracts 1 (floor min) and starts a new window;
+  - else, once increaseAfterMs have passed since the window started and the venue is not frozen,
+    a clean window (ratio and p95 within bounds) adds 1 (ceiling max); either way a new window
+    starts, so the fleet adds at most 1 per increaseAfterMs.
+  Mirrors AimdController.reportOutcome.
+
+  Input:
+    KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
+    KEYS[2] venue latency list (<prefix>:venue:{<venue>}:latency)
+    ARGV[1] now, epoch ms
+    ARGV[2] ok: 1 | 0
+    ARGV[3] latency ms
+    ARGV[4] min concurrency
+    ARGV[5] max concurrency
+    ARGV[6] increaseAfterMs
+    ARGV[7] maxFailureRatio
+    ARGV[8] maxP95LatencyMs
+    ARGV[9] minSamples
+    ARGV[10] sampleSize (latencies kept for the p95)
+
+  Output:
+    { concurrency, change: 1 increased | -1 decreased | 0 unchanged }
+]]
+local now = tonumber(ARGV[1])
+local minC = tonumber(ARGV[4])
+local maxC = tonumber(ARGV[5])
+local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[5])
+c = math.min(maxC, math.max(minC, c))
+local cs = tonumber(redis.call("HGET", KEYS[1], "cs") or ARGV[1])
+local n = redis.call("HINCRBY", KEYS[1], "n", 1)
+local f
+if ARGV[2] == "1" then
+  f = tonumber(redis.call("HGET", KEYS[1], "f") or "0")
+else
+  f = redis.call("HINCRBY", KEYS[1], "f", 1)
+end
+redis.call("RPUSH", KEYS[2], ARGV[3])
+redis.call("LTRIM", KEYS[2], -tonumber(ARGV[10]), -1)
+
+local function p95()
+  local values = redis.call("LRANGE", KEYS[2], 0, -1)
+  local count = #values
+  if count == 0 then return 0 end
+  local nums = {}
+  for i = 1, count do nums[i] = tonumber(values[i]) end
+  table.sort(nums)
+  return nums[math.max(1, math.ceil(0.95 * count))]
+end
+
+local function resetWindow()
+  redis.call("HSET", KEYS[1], "cs", now, "n", 0, "f", 0)
+  redis.call("DEL", KEYS[2])
+end
+
+local ratio = f / n
+local change = 0
+if n >= tonumber(ARGV[9]) and (ratio > tonumber(ARGV[7]) or p95() > tonumber(ARGV[8])) then
+  if c > minC then
+    c = c - 1
+    change = -1
+  end
+  resetWindow()
+else
+  local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
+  if now - cs >= tonumber(ARGV[6]) and fu <= now then
+    if ratio <= tonumber(ARGV[7]) and p95() <= tonumber(ARGV[8]) and c < maxC then
+      c = c + 1
+      change = 1
+    end
+    resetWindow()
+  else
+    redis.call("HSET", KEYS[1], "cs", cs)
+  end
+end
+redis.call("HSET", KEYS[1], "c", c)
+return { c, change }

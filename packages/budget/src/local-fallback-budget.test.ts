@@ -1,0 +1,75 @@
+import { Redis } from 'ioredis';
+import { ManualClock } from '@tickfleet/core';
+import { startRedis, type TestRedis } from '@tickfleet/testkit';
+import { backoffMs, retryAtFromHeaders } from './backoff.js';
+import { LocalFallbackBudget } from './local-fallback-budget.js';
+import { WorkerHeartbeat } from './worker-heartbeat.js';
+
+let redis: TestRedis;
+let conn: Redis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = new Redis(redis.url);
+});
+afterAll(async () => {
+  await conn.quit();
+  await redis.stop();
+});
+
+describe('LocalFallbackBudget', () => {
+  it('spends floor(limit / liveWorkers) per clock-aligned window, liveWorkers from Redis heartbeats', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 30));
+    const prefix = redis.namespace();
+    const beats = ['w1', 'w2', 'w3'].map((id) => new WorkerHeartbeat(conn, id, { prefix, clock, livenessMs: 10_000 }));
+    const counts = await Promise.all(beats.map((b) => b.beat('binance')));
+    expect(Math.max(...counts)).toBe(3);
+    expect(await beats[0]!.liveWorkers('kraken')).toBe(0);
+
+    const budget = new LocalFallbackBudget({ limit: 1140, periodMs: 60_000, clock });
+    expect(budget.share).toBe(570); // unknown fleet: assume 2 workers, never the full limit
+    budget.setLiveWorkers(await beats[0]!.liveWorkers('binance'));
+    expect(budget.share).toBe(380);
+    expect(budget.active).toBe(false);
+    budget.activate();
+    expect(budget.active).toBe(true);
+    expect(budget.tryAcquire(300)).toMatchObject({ ok: true, used: 300 });
+    expect(budget.tryAcquire(80)).toMatchObject({ ok: true, used: 380 });
+    expect(budget.tryAcquire(1)).toEqual({ ok: false, retryAtMs: Date.UTC(2024, 0, 1, 0, 1), share: 380 });
+    clock.advance(30_000);
+    expect(budget.tryAcquire(1)).toMatchObject({ ok: true, used: 1 });
+
+    // w3 stops beating: after the liveness window only w1 and w2 count, and w2 leaves cleanly.
+    clock.advance(6000);
+    await beats[0]!.beat('binance');
+    await beats[1]!.beat('binance');
+    clock.advance(6000);
+    expect(await beats[0]!.beat('binance')).toBe(2);
+    await beats[1]!.leave('binance');
+    budget.setLiveWorkers(await beats[0]!.liveWorkers('binance'));
+    expect(budget.share).toBe(1140);
+    budget.deactivate();
+    expect(budget.active).toBe(false);
+  });
+});
+
+describe('backoff', () => {
+  it('draws a full-jitter delay below min(cap, base * 2^attempt)', () => {
+    expect(backoffMs(0, { random: () => 0.999 })).toBe(999);
+    expect(backoffMs(3, { baseMs: 100, random: () => 0.5 })).toBe(400);
+    expect(backoffMs(30, { baseMs: 1000, capMs: 60_000, random: () => 0.999 })).toBe(59_940);
+    expect(backoffMs(5, { random: () => 0 })).toBe(0);
+    for (let i = 0; i < 50; i++) expect(backoffMs(4, { baseMs: 10 })).toBeLessThan(160);
+  });
+
+  it('reads the retry time a venue gave', () => {
+    const now = Date.UTC(2024, 0, 1);
+    expect(retryAtFromHeaders({ 'Retry-After': '7' }, now)).toBe(now + 7000);
+    expect(retryAtFromHeaders(new Headers({ 'retry-after': 'Mon, 01 Jan 2024 00:01:00 GMT' }), now)).toBe(now + 60_000);
+    expect(retryAtFromHeaders({ 'retry-after-ms': '250' }, now)).toBe(now + 250);
+    expect(retryAtFromHeaders({ 'x-ratelimit-reset': String(now / 1000 + 30) }, now)).toBe(now + 30_000);
+    expect(retryAtFromHeaders({ 'x-ratelimit-reset': '2' }, now)).toBe(now + 2000);
+    expect(retryAtFromHeaders({ 'retry-after': 'soon' }, now)).toBeUndefined();
+    expect(retryAtFromHeaders({}, now)).toBeUndefined();
+  });
+});

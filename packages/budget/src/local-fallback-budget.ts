@@ -1,0 +1,90 @@
+import { systemClock, type Clock } from '@tickfleet/core';
+
+export interface LocalFallbackBudgetOptions {
+  /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */
+  limit: number;
+  periodMs: number;
+  /**
+   * Live workers assumed before any heartbeat count arrived. Never 1 by default: a worker that
+   * cannot see the fleet must not assume it owns the whole limit. @defaultValue 2
+   */
+  assumedWorkers?: number;
+  clock?: Clock;
+}
+
+export type FallbackAcquire = { ok: true; used: number; share: number } | { ok: false; retryAtMs: number; share: number };
+
+/**
+ * The in-process budget a worker falls back to while the state store is unreachable: a
+ * clock-aligned fixed window of `floor(limit / liveWorkers)` weight, so the fleet as a whole stays
+ * within the venue's limit without coordination (never the full limit per worker). Only used
+ * while {@link active}; the worker exports that as a metric.
+ */
+export class LocalFallbackBudget {
+  private readonly clock: Clock;
+  private limit: number;
+  private periodMs: number;
+  private workers: number;
+  private windowStartMs = Number.NaN;
+  private used = 0;
+  private activeSinceMs: number | null = null;
+
+  constructor(options: LocalFallbackBudgetOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.limit = options.limit;
+    this.periodMs = options.periodMs;
+    this.workers = Math.max(1, options.assumedWorkers ?? 2);
+  }
+
+  /** Latest live-worker count (from `WorkerHeartbeat`); at least 1. */
+  setLiveWorkers(n: number): void {
+    this.workers = Math.max(1, Math.floor(n));
+  }
+
+  get liveWorkers(): number {
+    return this.workers;
+  }
+
+  setLimit(limit: number, periodMs: number): void {
+    this.limit = limit;
+    this.periodMs = periodMs;
+  }
+
+  /** This worker's weight per window: `floor(limit / liveWorkers)`. */
+  get share(): number {
+    return Math.floor(this.limit / this.workers);
+  }
+
+  get active(): boolean {
+    return this.activeSinceMs !== null;
+  }
+
+  /** When fallback began (epoch ms), or null. */
+  get activeSince(): number | null {
+    return this.activeSinceMs;
+  }
+
+  /** The store became unreachable: budget locally from now on. */
+  activate(): void {
+    if (this.activeSinceMs === null) this.activeSinceMs = this.clock.now();
+  }
+
+  /** The store is back: the shared budget takes over again. */
+  deactivate(): void {
+    this.activeSinceMs = null;
+  }
+
+  /** Spends `weight` from this worker's share of the current window. */
+  tryAcquire(weight: number): FallbackAcquire {
+    const now = this.clock.now();
+    const windowStart = Math.floor(now / this.periodMs) * this.periodMs;
+    if (windowStart !== this.windowStartMs) {
+      this.windowStartMs = windowStart;
+      this.used = 0;
+    }
+    const share = this.share;
+    if (this.used + weight > share) return { ok: false, retryAtMs: windowStart + this.periodMs, share };
+    this.used += weight;
+    return { ok: true, used: this.used, share };
+  }
+}

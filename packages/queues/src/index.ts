@@ -1,0 +1,17 @@
+export { QUEUE_PREFIX, queueNameFor, venueOfQueueName, venueKey, assertPrefix } from './names.js';
+export { QueuedUnit } from './queued-unit.js';
+export { unitJobId } from './unit-job-id.js';
+export { unitPriority, LIVE_PRIORITY_BASE, BACKFILL_PRIORITY_BASE } from './priorities.js';
+export { UNIT_JOB_OPTIONS } from './job-options.js';
+export { createRedisConnection, type RedisConnectionOptions } from './redis-connection.js';
+export {
+  VenueQueues,
+  type VenueQueuesOptions,
+  type EnqueueOptions,
+  type EnqueueOutcome,
+  type EnqueueResult,
+  type UnitCounts,
+} from './venue-queues.js';
+export { applyConcurrency, type ConcurrencySource } from './concurrency-source.js';
+export { RedisMutex } from './redis-mutex.js';
+export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';

@@ -1,0 +1,29 @@
+import { ValidationError } from '@tickfleet/core';
+import type { QueuedUnit } from './queued-unit.js';
+
+/**
+ * BullMQ rejects custom ids containing `:` (it reserves them for repeat jobs) and ids that are
+ * integers. tickfleet job ids use `:` as separator, so they are rewritten with `|`, which no venue,
+ * symbol or timeframe may contain.
+ */
+function escapeId(id: string): string {
+  return id.replaceAll(':', '|');
+}
+
+/**
+ * Deterministic BullMQ job id of a unit, so adding the same unit twice (rescan, scheduler
+ * restart, a second scheduler, an expired lease reclaimed) is a no-op in BullMQ:
+ * - live units (incremental, book-poll, discovery, daily-files): `live|<jobId>|<dueAt>`, e.g.
+ *   `live|binance|BTC/USDT|1m|ohlcv|1704067260000` — one unit per job per due time;
+ * - backfill chunks: `bf|<backfillId>|<fromMs>-<toMs>` — one unit per chunk of the range.
+ */
+export function unitJobId(unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs'>): string {
+  if (unit.kind === 'backfill') {
+    if (unit.backfillId === undefined || unit.fromMs === undefined || unit.toMs === undefined) {
+      throw new ValidationError('unit', 'a backfill unit with backfillId, fromMs and toMs', unit);
+    }
+    return `bf|${escapeId(unit.backfillId)}|${unit.fromMs}-${unit.toMs}`;
+  }
+  if (unit.dueAt === undefined) throw new ValidationError('unit.dueAt', `the due time of a ${unit.kind} unit`, unit);
+  return `live|${escapeId(unit.jobId)}|${unit.dueAt}`;
+}

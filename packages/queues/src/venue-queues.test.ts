@@ -1,0 +1,164 @@
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
+import { createRedisConnection } from './redis-connection.js';
+import { applyConcurrency } from './concurrency-source.js';
+import type { QueuedUnit } from './queued-unit.js';
+import { VenueQueues } from './venue-queues.js';
+
+let redis: TestRedis;
+let conn: Redis;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = createRedisConnection(redis.url);
+});
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(async () => {
+  await conn.quit();
+  await redis.stop();
+});
+
+function fresh(): VenueQueues {
+  const q = new VenueQueues(conn, { prefix: redis.namespace() });
+  closers.push(() => q.close());
+  return q;
+}
+
+function worker(queues: VenueQueues, venue: string, fn: (job: Job<QueuedUnit>) => Promise<unknown>, concurrency = 1): Worker<QueuedUnit> {
+  const connection = createRedisConnection(redis.url);
+  const w = new Worker<QueuedUnit>(queues.queue(venue).name, fn, {
+    connection,
+    prefix: queues.prefix,
+    concurrency,
+  });
+  closers.push(async () => {
+    await w.close();
+    await connection.quit().catch(() => undefined);
+  });
+  return w;
+}
+
+const unit = (dueAt: number, venue = 'binance', symbol = 'BTC/USDT'): QueuedUnit => ({
+  kind: 'incremental',
+  venue,
+  jobId: `${venue}:${symbol}:1m:ohlcv`,
+  dueAt,
+  nextRunAt: dueAt + 60_000,
+  enqueuedAt: dueAt,
+});
+
+describe('VenueQueues', () => {
+  it('adds a unit once however often it is enqueued', async () => {
+    const queues = fresh();
+    const first = await queues.enqueue([unit(1000), unit(1000, 'kraken')]);
+    expect(first.map((r) => r.outcome)).toEqual(['added', 'added']);
+    const again = await queues.enqueue([unit(1000), unit(1000), unit(2000)]);
+    expect(again.map((r) => r.outcome)).toEqual(['duplicate', 'duplicate', 'added']);
+    expect(again[0]?.existing).toBe('queued');
+    const counts = await queues.counts('binance');
+    expect(counts.prioritized + counts.waiting).toBe(2);
+    expect((await queues.counts('kraken')).prioritized).toBe(1);
+  });
+
+  it('adds units with trimming options, priority and the deterministic id', async () => {
+    const queues = fresh();
+    const [r] = await queues.enqueue([unit(5000)]);
+    const job = await queues.queue('binance').getJob(r!.id);
+    expect(job?.id).toBe('live|binance|BTC/USDT|1m|ohlcv|5000');
+    expect(job?.opts.removeOnComplete).toEqual({ age: 3600, count: 1000 });
+    expect(job?.opts.removeOnFail).toEqual({ age: 86_400, count: 5000 });
+    expect(job?.opts.priority).toBeGreaterThanOrEqual(1);
+    expect(job?.data).toMatchObject({ jobId: 'binance:BTC/USDT:1m:ohlcv', dueAt: 5000, nextRunAt: 65_000 });
+  });
+
+  it('keeps every key of a venue under its hash tag (one Redis Cluster slot)', async () => {
+    const queues = fresh();
+    await queues.enqueue([unit(1), unit(2, 'kraken')]);
+    await queues.setGlobalConcurrency('binance', 3);
+    await queues.freeze('kraken', Date.now() + 5000);
+    const keys = await conn.keys(`${queues.prefix}:*`);
+    expect(keys.length).toBeGreaterThan(4);
+    for (const key of keys) expect(key).toMatch(/^[^{]*\{(binance|kraken)\}/);
+    expect(keys.filter((k) => k.includes('{kraken}')).length).toBeGreaterThan(1);
+  });
+
+  it('caps in-flight units of a venue across workers with the global concurrency', async () => {
+    const queues = fresh();
+    const control = { concurrency: async () => 2 };
+    expect(await applyConcurrency(queues, control, 'binance')).toBe(2);
+    expect(await queues.globalConcurrency('binance')).toBe(2);
+    let inflight = 0;
+    let peak = 0;
+    let done = 0;
+    const run = async (): Promise<void> => {
+      inflight += 1;
+      peak = Math.max(peak, inflight);
+      await new Promise((r) => setTimeout(r, 40));
+      inflight -= 1;
+      done += 1;
+    };
+    worker(queues, 'binance', run, 5);
+    worker(queues, 'binance', run, 5);
+    await queues.enqueue(Array.from({ length: 12 }, (_, i) => unit(i + 1)));
+    await waitFor(() => done === 12, '12 units done', { timeoutMs: 15_000 });
+    expect(peak).toBe(2);
+  });
+
+  it('freezes a venue until a time, only ever lengthening the freeze', async () => {
+    const queues = fresh();
+    const now = Date.now();
+    expect(await queues.freeze('binance', now + 1500, now)).toBe(1500);
+    // A shorter freeze leaves the longer one in place.
+    expect(await queues.freeze('binance', now + 200, now)).toBeGreaterThan(1000);
+    expect(await queues.frozenForMs('binance')).toBeGreaterThan(1000);
+    expect(await queues.frozenForMs('kraken')).toBe(0);
+
+    const startedAt: Record<string, number> = {};
+    worker(queues, 'binance', async (job) => void (startedAt[job.data.venue] = Date.now()));
+    worker(queues, 'kraken', async (job) => void (startedAt[job.data.venue] = Date.now()));
+    await queues.enqueue([unit(1), unit(1, 'kraken')]);
+    await waitFor(() => startedAt.binance, 'binance unit to run after the freeze', { timeoutMs: 10_000 });
+    // kraken is untouched by binance's freeze; binance waited it out.
+    expect(startedAt.kraken).toBeLessThan(now + 1000);
+    expect(startedAt.binance).toBeGreaterThanOrEqual(now + 1400);
+  });
+
+  it('serves live units before backfill chunks, then by job priority', async () => {
+    const queues = fresh();
+    const backfill = (i: number): QueuedUnit => ({
+      kind: 'backfill',
+      venue: 'binance',
+      jobId: 'binance:BTC/USDT:1m:ohlcv',
+      backfillId: 'bf1',
+      fromMs: i * 60_000,
+      toMs: (i + 1) * 60_000,
+      chunkIndex: i,
+      priority: 1000,
+      enqueuedAt: 0,
+    });
+    await queues.enqueue([backfill(0), backfill(1), { ...unit(1), priority: -5 }, { ...unit(1, 'binance', 'ETH/USDT'), priority: 7 }]);
+    const order: string[] = [];
+    worker(queues, 'binance', async (job) => void order.push(job.id!));
+    await waitFor(() => order.length === 4, 'all four units');
+    expect(order).toEqual(['live|binance|ETH/USDT|1m|ohlcv|1', 'live|binance|BTC/USDT|1m|ohlcv|1', 'bf|bf1|0-60000', 'bf|bf1|60000-120000']);
+  });
+
+  it('requeues a finished unit with the same id only when asked', async () => {
+    const queues = fresh();
+    const failed: string[] = [];
+    const w = worker(queues, 'binance', async () => {
+      throw new UnrecoverableError('boom');
+    });
+    w.on('failed', (job) => job && failed.push(job.id ?? ''));
+    const [r] = await queues.enqueue([unit(7)]);
+    await waitFor(() => failed.length === 1, 'the unit to fail');
+    await w.pause();
+    expect((await queues.enqueue([unit(7)]))[0]).toMatchObject({ outcome: 'duplicate', existing: 'failed' });
+    expect((await queues.enqueue([unit(7)], { replaceFinished: true }))[0]).toMatchObject({ outcome: 'requeued', id: r!.id });
+    expect(await queues.queue('binance').getJobState(r!.id)).toBe('prioritized');
+  });
+});
