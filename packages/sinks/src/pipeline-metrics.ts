@@ -1,11 +1,12 @@
-import { Counter, Gauge, Histogram, Registry } from '@tickfleet/telemetry';
+import { registerMetric, Registry, type Counter, type Gauge, type Histogram } from '@tickfleet/telemetry';
 import type { SinkState } from './sink.js';
 
 const STATE_VALUE: Record<SinkState, number> = { ok: 0, unavailable: 1, degraded: 2 };
 
 /**
- * The persistence metric catalog. Labels are venue, channel and adapter only: symbols would
- * multiply series by thousands.
+ * The persistence metrics, registered from the telemetry metric catalog (names, help, labels and
+ * buckets live there). Labels are venue, channel and adapter only: symbols would multiply series
+ * by thousands.
  */
 export class PipelineMetrics {
   readonly batchWriteSeconds: Histogram<'adapter'>;
@@ -21,39 +22,17 @@ export class PipelineMetrics {
   readonly dedupDropped: Counter<'venue' | 'channel'>;
 
   constructor(readonly registry: Registry = new Registry()) {
-    const registers = [registry];
-    this.batchWriteSeconds = new Histogram({
-      name: 'tickfleet_sink_batch_write_seconds',
-      help: 'Latency of one batch write into the primary sink, retries included',
-      labelNames: ['adapter'],
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15],
-      registers,
-    });
-    this.inserted = new Counter({ name: 'tickfleet_sink_inserted_total', help: 'Records stored by the primary sink', labelNames: ['adapter'], registers });
-    this.duplicates = new Counter({ name: 'tickfleet_sink_duplicates_total', help: 'Records the sink already held (same key)', labelNames: ['adapter'], registers });
-    this.ingestErrors = new Counter({
-      name: 'tickfleet_sink_ingest_errors_total',
-      help: 'Records rejected as malformed or batches the sink failed to take, by venue',
-      labelNames: ['venue', 'adapter'],
-      registers,
-    });
-    this.sinkState = new Gauge({ name: 'tickfleet_sink_state', help: 'Primary sink state: 0 ok, 1 unavailable, 2 degraded', labelNames: ['adapter'], registers });
-    this.spoolBytes = new Gauge({ name: 'tickfleet_spool_bytes', help: 'Bytes in spool segments', registers });
-    this.spoolSegments = new Gauge({ name: 'tickfleet_spool_segments', help: 'Spool segment files', registers });
-    this.spoolAppended = new Counter({ name: 'tickfleet_spool_appended_total', help: 'Records appended to the spool', registers });
-    this.spoolDropped = new Counter({
-      name: 'tickfleet_spool_dropped_total',
-      help: 'Records dropped because the spool was full (onFull policy)',
-      labelNames: ['venue', 'channel'],
-      registers,
-    });
-    this.spoolReplayed = new Counter({ name: 'tickfleet_spool_replayed_total', help: 'Spooled records replayed into the primary sink', registers });
-    this.dedupDropped = new Counter({
-      name: 'tickfleet_dedup_dropped_total',
-      help: 'Records dropped by the in-memory dedup window',
-      labelNames: ['venue', 'channel'],
-      registers,
-    });
+    this.batchWriteSeconds = registerMetric(registry, 'tickfleet_sink_batch_write_seconds');
+    this.inserted = registerMetric(registry, 'tickfleet_sink_inserted_total');
+    this.duplicates = registerMetric(registry, 'tickfleet_sink_duplicates_total');
+    this.ingestErrors = registerMetric(registry, 'tickfleet_sink_ingest_errors_total');
+    this.sinkState = registerMetric(registry, 'tickfleet_sink_state');
+    this.spoolBytes = registerMetric(registry, 'tickfleet_spool_bytes');
+    this.spoolSegments = registerMetric(registry, 'tickfleet_spool_segments');
+    this.spoolAppended = registerMetric(registry, 'tickfleet_spool_appended_total');
+    this.spoolDropped = registerMetric(registry, 'tickfleet_spool_dropped_total');
+    this.spoolReplayed = registerMetric(registry, 'tickfleet_spool_replayed_total');
+    this.dedupDropped = registerMetric(registry, 'tickfleet_dedup_dropped_total');
   }
 
   setSinkState(adapter: string, state: SinkState): void {

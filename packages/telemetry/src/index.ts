@@ -2,3 +2,4 @@ export * from './logger.js';
 export * from './metrics-registry.js';
 export * from './health-server.js';
 export * from './shutdown.js';
+export * from './metrics-catalog.js';
