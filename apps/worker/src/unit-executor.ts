@@ -134,6 +134,7 @@ export class UnitExecutor {
       // Cursor only moves forward: the store applies max(cursor, lastOpenTime).
       if (advanceCursor) await this.options.store.jobs.advanceCursor(job.id, lastOpenTime);
       await ctx.heartbeat();
+      signal.throwIfAborted();
     }
     return { records, lastOpenTime };
   }
@@ -193,6 +194,7 @@ export class UnitExecutor {
       records += envelopes.length;
       if (file.minuteMs !== undefined) await this.options.store.jobs.advanceCursor(job.id, file.minuteMs);
       await ctx.heartbeat();
+      signal.throwIfAborted();
     }
     return { outcome: 'ok', records, detail: `${files.length} files listed for ${date}` };
   }

@@ -63,6 +63,8 @@ export class VenueRunner {
   private adapter: VenueAdapter;
   private inflight = 0;
   private connector: Connector;
+  /** Aborted on shutdown: units stop at their next page boundary and go back to the queue. */
+  private readonly shutdown = new AbortController();
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
@@ -108,8 +110,13 @@ export class VenueRunner {
     this.options.metrics.concurrencyCap.set({ venue: this.venue }, connector.maxInflight);
   }
 
-  /** Stops taking units; waits for in-flight ones to finish (BullMQ returns unfinished ones to the queue on close). */
+  /**
+   * Stops taking units. In-flight units stop at their next page boundary (what they stored is
+   * kept and the cursor reflects it) and return to the queue without burning an attempt; `force`
+   * closes without waiting, leaving any unit still running to BullMQ's stalled-unit recovery.
+   */
   async stop(force = false): Promise<void> {
+    this.shutdown.abort(new Error('worker shutting down'));
     await this.worker?.close(force);
   }
 
@@ -136,7 +143,7 @@ export class VenueRunner {
     try {
       const locked = await jobLock.withLock(unit.jobId, async (lock) => {
         this.counters.submitted += 1;
-        const signals = [lock.signal, ...(signal ? [signal] : [])];
+        const signals = [lock.signal, this.shutdown.signal, ...(signal ? [signal] : [])];
         const result = await this.options.executor.run({
           unit,
           adapter: this.adapter,
@@ -165,6 +172,13 @@ export class VenueRunner {
       return { records: result.records, outcome: result.outcome };
     } catch (err) {
       if (err instanceof DelayedError) throw err;
+      if (this.shutdown.signal.aborted) {
+        // Interrupted by shutdown: back to the queue at once, no attempt burned.
+        logger.info({ err: err instanceof Error ? err.message : String(err) }, 'unit returned to the queue on shutdown');
+        metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'returned' });
+        await job.moveToDelayed(clock.now(), token);
+        throw new DelayedError();
+      }
       return await this.handleFailure(job, token, unit, err, logger, clock.monotonic() - startedAt);
     } finally {
       this.inflight -= 1;

@@ -42,7 +42,7 @@ export const METRIC_CATALOG = {
   // ---- worker: units and upstream requests -------------------------------------------------
   tickfleet_units_total: {
     type: 'counter',
-    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, failed, skipped)',
+    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, failed, skipped)',
     labelNames: ['venue', 'kind', 'outcome'],
     roles: ['worker'],
     usedBy: ['alert:TickfleetUnitFailureRatioHigh', 'panel:tickfleet-fleet-overview/Units finished by outcome', 'panel:tickfleet-venue-drilldown/Units by kind and outcome'],

@@ -1,0 +1,183 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Command } from 'commander';
+import { jobId, ValidationError } from '@tickfleet/core';
+import type { StateStore } from '@tickfleet/store';
+import { createLogger } from '@tickfleet/telemetry';
+import { integer, positiveInt } from '../args.js';
+import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
+import { startRedisServer, type RedisServer } from '../redis-server.js';
+import { storeUrl, withStore } from '../store-context.js';
+
+interface UpOptions {
+  demo?: boolean;
+  workers: number;
+  dashboardPort: number;
+  sink?: string;
+}
+
+const CLI_ENTRY = fileURLToPath(new URL('../../bin/tickfleet.mjs', import.meta.url));
+const DAY = 86_400_000;
+
+export function registerUp(program: Command): void {
+  program
+    .command('up')
+    .description('run the whole fleet on this machine: Redis (private unless REDIS_URL), scheduler, workers, dashboard')
+    .option('--demo', 'also start the venue emulations and seed connectors and jobs, so data flows within seconds')
+    .option('--workers <n>', 'worker processes', positiveInt('--workers'), 2)
+    .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), 3000)
+    .option('--sink <url>', 'sink URL (env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db)')
+    .action(async (opts: UpOptions, cmd: Command) => {
+      if (opts.workers > 32) throw new ValidationError('--workers', 'at most 32 worker processes on one machine', opts.workers);
+      await runUp(opts, cmd);
+    });
+}
+
+async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
+  const logger = createLogger({ role: 'up' });
+  const store = storeUrl(cmd);
+  const sink = opts.sink ?? process.env.TICKFLEET_SINK_URL ?? 'sqlite://.tickfleet/data.db';
+  const prefix = process.env.TICKFLEET_PREFIX ?? 'tickfleet';
+  mkdirSync('.tickfleet/logs', { recursive: true });
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const children: ChildProcess[] = [];
+  let stopping = false;
+  const stopAll = async (code: number): Promise<never> => {
+    if (stopping) process.exit(code);
+    stopping = true;
+    process.stderr.write('\nstopping the fleet…\n');
+    await Promise.all(children.map((c) => terminate(c, 30_000)));
+    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => logger.warn({ err }, 'cleanup failed'));
+    rmSync(FLEET_FILE, { force: true });
+    process.stderr.write('fleet stopped\n');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stopAll(0));
+  process.on('SIGTERM', () => void stopAll(0));
+
+  try {
+    let redis: RedisServer | undefined;
+    let redisUrl = process.env.REDIS_URL;
+    if (!redisUrl) {
+      redis = await startRedisServer({ dir: resolve('.tickfleet') });
+      cleanups.push(() => redis!.stop());
+      redisUrl = redis.url;
+    }
+
+    const info: FleetInfo = { redisUrl, prefix, storeUrl: store, sinkUrl: sink, pid: process.pid };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      REDIS_URL: redisUrl,
+      TICKFLEET_PREFIX: prefix,
+      TICKFLEET_STORE_URL: store,
+      TICKFLEET_SINK_URL: sink,
+      TICKFLEET_HEALTH_HOST: '127.0.0.1',
+      POLYGON_API_KEY: process.env.POLYGON_API_KEY ?? (opts.demo ? 'demo' : ''),
+    };
+
+    if (opts.demo) {
+      const { startMockVenue } = await import('@tickfleet/mock-venue');
+      const mock = await startMockVenue({});
+      cleanups.push(() => mock.stop());
+      info.mockVenueUrl = mock.url;
+      await withStore(cmd, (s) => seedDemo(s, (v) => mock.baseUrl(v)));
+    }
+
+    children.push(startRole('scheduler', ['scheduler'], env));
+    for (let i = 0; i < opts.workers; i++) children.push(startRole(`worker-${i}`, ['worker'], env));
+
+    const { runDashboard } = await import('@tickfleet/dashboard');
+    const dashboard = await runDashboard(
+      { ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' },
+      { handleSignals: false },
+    ).catch(async (err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      return runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, { handleSignals: false });
+    });
+    cleanups.push(() => dashboard.close());
+    info.dashboardUrl = dashboard.url;
+    writeFileSync(FLEET_FILE, JSON.stringify(info, null, 2));
+
+    for (const c of children) {
+      c.once('exit', (code, signal) => {
+        if (!stopping) {
+          process.stderr.write(`${c.spawnargs.slice(2).join(' ')} exited (${code ?? signal}); see .tickfleet/logs\n`);
+          void stopAll(1);
+        }
+      });
+    }
+
+    process.stdout.write(
+      [
+        'tickfleet is up',
+        `  dashboard:  ${dashboard.url}  (queues: ${dashboard.url}/queues)`,
+        `  redis:      ${redisUrl}${redis ? ' (private redis-server)' : ''}`,
+        `  store:      ${store}`,
+        `  sink:       ${sink}`,
+        ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
+        `  logs:       .tickfleet/logs/{scheduler,worker-N}.log`,
+        '  try:        tickfleet status',
+        '              tickfleet data count binance BTC/USDT --timeframe 1m',
+        "              tickfleet backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow",
+        'Ctrl-C stops everything.',
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    process.stderr.write(`tickfleet up failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    await stopAll(1);
+  }
+}
+
+/** Starts `tickfleet <args>` as a child process logging to `.tickfleet/logs/<name>.log`. */
+function startRole(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const log = createWriteStream(`.tickfleet/logs/${name}.log`, { flags: 'a' });
+  // Own process group: a terminal's Ctrl-C reaches only `up`, which stops the roles in order
+  // (a second signal would make a role exit at once instead of finishing its units).
+  const child = spawn(process.execPath, [CLI_ENTRY, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
+function terminate(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * The demo fleet: each venue emulation with its real published limits, candle jobs that start a
+ * few hours back (so history arrives at once, then live candles every minute), Polymarket
+ * discovery feeding order-book polling, and Xetra's post-trade files.
+ */
+async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'polygon' | 'polymarket' | 'xetra') => string): Promise<void> {
+  const now = Date.now();
+  await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
+  await store.connectors.upsert({ venue: 'polygon', baseUrl: baseUrl('polygon'), rateLimit: { limit: 5, periodMs: 60_000 }, maxInflight: 1 });
+  await store.connectors.upsert({ venue: 'polymarket', baseUrl: baseUrl('polymarket'), rateLimit: { limit: 1500, periodMs: 10_000 }, maxInflight: 4 });
+  await store.connectors.upsert({ venue: 'xetra', baseUrl: baseUrl('xetra'), rateLimit: { limit: 5, periodMs: 2000, headroom: 1 }, maxInflight: 1 });
+  const jobs = [
+    { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
+    { venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
+    { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1h', since: now - 30 * DAY },
+    { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1m', since: now - 3 * 3600_000 },
+    { venue: 'polymarket', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
+    { venue: 'xetra', type: 'files', symbol: 'DETR', timeframe: null, since: null },
+  ] as const;
+  for (const j of jobs) {
+    const existing = await store.jobs.get(jobId({ venue: j.venue, type: j.type, symbol: j.symbol, timeframe: j.timeframe ?? undefined }));
+    if (existing) continue;
+    await store.jobs.upsert({ ...j, nextRunAt: now });
+  }
+}
