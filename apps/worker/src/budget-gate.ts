@@ -32,6 +32,9 @@ export interface BudgetGateOptions {
   onResponse?: (info: AfterResponseInfo) => void | Promise<void>;
 }
 
+/** How long a unit of a paused or disabled venue waits before it looks again. */
+const PAUSED_RECHECK_MS = 5000;
+
 /**
  * Spends a request's weight from the venue's shared budget before every upstream request.
  * A frozen venue or a spent budget raises BudgetExhaustedError with the time to come back, so
@@ -97,8 +100,10 @@ export class BudgetGate {
         metrics.budgetLimit.set({ venue }, r.limit);
         return { ok: true };
       }
-      if (r.reason === 'too-heavy' || r.reason === 'unknown-venue') {
-        throw new BudgetExhaustedError(venue, r.retryAtMs);
+      if (r.reason !== 'exhausted') {
+        // Paused, disabled or unknown venue (or a request heavier than the whole window): yield the
+        // unit for a while instead of polling the store from a held slot.
+        throw new BudgetExhaustedError(venue, Math.max(r.retryAtMs, this.options.clock.now() + PAUSED_RECHECK_MS));
       }
       return { ok: false, retryAtMs: r.retryAtMs };
     } catch (err) {

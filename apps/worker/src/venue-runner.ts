@@ -143,6 +143,7 @@ export class VenueRunner {
     try {
       const locked = await jobLock.withLock(unit.jobId, async (lock) => {
         this.counters.submitted += 1;
+        logger.debug({ attempt: job.attemptsMade + 1 }, 'unit started');
         const signals = [lock.signal, this.shutdown.signal, ...(signal ? [signal] : [])];
         const result = await this.options.executor.run({
           unit,

@@ -1,0 +1,40 @@
+import { waitFor } from '@tickfleet/testkit';
+import { FleetHarness } from './fleet-harness.js';
+
+const DAY = 86_400_000;
+
+/** `tickfleet connectors pause binance` mid-run stops requests to Binance at once; resume restarts them. */
+describe('fleet: pausing a connector', () => {
+  let fleet: FleetHarness;
+  beforeAll(async () => {
+    fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 100 } } });
+  });
+  afterAll(() => fleet.stop());
+
+  it('stops new binance requests within one scheduler tick plus in-flight completion, and resume restarts them', async () => {
+    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '100000', '--period', '10s', '--max-inflight', '3');
+    const to = Math.floor(Date.now() / DAY) * DAY - DAY;
+    await fleet.ok('backfill', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', new Date(to - 200 * DAY).toISOString(), '--to', new Date(to).toISOString());
+    const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
+    const worker = fleet.spawn('worker', ['worker']);
+    await fleet.ready(worker);
+    await fleet.ready(scheduler, 'scheduler started');
+    await waitFor(() => fleet.mock.stats().venues.binance.requests >= 10, 'binance traffic');
+
+    const paused = await fleet.cli(['connectors', 'pause', 'binance', '--json']);
+    expect(paused.code).toBe(0);
+    const pausedAt = Date.now();
+    // One scheduler tick (500 ms) plus the in-flight requests (100 ms each) and a margin.
+    await new Promise((r) => setTimeout(r, 1500));
+    const settled = fleet.mock.stats().venues.binance.requests;
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(fleet.mock.stats().venues.binance.requests).toBe(settled);
+    expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(4500);
+
+    await fleet.ok('connectors', 'resume', 'binance');
+    await waitFor(() => fleet.mock.stats().venues.binance.requests >= settled + 5, 'binance resumes after resume', { timeoutMs: 30_000 });
+
+    expect(await fleet.stopProcess(worker)).toBe(0);
+    expect(await fleet.stopProcess(scheduler)).toBe(0);
+  }, 120_000);
+});
