@@ -9,8 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-// The root has no workspace dependencies, so scripts import packages by path.
-import { catalogEntries, type MetricRole, type MetricSpec } from '../packages/telemetry/src/index.js';
+import { catalogEntries, type MetricRole, type MetricSpec } from '@tickfleet/telemetry';
 
 export const METRICS_DOC = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'docs/metrics.md');
 

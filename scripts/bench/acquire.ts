@@ -15,8 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-// Root has no workspace dependencies, so scripts import packages by path.
-import { openStore } from '../../packages/store/src/index.js';
+import { openStore } from '@tickfleet/store';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -110,7 +109,7 @@ async function main(): Promise<void> {
     let url = process.env.MONGO_URL ?? '';
     let adapter = 'mongodb (MONGO_URL)';
     if (!url) {
-      const { startMongoWire } = await import('../../packages/mongo-wire/src/index.js');
+      const { startMongoWire } = await import('@tickfleet/mongo-wire');
       const server = await startMongoWire();
       url = server.url;
       stopMongo = () => server.stop();

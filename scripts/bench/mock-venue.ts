@@ -11,8 +11,7 @@ import { spawn } from 'node:child_process';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-// scripts/ is outside the workspace packages, so it reaches the package barrel by path
-import { startMockVenue } from '../../packages/mock-venue/src/index.js';
+import { startMockVenue } from '@tickfleet/mock-venue';
 
 interface GeneratorResult {
   requests: number;

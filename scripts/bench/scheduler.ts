@@ -12,13 +12,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-// scripts/ is outside the workspace packages, so it reaches the package barrels by path.
-import { ManualClock, type Job } from '../../packages/core/src/index.js';
-import { createRedisConnection, VenueQueues } from '../../packages/queues/src/index.js';
-import { openStore, type StateStore } from '../../packages/store/src/index.js';
-import { createLogger, createRegistry } from '../../packages/telemetry/src/index.js';
-import { startRedis } from '../../packages/testkit/src/index.js';
-import { Scheduler } from '../../apps/scheduler/src/index.js';
+import { ManualClock, type Job } from '@tickfleet/core';
+import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry } from '@tickfleet/telemetry';
+import { startRedis } from '@tickfleet/testkit';
+import { Scheduler } from '@tickfleet/scheduler';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {

@@ -13,10 +13,9 @@
  */
 import { appendFileSync, closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-// The root has no workspace dependencies, so scripts import packages by path.
-import { tempDir } from '../../packages/testkit/src/index.js';
-import { tradeEnvelope, openSink, ReplayWorker, Spool, type Sink } from '../../packages/sinks/src/index.js';
-import type { Envelope } from '../../packages/core/src/index.js';
+import { tempDir } from '@tickfleet/testkit';
+import { tradeEnvelope, openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
+import type { Envelope } from '@tickfleet/core';
 
 const quick = process.argv.includes('--quick');
 const T0 = Date.UTC(2024, 0, 1);
@@ -53,7 +52,7 @@ async function mongoUrl(): Promise<{ url: string; stop(): Promise<void> }> {
     u.pathname = `/bench${randomUUID().slice(0, 8)}`;
     return { url: u.toString(), stop: async () => undefined };
   }
-  const { startMongoWire } = await import('../../packages/mongo-wire/src/index.js');
+  const { startMongoWire } = await import('@tickfleet/mongo-wire');
   const h = await startMongoWire();
   return { url: `${h.url}bench`, stop: () => h.stop() };
 }

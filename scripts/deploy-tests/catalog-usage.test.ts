@@ -1,4 +1,4 @@
-import { catalogEntries, isCatalogMetric, METRIC_CATALOG } from '../../packages/telemetry/src/index.js';
+import { catalogEntries, isCatalogMetric, METRIC_CATALOG } from '@tickfleet/telemetry';
 import { baseMetricName, dashboards, parsePromql, promqlUses } from './deploy-files.js';
 
 const isHistogram = (name: string): boolean => isCatalogMetric(name) && METRIC_CATALOG[name].type === 'histogram';

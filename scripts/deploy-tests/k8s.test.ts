@@ -13,10 +13,10 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
-import { WorkerEnv } from '../../apps/worker/src/worker-env.js';
-import { SchedulerEnv } from '../../apps/scheduler/src/env.js';
-import { DashboardEnv } from '../../apps/dashboard/src/dashboard-env.js';
-import { createRegistry, HealthServer, isCatalogMetric } from '../../packages/telemetry/src/index.js';
+import { WorkerEnv } from '@tickfleet/worker';
+import { SchedulerEnv } from '@tickfleet/scheduler';
+import { DashboardEnv } from '@tickfleet/dashboard';
+import { createRegistry, HealthServer, isCatalogMetric } from '@tickfleet/telemetry';
 import { parsePromql, ROOT } from './deploy-files.js';
 import { loadYamlDocs, resolveKustomization, type K8sObject, type Resolved } from './kustomize.js';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { catalogEntries } from '../../packages/telemetry/src/index.js';
+import { catalogEntries } from '@tickfleet/telemetry';
 import { METRICS_DOC, renderMetricsDoc } from '../gen-metrics-doc.js';
 
 describe('docs/metrics.md', () => {

@@ -6,8 +6,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { freePort, tempDir, waitFor, type TempDir } from '../../packages/testkit/src/index.js';
-import { createRegistry, HealthServer, METRIC_CATALOG, registerMetric, registerRoleMetrics, type Registry } from '../../packages/telemetry/src/index.js';
+import { freePort, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
+import { createRegistry, HealthServer, METRIC_CATALOG, registerMetric, registerRoleMetrics, type Registry } from '@tickfleet/telemetry';
 import { RULES_FILE } from '../gen-prometheus-rules.js';
 import { alertRules, promqlUses, readYaml } from './deploy-files.js';
 

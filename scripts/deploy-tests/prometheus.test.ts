@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { createRegistry, HealthServer, METRIC_CATALOG, registerMetric, registerRoleMetrics, type MetricRole } from '../../packages/telemetry/src/index.js';
+import { createRegistry, HealthServer, METRIC_CATALOG, registerMetric, registerRoleMetrics, type MetricRole } from '@tickfleet/telemetry';
 import { generatedFiles, PROMETHEUS_RULE_MANIFEST, RULES_FILE } from '../gen-prometheus-rules.js';
 import { alertRules, ROOT } from './deploy-files.js';
 

@@ -3,11 +3,11 @@
  * help, labels, buckets), so the catalog, docs/metrics.md, the alerts and the dashboards describe
  * what a role really exposes, also for roles not (yet) registering through `registerMetric`.
  */
-import { isCatalogMetric, METRIC_CATALOG, Registry, type MetricRole } from '../../packages/telemetry/src/index.js';
-import { PipelineMetrics } from '../../packages/sinks/src/pipeline-metrics.js';
-import { WorkerMetrics } from '../../apps/worker/src/worker-metrics.js';
-import { SchedulerMetrics } from '../../apps/scheduler/src/scheduler-metrics.js';
-import { FleetStatusMetrics } from '../../apps/dashboard/src/fleet-status-metrics.js';
+import { isCatalogMetric, METRIC_CATALOG, Registry, type MetricRole } from '@tickfleet/telemetry';
+import { PipelineMetrics } from '@tickfleet/sinks';
+import { WorkerMetrics } from '@tickfleet/worker';
+import { SchedulerMetrics } from '@tickfleet/scheduler';
+import { FleetStatusMetrics } from '@tickfleet/dashboard';
 
 interface Introspected {
   name: string;

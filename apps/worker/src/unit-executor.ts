@@ -7,6 +7,7 @@ import {
   lastClosedOpenTime,
   timeframeMs,
   TransientError,
+  UnrecoverableError,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
@@ -61,6 +62,7 @@ export class UnitExecutor {
     switch (unit.kind) {
       case 'incremental':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
+        if (job.type !== 'ohlcv') throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.type} jobs have no incremental collector (trade polling is not built)`);
         return this.incremental(ctx, job);
       case 'backfill':
         return this.backfill(ctx, job);

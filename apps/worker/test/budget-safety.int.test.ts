@@ -1,6 +1,6 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from './fleet-harness.js';
+import { FleetHarness } from '../src/testing/index.js';
 
 const LIMIT = 120;
 const WINDOW_MS = 10_000;

@@ -1,7 +1,7 @@
 import { FleetVenueControl } from '@tickfleet/budget';
 import { createRedisConnection } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from './fleet-harness.js';
+import { FleetHarness } from '../src/testing/index.js';
 
 const DAY = 86_400_000;
 const STORM_MS = 3000;

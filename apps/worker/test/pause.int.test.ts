@@ -1,5 +1,5 @@
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from './fleet-harness.js';
+import { FleetHarness } from '../src/testing/index.js';
 
 const DAY = 86_400_000;
 

@@ -12,6 +12,7 @@ import {
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -40,9 +41,11 @@ export function registerJobs(program: Command): void {
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
       const job = await withStore(cmd, async (store) => {
-        if (!(await store.connectors.get(name))) {
+        const connector = await store.connectors.get(name);
+        if (!connector) {
           throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${name} …)`, name);
         }
+        assertSupported(name, connector.baseUrl, jobType);
         return store.jobs.upsert({
           venue: name,
           type: jobType,
@@ -95,6 +98,18 @@ export function registerJobs(program: Command): void {
         else printJobs([job]);
       });
   }
+}
+
+/** A job type the venue's adapter can collect; trade polling has no adapter yet. */
+function assertSupported(venue: string, baseUrl: string, type: JobType): void {
+  if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
+  const adapter = createVenueAdapter(venue, { baseUrl });
+  const supported: JobType[] = [
+    ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
+    ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
+    ...(isFileSource(adapter) ? (['files'] as const) : []),
+  ];
+  if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
 }
 
 async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {

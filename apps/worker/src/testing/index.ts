@@ -1,0 +1,1 @@
+export { FleetHarness, type FleetProcess } from './fleet-harness.js';
