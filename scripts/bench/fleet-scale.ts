@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -21,12 +21,14 @@ const argOf = (name: string): string | undefined => {
 };
 const JOBS = Number(argOf('jobs') ?? 10_000);
 const WORKERS = (argOf('workers') ?? '1,2,4').split(',').map(Number);
+/** Fleet-wide in-flight cap of the venue (also each worker's local concurrency). */
+const INFLIGHT = Number(argOf('inflight') ?? 128);
 
 const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5, '0')}/USDT`);
 
 async function seed(fleet: FleetHarness): Promise<void> {
   await fleet.withStore(async (store) => {
-    await store.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit: { limit: 100_000_000, periodMs: 10_000 }, maxInflight: 32 });
+    await store.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit: { limit: 100_000_000, periodMs: 10_000 }, maxInflight: INFLIGHT });
     const since = Math.floor(Date.now() / 60_000) * 60_000 - 5 * 60_000;
     for (const symbol of symbols) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1m', since, nextRunAt: 0 });
   });

@@ -2,8 +2,7 @@ import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '@tickfleet/core';
 import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 import type { AimdChange, AimdOutcome } from './aimd-controller.js';
-import { DEFAULT_PREFIX, venueRecordKey } from './internal/keys.js';
-import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -59,7 +58,7 @@ export class FleetVenueControl {
     private readonly redis: Redis,
     options: FleetVenueControlOptions = {},
   ) {
-    this.prefix = options.prefix ?? DEFAULT_PREFIX;
+    this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
     this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-1.lua');
@@ -156,6 +155,6 @@ export class FleetVenueControl {
   }
 
   private key(venue: string, suffix: string): string {
-    return venueRecordKey(this.prefix, venue, suffix);
+    return venueKey(this.prefix, venue, suffix);
   }
 }

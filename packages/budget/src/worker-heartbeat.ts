@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '@tickfleet/core';
-import { DEFAULT_PREFIX, venueRecordKey } from './internal/keys.js';
-import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -28,7 +27,7 @@ export class WorkerHeartbeat {
     readonly workerId: string,
     options: WorkerHeartbeatOptions = {},
   ) {
-    this.prefix = options.prefix ?? DEFAULT_PREFIX;
+    this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.livenessMs = options.livenessMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
     this.beatCmd = luaCommand(redis, COMMANDS, 'heartbeatWorker-1.lua');
@@ -50,6 +49,6 @@ export class WorkerHeartbeat {
   }
 
   private key(venue: string): string {
-    return venueRecordKey(this.prefix, venue, 'workers');
+    return venueKey(this.prefix, venue, 'workers');
   }
 }

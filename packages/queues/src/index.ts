@@ -15,3 +15,5 @@ export {
 export { applyConcurrency, type ConcurrencySource } from './concurrency-source.js';
 export { RedisMutex } from './redis-mutex.js';
 export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
+export { luaCommand, type LuaCommand } from './internal/lua-commands.js';
+export { freePort, startRedisServer, type RedisServer } from './redis-server.js';

@@ -3,12 +3,12 @@ import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
+import { startRedisServer, type RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
-import { startRedisServer, type RedisServer } from '../redis-server.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {

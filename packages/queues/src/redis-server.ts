@@ -8,12 +8,15 @@ export interface RedisServer {
 }
 
 /**
- * Starts a private `redis-server` from PATH on a free loopback port for `tickfleet up`.
- * Persistence is off: queues are rebuilt by the scheduler from the state store after a restart.
+ * Starts a private `redis-server` from PATH on a free loopback port (`tickfleet up`, and one per
+ * test suite). Persistence is off: the scheduler rebuilds queues from the state store after a
+ * restart, and tests want a clean server.
  */
-export async function startRedisServer(options: { dir: string }): Promise<RedisServer> {
+export async function startRedisServer(options: { dir?: string } = {}): Promise<RedisServer> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', options.dir, '--loglevel', 'warning'], {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
+  if (options.dir) args.push('--dir', options.dir);
+  const child = spawn('redis-server', args, {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -54,9 +57,11 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-function freePort(): Promise<number> {
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
+    srv.unref();
     srv.once('error', reject);
     srv.listen(0, '127.0.0.1', () => {
       const addr = srv.address();
