@@ -11,6 +11,8 @@ export interface FleetInfo {
   sinkUrl?: string;
   mockVenueUrl?: string;
   dashboardUrl?: string;
+  /** `/metrics` URL of each role, by role name (`scheduler`, `worker-0`, `dashboard`). */
+  metrics?: Record<string, string>;
   pid?: number;
 }
 

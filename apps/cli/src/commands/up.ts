@@ -3,7 +3,7 @@ import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
-import { startRedisServer, type RedisServer } from '@tickfleet/queues';
+import { freePort, startRedisServer, type RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
@@ -86,8 +86,15 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
       await withStore(cmd, (s) => seedDemo(s, (v) => mock.baseUrl(v)));
     }
 
-    children.push(startRole('scheduler', ['scheduler'], env));
-    for (let i = 0; i < opts.workers; i++) children.push(startRole(`worker-${i}`, ['worker'], env));
+    // Each role's /metrics /healthz /readyz on a port chosen here, recorded in fleet.json so a
+    // Prometheus (or an operator) can find them.
+    const roles = ['scheduler', ...Array.from({ length: opts.workers }, (_, i) => `worker-${i}`)];
+    info.metrics = {};
+    for (const name of roles) {
+      const port = await freePort();
+      info.metrics[name] = `http://127.0.0.1:${port}/metrics`;
+      children.push(startRole(name, [name === 'scheduler' ? 'scheduler' : 'worker'], { ...env, TICKFLEET_HEALTH_PORT: String(port) }));
+    }
 
     const { runDashboard } = await import('@tickfleet/dashboard');
     const dashboard = await runDashboard(
@@ -99,6 +106,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     });
     cleanups.push(() => dashboard.close());
     info.dashboardUrl = dashboard.url;
+    info.metrics.dashboard = `${dashboard.url}/metrics`;
     writeFileSync(FLEET_FILE, JSON.stringify(info, null, 2));
 
     for (const c of children) {
@@ -118,6 +126,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  store:      ${store}`,
         `  sink:       ${sink}`,
         ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
+        `  metrics:    ${Object.entries(info.metrics).map(([name, url]) => `${name} ${url}`).join(', ')}`,
         `  logs:       .tickfleet/logs/{scheduler,worker-N}.log`,
         '  try:        tickfleet status',
         '              tickfleet data count binance BTC/USDT --timeframe 1m',
