@@ -1,5 +1,5 @@
-import type { Document } from 'mongodb';
-import { ValidationError } from '@tickfleet/core';
+import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type Document } from 'mongodb';
+import { StoreUnavailableError, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
 import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
 import type { BudgetDoc, MongoCollections } from './documents.js';
@@ -77,7 +77,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
 
   async acquire(venue: string, weight: number): Promise<AcquireResult> {
     if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
-    const spend = () => this.c.budgets.findOneAndUpdate({ _id: venue }, acquirePipeline(weight), { returnDocument: 'after' });
+    const spend = () => unavailableOnNetworkError(() => this.c.budgets.findOneAndUpdate({ _id: venue }, acquirePipeline(weight), { returnDocument: 'after' }));
     let doc = await spend();
     if (!doc && (await this.repairBudget(venue))) doc = await spend();
     if (!doc) {
@@ -100,7 +100,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
 
   async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
     if (!Number.isInteger(usedWeight) || usedWeight < 0) throw new ValidationError('usedWeight', 'a non-negative integer', usedWeight);
-    await this.c.budgets.updateOne({ _id: venue, policy: 'fixed-window' }, observePipeline(usedWeight, windowStartMs));
+    await unavailableOnNetworkError(() => this.c.budgets.updateOne({ _id: venue, policy: 'fixed-window' }, observePipeline(usedWeight, windowStartMs)));
   }
 
   async usage(venue: string): Promise<BudgetUsage | null> {
@@ -127,5 +127,20 @@ export class MongoBudgetsRepo implements BudgetsRepo {
       { venue, policy: doc.policy, limit: doc.limit, periodMs: doc.periodMs, windowStartMs: doc.windowStart ?? null, used: doc.used, tatMs: doc.tat ?? null },
       doc.now,
     );
+  }
+}
+
+/**
+ * Runs a driver call, turning "the server cannot be reached" (network errors, no server selected,
+ * a closed client) into StoreUnavailableError, so a worker can fall back to its local budget share.
+ */
+async function unavailableOnNetworkError<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof MongoNetworkError || err instanceof MongoServerSelectionError || err instanceof MongoNotConnectedError || err instanceof MongoTopologyClosedError) {
+      throw new StoreUnavailableError(`MongoDB store unreachable: ${err.message}`, { cause: err });
+    }
+    throw err;
   }
 }
