@@ -45,4 +45,26 @@ describe('tickfleet spool', () => {
     expect(r.stderr).toContain(`invalid configuration spoolDir`);
     expect(r.stderr).toContain(`held by pid ${process.pid}`);
   });
+
+  it('covers the worker-<n> slots under the spool dir: status sums them, replay drains free ones and skips live ones', async () => {
+    const base = dir.file('spool');
+    for (const slot of ['worker-0', 'worker-1']) {
+      const spool = Spool.open({ dir: join(base, slot), maxSegmentBytes: 2000 });
+      await spool.append(Array.from({ length: 10 }, (_, i) => tradeEnvelope({ venue: 'binance', symbol: 'ETH/USDT', tradeId: `${slot}-${i}`, timeMs: T0 + i, price: '1', size: '1' }, T0 + 100 + i)));
+      await spool.close();
+    }
+    // worker-1 is written by a live process (this one).
+    writeFileSync(join(base, 'worker-1', 'spool.lock'), String(process.pid));
+
+    const status = JSON.parse((await runCli(['spool', 'status', '--json'], { env })).stdout) as { bytes: number; slots: Array<{ dir: string; bytes: number; writerPid: number | null }> };
+    expect(status.slots.map((x) => x.dir)).toEqual([join(base, 'worker-0'), join(base, 'worker-1')]);
+    expect(status.slots[1]!.writerPid).toBe(process.pid);
+    expect(status.bytes).toBeGreaterThan(status.slots[0]!.bytes + status.slots[1]!.bytes);
+
+    const replay = await runCli(['spool', 'replay', '--json'], { env });
+    expect(replay.code).toBe(0);
+    const r = JSON.parse(replay.stdout) as { records: number; inserted: number; skipped: Array<{ dir: string }> };
+    expect(r).toMatchObject({ records: 60, inserted: 60 });
+    expect(r.skipped.map((x) => x.dir)).toEqual([join(base, 'worker-1')]);
+  });
 });
