@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine with Node lacks, idempotently: pnpm, redis-server,
-# promtool (Debian's prometheus), then the workspace's dependencies from the lockfile.
+# Installs what a fresh Debian machine with Node lacks, idempotently: pnpm, redis-server, the
+# test tools (Debian's prometheus for promtool, chromium for the browser tests; skipped with
+# TICKFLEET_SETUP_TEST_TOOLS=0, as scripts/tickfleet does), then the workspace's dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-if [ "${TICKFLEET_SETUP_PROMETHEUS:-1}" = 1 ]; then
+if [ "${TICKFLEET_SETUP_TEST_TOOLS:-1}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium fonts-liberation)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo_cmd=()

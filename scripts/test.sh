@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command: typecheck, lint, import-cycle check, then every jest suite.
-# Ends with one plain line `N passed, N failed` read from jest's --json result.
+# The test command: installs what is missing (scripts/setup.sh, idempotent), then typecheck,
+# lint, import-cycle check and every jest suite. Ends with one plain line `N passed, N failed`
+# read from jest's --json result.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p .test-artifacts
 export NODE_OPTIONS=--experimental-vm-modules NODE_NO_WARNINGS=1
 
