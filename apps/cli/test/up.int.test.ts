@@ -50,6 +50,9 @@ describe('tickfleet up --demo', () => {
       expect(redisGone).toBe(true);
       const logs = ['scheduler', 'worker-0', 'worker-1'].map((n) => readFileSync(join(dir.path, `.tickfleet/logs/${n}.log`), 'utf8'));
       for (const log of logs) expect(log).toContain('stopped cleanly');
+      // The terminal shows the banner; every role's JSON log goes to its file.
+      expect(readFileSync(join(dir.path, '.tickfleet/logs/dashboard.log'), 'utf8')).toContain('dashboard ready');
+      expect(out).not.toContain('"level"');
     } finally {
       if (up.exitCode === null) up.kill('SIGKILL');
     }

@@ -1,7 +1,7 @@
 import { parseEnv } from '@tickfleet/core';
 import { createRedisConnection } from '@tickfleet/queues';
 import { openStore } from '@tickfleet/store';
-import { createLogger, onShutdown } from '@tickfleet/telemetry';
+import { createLogger, onShutdown, type Logger } from '@tickfleet/telemetry';
 import { DashboardEnv } from './dashboard-env.js';
 import { DashboardServer } from './dashboard-server.js';
 import { assertCredentials } from './internal/dashboard-auth.js';
@@ -17,6 +17,8 @@ export interface RunningDashboard {
 export interface RunDashboardOptions {
   /** Install SIGTERM/SIGINT handlers that stop the server and exit. @defaultValue true */
   handleSignals?: boolean;
+  /** Where the dashboard logs (`tickfleet up` sends it to a log file). @defaultValue JSON lines on stdout */
+  logger?: Logger;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface RunDashboardOptions {
  */
 export async function runDashboard(env: Record<string, string | undefined> = process.env, options: RunDashboardOptions = {}): Promise<RunningDashboard> {
   const config = parseEnv(DashboardEnv, env);
-  const logger = createLogger({ role: 'dashboard' });
+  const logger = options.logger ?? createLogger({ role: 'dashboard' });
   const credentials = {
     token: config.TICKFLEET_DASHBOARD_TOKEN,
     user: config.TICKFLEET_DASHBOARD_USER,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
@@ -97,13 +97,13 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     }
 
     const { runDashboard } = await import('@tickfleet/dashboard');
-    const dashboard = await runDashboard(
-      { ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' },
-      { handleSignals: false },
-    ).catch(async (err: unknown) => {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-      return runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, { handleSignals: false });
-    });
+    const dashboardOptions = { handleSignals: false, logger: createLogger({ role: 'dashboard', destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }) };
+    const dashboard = await runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions).catch(
+      async (err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        return runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions);
+      },
+    );
     cleanups.push(() => dashboard.close());
     info.dashboardUrl = dashboard.url;
     info.metrics.dashboard = `${dashboard.url}/metrics`;
@@ -118,6 +118,8 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
       });
     }
 
+    // From a checkout the CLI is `scripts/tickfleet` (README); an installed one is `tickfleet`.
+    const cli = existsSync('scripts/tickfleet') ? 'scripts/tickfleet' : 'tickfleet';
     process.stdout.write(
       [
         'tickfleet is up',
@@ -127,10 +129,10 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  sink:       ${sink}`,
         ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
         `  metrics:    ${Object.entries(info.metrics).map(([name, url]) => `${name} ${url}`).join(', ')}`,
-        `  logs:       .tickfleet/logs/{scheduler,worker-N}.log`,
-        '  try:        tickfleet status',
-        '              tickfleet data count binance BTC/USDT --timeframe 1m',
-        "              tickfleet backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow",
+        `  logs:       .tickfleet/logs/{scheduler,worker-N,dashboard}.log`,
+        `  try:        ${cli} status`,
+        `              ${cli} data count binance BTC/USDT --timeframe 1m`,
+        `              ${cli} backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow`,
         'Ctrl-C stops everything.',
         '',
       ].join('\n'),
