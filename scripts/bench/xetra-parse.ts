@@ -4,12 +4,12 @@
  * chunks with zod validation) against a baseline measured in the same run (gunzipSync + split +
  * JSON.parse in one synchronous go, no validation). Figures are ratios to the baseline.
  *
- *   node --import tsx packages/venues/bench/xetra-parse.ts [records=200000]
+ *   node --import tsx scripts/bench/xetra-parse.ts [records=200000]
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { XetraAdapter } from '../src/index.js';
+import { XetraAdapter } from '@tickfleet/venues';
 
 const records = Number(process.argv[2] ?? 200_000);
 const template = {
