@@ -12,7 +12,7 @@ import {
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
-import { createRedisConnection, type QueuedUnit, VenueQueues } from '@tickfleet/queues';
+import type { QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { gapsToRanges } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { createVenueAdapter, hasVenueAdapter, isCandleSource } from '@tickfleet/venues';
@@ -180,6 +180,7 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest): Promise
 
 async function withQueues<T>(fn: (queues: VenueQueues) => Promise<T>): Promise<T> {
   const { redisUrl, prefix } = fleetRedis();
+  const { createRedisConnection, VenueQueues } = await import('@tickfleet/queues');
   const connection = createRedisConnection(redisUrl, { blocking: false, connectionName: 'tickfleet-cli' });
   const queues = new VenueQueues(connection, { prefix });
   try {

@@ -1,6 +1,6 @@
 import { type Command } from 'commander';
 import type { Redis } from 'ioredis';
-import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
+import type { VenueQueues } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { printJson, printTable } from '../output.js';
 import { fleetRedis } from '../fleet-context.js';
@@ -18,6 +18,8 @@ export interface FleetRedisContext {
  */
 export async function withFleetRedis<T>(fn: (ctx: FleetRedisContext) => Promise<T>): Promise<T> {
   const { redisUrl, prefix } = fleetRedis();
+  // Loaded on use: BullMQ and ioredis cost ~150 ms of start-up that most commands never need.
+  const { createRedisConnection, VenueQueues } = await import('@tickfleet/queues');
   const redis = createRedisConnection(redisUrl, { blocking: false, connectionName: 'tickfleet-cli' });
   const queues = new VenueQueues(redis, { prefix });
   try {

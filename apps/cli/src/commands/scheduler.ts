@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { runScheduler } from '@tickfleet/scheduler';
 import { duration, integer } from '../args.js';
 import { storeUrl } from '../store-context.js';
 
@@ -24,6 +23,7 @@ export function registerScheduler(program: Command): void {
       if (opts.redis !== undefined) env.REDIS_URL = opts.redis;
       // Keeps running after this returns (health server and tick timer hold the process);
       // the SIGTERM/SIGINT handlers installed by runScheduler stop it and exit 0.
+      const { runScheduler } = await import('@tickfleet/scheduler');
       await runScheduler(env);
     });
 }

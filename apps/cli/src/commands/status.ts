@@ -1,7 +1,6 @@
 import { type Command } from 'commander';
 import { formatDurationMs } from '@tickfleet/core';
-import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
-import { collectFleetStatus, type FleetStatus, type VenueStatus } from '@tickfleet/dashboard';
+import type { FleetStatus, VenueStatus } from '@tickfleet/dashboard';
 import { DEFAULT_SPOOL_DIR } from '@tickfleet/sinks';
 import { printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -48,6 +47,7 @@ export function registerStatus(program: Command): void {
     .option('--spool-dir <dir>', 'spool base directory', process.env.TICKFLEET_SPOOL_DIR ?? DEFAULT_SPOOL_DIR)
     .option('--json', 'print the full status as JSON')
     .action(async (opts: { json?: boolean; spoolDir: string }, cmd: Command) => {
+      const [{ FleetVenueControl, WorkerHeartbeat }, { collectFleetStatus }] = await Promise.all([import('@tickfleet/budget'), import('@tickfleet/dashboard')]);
       const status = await withStore(cmd, (store) =>
         withFleetRedis(({ redis, prefix, queues }) =>
           collectFleetStatus({

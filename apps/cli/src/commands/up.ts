@@ -3,7 +3,7 @@ import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
-import { freePort, startRedisServer, type RedisServer } from '@tickfleet/queues';
+import type { RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
@@ -36,6 +36,7 @@ export function registerUp(program: Command): void {
 }
 
 async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
+  const { freePort, startRedisServer } = await import('@tickfleet/queues');
   const logger = createLogger({ role: 'up' });
   const store = storeUrl(cmd);
   const sink = opts.sink ?? process.env.TICKFLEET_SINK_URL ?? 'sqlite://.tickfleet/data.db';
