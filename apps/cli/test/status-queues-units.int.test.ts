@@ -1,5 +1,5 @@
+import type { RedisClient } from '@tickfleet/queues';
 import { UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { FleetVenueControl } from '@tickfleet/budget';
 import { createRedisConnection, type QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
@@ -9,7 +9,7 @@ let redis: TestRedis;
 let dir: TempDir;
 let prefix: string;
 let store: StateStore;
-let conn: Redis;
+let conn: RedisClient;
 let queues: VenueQueues;
 
 const env = (): Record<string, string | undefined> => ({

@@ -8,7 +8,7 @@ const nonEmpty = z.string().min(1, 'expected a non-empty value').optional();
 
 /** The dashboard's configuration, parsed once at start (`parseEnv`); a bad value names its variable. */
 export const DashboardEnv = z.object({
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL'),
+  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\/\S+$/, 'a redis://, rediss:// or redis+cluster://host:port,… URL'),
   TICKFLEET_STORE_URL: z.string().default('sqlite://.tickfleet/state.db'),
   TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'expected a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),
   /** 0 picks a free port. */

@@ -1,9 +1,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
 import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
-import { QUEUE_PREFIX, VenueQueues } from '@tickfleet/queues';
+import { QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
 import { collectFleetStatus, type FleetStatus } from './fleet-status.js';
@@ -14,8 +13,8 @@ import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type Das
 import { overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
-  /** A non-blocking Redis client of the fleet (shared by the queues, freeze control and heartbeats). */
-  redis: Redis;
+  /** A non-blocking RedisClient client of the fleet (shared by the queues, freeze control and heartbeats). */
+  redis: RedisClient;
   store: StateStore;
   /** Key prefix of the fleet's queues and venue records. @defaultValue 'tickfleet' */
   prefix?: string;

@@ -1,6 +1,6 @@
+import type { RedisClient } from '@tickfleet/queues';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { alignDown, type Clock, type ConnectorInput } from '@tickfleet/core';
 import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, type QueuedUnit, VenueQueues } from '@tickfleet/queues';
@@ -23,7 +23,7 @@ export interface TestFleet {
   storeUrl: string;
   spoolDir: string;
   store: StateStore;
-  redis: Redis;
+  redis: RedisClient;
   queues: VenueQueues;
   control: FleetVenueControl;
   liveness: WorkerHeartbeat;

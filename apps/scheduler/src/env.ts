@@ -17,7 +17,7 @@ const positiveInt = z.coerce.number({ error: 'a positive integer' }).int('a posi
 
 /** The scheduler's configuration, parsed once at start; a bad value fails naming its variable. */
 export const SchedulerEnv = z.object({
-  REDIS_URL: z.string().regex(/^rediss?:\/\/\S+$/, 'a redis:// or rediss:// URL'),
+  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\/\S+$/, 'a redis://, rediss:// or redis+cluster://host:port,… URL'),
   TICKFLEET_STORE_URL: z.string().min(1).default('sqlite://.tickfleet/state.db'),
   /** Key prefix of queues and locks; the same for every role of one fleet. */
   TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
 import { systemClock, type Clock, type Job } from '@tickfleet/core';
-import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
+import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
 import { dailyFilesRange, DEFAULT_CADENCE, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
@@ -10,7 +9,7 @@ import { SchedulerMetrics } from './scheduler-metrics.js';
 
 export interface SchedulerOptions {
   store: StateStore;
-  /** Redis holding the venue queues and the leader lock. */
+  /** RedisClient holding the venue queues and the leader lock. */
   redisUrl: string;
   /** Key prefix of queues and the leader lock; every role of one fleet uses the same. @defaultValue 'tickfleet' */
   prefix?: string;
@@ -59,7 +58,7 @@ export class Scheduler {
   readonly election: LeaderElection;
   readonly queues: VenueQueues;
   private readonly store: StateStore;
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly tickMs: number;
@@ -127,7 +126,7 @@ export class Scheduler {
     return this.clock.monotonic() - this.lastTickEndMs < Math.max(30_000, 10 * this.tickMs);
   }
 
-  /** Readiness: Redis and the store answer. */
+  /** Readiness: RedisClient and the store answer. */
   async pingRedis(): Promise<boolean> {
     return (await this.connection.ping()) === 'PONG';
   }

@@ -1,6 +1,6 @@
+import type { RedisClient } from '@tickfleet/queues';
 import type { ChildProcess } from 'node:child_process';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { createRedisConnection, queueNameFor, type QueuedUnit } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { freePort, spawnCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
@@ -14,9 +14,9 @@ describe('scheduler failover (real processes)', () => {
   let redis: TestRedis;
   let dir: TempDir;
   let store: StateStore;
-  let conn: Redis;
+  let conn: RedisClient;
   let worker: Worker<QueuedUnit> | undefined;
-  let workerConn: Redis | undefined;
+  let workerConn: RedisClient | undefined;
   const children: ChildProcess[] = [];
   const prefix = `t${Date.now().toString(36)}`;
   const LEADER_TTL_MS = 1500;

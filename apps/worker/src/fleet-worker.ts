@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
 import { FleetVenueControl, LocalFallbackBudget, WorkerHeartbeat } from '@tickfleet/budget';
-import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues } from '@tickfleet/queues';
+import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger, Registry } from '@tickfleet/telemetry';
@@ -38,7 +37,7 @@ export interface FleetWorkerOptions {
 }
 
 /**
- * A worker process: one VenueRunner per served venue, sharing one Redis connection, the state
+ * A worker process: one VenueRunner per served venue, sharing one RedisClient connection, the state
  * store, the sink pipeline and the budget gate. New connectors are picked up without a restart.
  */
 export class FleetWorker {
@@ -46,7 +45,7 @@ export class FleetWorker {
   private readonly runners = new Map<string, VenueRunner>();
   private readonly clock: Clock;
   private readonly prefix: string;
-  private connection: Redis | undefined;
+  private connection: RedisClient | undefined;
   private queues: VenueQueues | undefined;
   private control: FleetVenueControl | undefined;
   private liveness: WorkerHeartbeat | undefined;

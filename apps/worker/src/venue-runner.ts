@@ -1,5 +1,4 @@
 import { DelayedError, UnrecoverableError as BullUnrecoverableError, Worker, type Job as BullJob } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   BannedError,
   BudgetExhaustedError,
@@ -9,7 +8,7 @@ import {
   RateLimitedError,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
-import { type JobLock, QueuedUnit, queueNameFor, type VenueQueues } from '@tickfleet/queues';
+import { type JobLock, QueuedUnit, queueNameFor, type VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type VenueAdapter } from '@tickfleet/venues';
@@ -19,7 +18,7 @@ import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface VenueRunnerOptions {
   connector: Connector;
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   queues: VenueQueues;
   control: FleetVenueControl;

@@ -5,7 +5,7 @@ const positiveMs = z.coerce.number().int().positive();
 
 /** The worker's configuration, parsed once at start (`parseEnv`); a bad value names its variable. */
 export const WorkerEnv = z.object({
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL'),
+  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\/\S+$/, 'a redis://, rediss:// or redis+cluster://host:port,… URL'),
   TICKFLEET_STORE_URL: z.string().default('sqlite://.tickfleet/state.db'),
   TICKFLEET_SINK_URL: z.string().default('sqlite://.tickfleet/data.db'),
   /** Base directory of worker spools; each process takes a free `worker-<n>` slot under it. */
@@ -13,9 +13,9 @@ export const WorkerEnv = z.object({
   /** Comma-separated venues to serve; empty serves every connector with an adapter. */
   TICKFLEET_VENUES: z
     .string()
-    .regex(/^([a-z][a-z0-9_-]{1,31})(,[a-z][a-z0-9_-]{1,31})*$/, 'expected venue names separated by commas, e.g. binance,polygon')
+    .regex(/^([a-z][a-z0-9_-]{1,31})(,[a-z][a-z0-9_-]{1,31})*$/, 'venue names separated by commas, e.g. binance,polygon')
     .optional(),
-  TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'expected a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),
+  TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),
   TICKFLEET_HEALTH_PORT: port.default(0),
   TICKFLEET_HEALTH_HOST: z.string().default('127.0.0.1'),
   /** In-flight units get this long to finish on SIGTERM before they are returned to the queue. */

@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '@tickfleet/core';
 import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 import type { AimdChange, AimdOutcome } from './aimd-controller.js';
-import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand } from '@tickfleet/queues';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -39,7 +38,7 @@ export interface ControlStep {
 }
 
 /**
- * Fleet-wide control of each venue in Redis: its freeze and its AIMD concurrency, one hash per
+ * Fleet-wide control of each venue in RedisClient: its freeze and its AIMD concurrency, one hash per
  * venue under the venue's hash tag. Every change is one Lua script, so any number of workers can
  * report 429s and outcomes at once and the venue sees one controller, not N fighting ones.
  * The caller applies a changed concurrency to the venue's queue (`applyConcurrency` in
@@ -55,7 +54,7 @@ export class FleetVenueControl {
   private readonly outcomeCmd: LuaCommand;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     options: FleetVenueControlOptions = {},
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;

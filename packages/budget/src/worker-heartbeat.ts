@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '@tickfleet/core';
-import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand } from '@tickfleet/queues';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -13,7 +12,7 @@ export interface WorkerHeartbeatOptions {
 }
 
 /**
- * Which workers serve a venue: each beats into a Redis sorted set per venue (score = last beat),
+ * Which workers serve a venue: each beats into a RedisClient sorted set per venue (score = last beat),
  * which is how {@link LocalFallbackBudget} knows `liveWorkers` when the state store is down.
  */
 export class WorkerHeartbeat {
@@ -23,7 +22,7 @@ export class WorkerHeartbeat {
   private readonly beatCmd: LuaCommand;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly workerId: string,
     options: WorkerHeartbeatOptions = {},
   ) {

@@ -3,7 +3,7 @@ export { QueuedUnit } from './queued-unit.js';
 export { unitJobId } from './unit-job-id.js';
 export { unitPriority, LIVE_PRIORITY_BASE, BACKFILL_PRIORITY_BASE } from './priorities.js';
 export { UNIT_JOB_OPTIONS } from './job-options.js';
-export { createRedisConnection, type RedisConnectionOptions } from './redis-connection.js';
+export { createRedisConnection, type RedisClient, type RedisConnectionOptions } from './redis-connection.js';
 export {
   VenueQueues,
   type VenueQueuesOptions,

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
 import { JobLock } from './job-lock.js';
 import { createRedisConnection } from './redis-connection.js';
 
 let redis: TestRedis;
-let a: Redis;
-let b: Redis;
+let a: RedisClient;
+let b: RedisClient;
 
 beforeAll(async () => {
   redis = await startRedis();

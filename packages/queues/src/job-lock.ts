@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { parseJobId } from '@tickfleet/core';
 import { assertPrefix, venueKey } from './names.js';
 import { RedisMutex } from './redis-mutex.js';
@@ -22,7 +22,7 @@ export interface JobLockHandle {
 }
 
 /**
- * A Redis lock per tickfleet job id, taken by every unit of the job (live or backfill chunk) so
+ * A RedisClient lock per tickfleet job id, taken by every unit of the job (live or backfill chunk) so
  * two units never advance one cursor at the same time. The key sits under the venue's hash tag:
  * `<prefix>:venue:{binance}:lock:<jobId>`.
  */
@@ -32,7 +32,7 @@ export class JobLock {
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
 
-  constructor(redis: Redis, options: JobLockOptions = {}) {
+  constructor(redis: RedisClient, options: JobLockOptions = {}) {
     this.mutex = new RedisMutex(redis);
     this.prefix = assertPrefix(options.prefix ?? 'tickfleet');
     this.ttlMs = options.ttlMs ?? 30_000;
@@ -82,7 +82,7 @@ export class JobLock {
         (ok) => {
           if (!ok) markLost();
         },
-        // A renewal that cannot reach Redis is retried at the next interval; the TTL covers 3.
+        // A renewal that cannot reach RedisClient is retried at the next interval; the TTL covers 3.
         () => undefined,
       );
     }, this.renewEveryMs);

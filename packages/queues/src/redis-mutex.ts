@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
 /**
- * A lease on one Redis key: SET NX PX to take it, token-checked Lua to extend and release it, so
+ * A lease on one RedisClient key: SET NX PX to take it, token-checked Lua to extend and release it, so
  * a holder can never extend or delete a lock it has lost. The base of the scheduler's leader lock
  * and of {@link JobLock}.
  */
@@ -14,7 +14,7 @@ export class RedisMutex {
   private readonly extendCmd: LuaCommand;
   private readonly releaseCmd: LuaCommand;
 
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     this.acquireCmd = luaCommand(redis, COMMANDS, 'acquireLock-1.lua');
     this.extendCmd = luaCommand(redis, COMMANDS, 'extendLock-1.lua');
     this.releaseCmd = luaCommand(redis, COMMANDS, 'releaseLock-1.lua');

@@ -1,5 +1,5 @@
+import type { RedisClient } from './redis-connection.js';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { createRedisConnection } from './redis-connection.js';
 import { applyConcurrency } from './concurrency-source.js';
@@ -7,7 +7,7 @@ import type { QueuedUnit } from './queued-unit.js';
 import { VenueQueues } from './venue-queues.js';
 
 let redis: TestRedis;
-let conn: Redis;
+let conn: RedisClient;
 const closers: Array<() => Promise<unknown>> = [];
 
 beforeAll(async () => {

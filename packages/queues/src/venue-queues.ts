@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connection.js';
 import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
 import { UNIT_JOB_OPTIONS } from './job-options.js';
 import { assertPrefix, QUEUE_PREFIX, queueNameFor } from './names.js';
@@ -56,7 +56,7 @@ export interface EnqueueOptions {
 export type UnitCounts = Record<'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed', number>;
 
 /**
- * The venue queues of one Redis: a BullMQ `Queue` per venue (named by `queueNameFor`), created on
+ * The venue queues of one RedisClient: a BullMQ `Queue` per venue (named by `queueNameFor`), created on
  * first use and closed together. All units are added here, with deterministic ids, priorities and
  * the trimming options of {@link UNIT_JOB_OPTIONS}.
  */
@@ -68,7 +68,7 @@ export class VenueQueues {
   private readonly onError: (err: Error, venue: string) => void;
 
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisClient,
     options: VenueQueuesOptions = {},
   ) {
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
@@ -93,7 +93,7 @@ export class VenueQueues {
     return [...this.queues.keys()];
   }
 
-  /** The Redis key of the BullMQ job hash of a unit id. */
+  /** The RedisClient key of the BullMQ job hash of a unit id. */
   jobKey(venue: string, id: string): string {
     return `${this.prefix}:${queueNameFor(venue)}:${id}`;
   }

@@ -4,3 +4,4 @@ export * from './temp-dir.js';
 export * from './repo-root.js';
 export * from './cli.js';
 export * from './wait-for.js';
+export * from './redis-cluster.js';

@@ -44,6 +44,8 @@ describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { polymarket: { markets: 2, limit: { requests: 3, windowMs: 1000, maxDelayMs: 1500 } } } } });
     const adapter = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), timeoutMs: 5000 });
     const tokens = polymarketMarkets(SEED, 2).flatMap(marketTokenIds);
+    // Send all six just after a 1 s window opens, so they meet one window: 3 served, 3 delayed.
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
     const books = await Promise.all([...tokens, ...tokens.slice(0, 2)].map((t) => adapter.fetchBook(t)));
     expect(books).toHaveLength(6);
     expect(mock.stats().venues.polymarket.delayedRequests).toBeGreaterThanOrEqual(3);

@@ -1,19 +1,18 @@
 import { type Command } from 'commander';
-import type { Redis } from 'ioredis';
-import type { VenueQueues } from '@tickfleet/queues';
+import type { VenueQueues, RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { printJson, printTable } from '../output.js';
 import { fleetRedis } from '../fleet-context.js';
 import { withStore } from '../store-context.js';
 
 export interface FleetRedisContext {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   queues: VenueQueues;
 }
 
 /**
- * Connects to the running fleet's Redis (REDIS_URL or `tickfleet up`'s fleet file), runs `fn`
+ * Connects to the running fleet's RedisClient (REDIS_URL or `tickfleet up`'s fleet file), runs `fn`
  * with its venue queues, and always disconnects. Commands fail fast instead of retrying forever.
  */
 export async function withFleetRedis<T>(fn: (ctx: FleetRedisContext) => Promise<T>): Promise<T> {

@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { runCli, spawnCli, startRedis, tempDir, waitFor, type CliResult, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { randomUUID } from 'node:crypto';
+import { runCli, spawnCli, startRedis, startRedisCluster, tempDir, waitFor, type CliResult, type TempDir, type TestRedis } from '@tickfleet/testkit';
 
 export interface FleetProcess {
   name: string;
@@ -32,8 +33,9 @@ export class FleetHarness {
     this.sinkUrl = dir.sqliteUrl('data.db');
   }
 
-  static async start(scenario: unknown = {}): Promise<FleetHarness> {
-    const redis = await startRedis();
+  /** Starts a fleet; `{ cluster: true }` runs it on a three-master Redis Cluster instead of one redis-server. */
+  static async start(scenario: unknown = {}, options: { cluster?: boolean } = {}): Promise<FleetHarness> {
+    const redis = options.cluster ? await clusterAsTestRedis() : await startRedis();
     const mock = await startMockVenue({ scenario: scenario as never });
     return new FleetHarness(redis, mock, tempDir('tickfleet-fleet-'));
   }
@@ -123,4 +125,9 @@ export class FleetHarness {
     await this.redis.stop();
     this.dir.remove();
   }
+}
+
+async function clusterAsTestRedis(): Promise<TestRedis> {
+  const cluster = await startRedisCluster();
+  return { url: cluster.url, port: cluster.ports[0]!, namespace: () => `t${randomUUID().slice(0, 8)}`, stop: () => cluster.stop() };
 }

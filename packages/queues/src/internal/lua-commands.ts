@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis-connection.js';
 
 export type LuaCommand = (keys: string[], args: Array<string | number>) => Promise<unknown>;
 
@@ -8,9 +8,9 @@ const sources = new Map<string, { lua: string; numberOfKeys: number }>();
 /**
  * Loads `commands/<file>` (named `<verb><Noun>-<numKeys>.lua`, as BullMQ names its scripts) into
  * `redis` with `defineCommand`, once per client, and returns a caller. ioredis sends EVALSHA and
- * falls back to EVAL after a NOSCRIPT (e.g. after a Redis restart).
+ * falls back to EVAL after a NOSCRIPT (e.g. after a RedisClient restart).
  */
-export function luaCommand(redis: Redis, dir: URL, file: string): LuaCommand {
+export function luaCommand(redis: RedisClient, dir: URL, file: string): LuaCommand {
   const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
   if (!m) throw new Error(`Lua command file ${file} is not named <name>-<numKeys>.lua`);
   const name = `tf_${m[1]}`;
