@@ -55,6 +55,10 @@ export async function runWorker(env: Record<string, string | undefined> = proces
   onShutdown(
     logger,
     async () => {
+      // Units abandoned after the grace period keep running until exit and fail against closed
+      // connections; BullMQ's stalled-unit recovery gives them to another worker, so their errors
+      // are logged, not allowed to turn a clean exit into a crash.
+      process.on('unhandledRejection', (err) => logger.warn({ err }, 'abandoned unit failed during shutdown'));
       health.setDraining();
       await worker.stop(config.TICKFLEET_GRACE_MS);
       await pipeline.close();

@@ -80,7 +80,7 @@ describe('fleet: worker SIGKILL and scheduler restart', () => {
     const dueTimes = [...survivor.output().matchAll(/"unitId":"(live\|[^"]+)"[^\n]*"msg":"unit done"/g)].map((m) => m[1]!);
     expect(new Set(dueTimes).size).toBe(dueTimes.length);
 
-    expect(await fleet.stopProcess(survivor)).toBe(0);
-    expect(await fleet.stopProcess(scheduler)).toBe(0);
+    await fleet.stopCleanly(survivor);
+    await fleet.stopCleanly(scheduler);
   }, 180_000);
 });

@@ -31,6 +31,6 @@ describe('tickfleet backfill --follow', () => {
     expect(frames[frames.length - 1]).toMatch(/^\[#{30}\] 100\.0% 44\/44 units \d+\.\d\/s ETA /);
     expect(frames.some((f) => /\d+\.\d\/s ETA \d/.test(f))).toBe(true);
     expect(out).toMatch(/bf-[0-9a-f]{8}: done, 44\/44 units/);
-    expect(await fleet.stopProcess(worker)).toBe(0);
+    await fleet.stopCleanly(worker);
   }, 120_000);
 });

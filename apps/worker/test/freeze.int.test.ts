@@ -90,6 +90,6 @@ describe('fleet: a 429 storm freezes only its venue', () => {
       clearInterval(sampler);
       redis.disconnect();
     }
-    expect(await fleet.stopProcess(worker)).toBe(0);
+    await fleet.stopCleanly(worker);
   }, 120_000);
 });

@@ -60,7 +60,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     expect(await gaps()).toEqual([expect.objectContaining({ kind: 'venue-hole', attempts: 2, filledAt: null })]);
     // A venue hole is not turned into units again.
     expect(await backfillGaps()).toBe('none');
-    expect(await fleet.stopProcess(worker)).toBe(0);
+    await fleet.stopCleanly(worker);
   }, 120_000);
 
   it('fills a gap the venue can serve and marks it filled', async () => {
@@ -86,6 +86,6 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     const after = JSON.parse(await fleet.ok('gaps', 'binance:ETH/USDT:1m:ohlcv', '--all', '--json')) as GapRow[];
     expect(after).toEqual([expect.objectContaining({ fromMs: lostFrom, kind: 'missing', filledAt: expect.any(Number) })]);
     expect((await fleet.storedOpenTimes('binance', 'ETH/USDT', '1m')).length).toBe(2 * 1440);
-    expect(await fleet.stopProcess(worker)).toBe(0);
+    await fleet.stopCleanly(worker);
   }, 120_000);
 });

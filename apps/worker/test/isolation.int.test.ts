@@ -61,6 +61,6 @@ describe('fleet: a slow venue does not block a fast one', () => {
       await queues.close();
       redis.disconnect();
     }
-    await Promise.all(workers.map(async (w) => expect(await fleet.stopProcess(w)).toBe(0)));
+    await Promise.all(workers.map((w) => fleet.stopCleanly(w)));
   }, 120_000);
 });

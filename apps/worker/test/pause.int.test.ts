@@ -34,7 +34,7 @@ describe('fleet: pausing a connector', () => {
     await fleet.ok('connectors', 'resume', 'binance');
     await waitFor(() => fleet.mock.stats().venues.binance.requests >= settled + 5, 'binance resumes after resume', { timeoutMs: 30_000 });
 
-    expect(await fleet.stopProcess(worker)).toBe(0);
-    expect(await fleet.stopProcess(scheduler)).toBe(0);
+    await fleet.stopCleanly(worker);
+    await fleet.stopCleanly(scheduler);
   }, 120_000);
 });

@@ -70,7 +70,7 @@ describe('fleet on Redis Cluster', () => {
       await queues.close();
       redis.disconnect();
     }
-    expect(await fleet.stopProcess(scheduler)).toBe(0);
-    for (const w of workers) expect(await fleet.stopProcess(w)).toBe(0);
+    await fleet.stopCleanly(scheduler);
+    for (const w of workers) await fleet.stopCleanly(w);
   }, 120_000);
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ValidationError } from '@tickfleet/core';
 import { ReplayWorker, Spool, openSink, type Sink } from './index.js';
 import { candles, trades, books, T0 } from '../test/fixtures/envelopes.js';
-import { mongoAvailable, mongoTarget, type MongoTarget } from '../test/fixtures/mongo.js';
+import { mongoTarget, type MongoTarget } from '../test/fixtures/mongo.js';
 
 interface Adapter {
   name: string;
@@ -27,7 +27,7 @@ async function countViaReader(sink: Sink): Promise<number> {
   return c.count + (await r.countEnvelopes({}));
 }
 
-const all: Adapter[] = [
+const adapters: Adapter[] = [
   { name: 'sqlite', open: (d) => openSink(d.sqliteUrl('data.db'), { sqlite: { maxRetries: 0 } }), stored: countViaReader },
   {
     name: 'jsonl',
@@ -52,7 +52,6 @@ const all: Adapter[] = [
 ];
 
 // The MongoDB adapter runs against MONGO_URL or the in-repo wire server (when present).
-const adapters = all.filter((a) => a.name !== 'mongodb' || mongoAvailable());
 
 describe.each(adapters)('$name sink contract', (adapter) => {
   let dir: TempDir;

@@ -173,9 +173,16 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest): Promise
     priority: job.priority,
     enqueuedAt: Date.now(),
   }));
-  // Enqueue first, then record: a record without units would show progress that never comes.
-  await withQueues((queues) => queues.enqueue(units));
-  return store.backfills.create({ id, jobId: req.jobId, fromMs, toMs, unitsTotal: units.length });
+  // Record first, then enqueue: a worker may finish a unit the moment it is queued, and counts it
+  // against this record. If the units cannot be queued, the record says so instead of waiting forever.
+  const created = await store.backfills.create({ id, jobId: req.jobId, fromMs, toMs, unitsTotal: units.length });
+  try {
+    await withQueues((queues) => queues.enqueue(units));
+  } catch (err) {
+    await store.backfills.setStatus(id, 'failed').catch(() => undefined);
+    throw err;
+  }
+  return created;
 }
 
 async function withQueues<T>(fn: (queues: VenueQueues) => Promise<T>): Promise<T> {

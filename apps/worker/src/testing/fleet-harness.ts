@@ -51,7 +51,7 @@ export class FleetHarness {
       TICKFLEET_STALLED_INTERVAL_MS: '2000',
       TICKFLEET_CONNECTOR_POLL_MS: '500',
       TICKFLEET_HEARTBEAT_MS: '5000',
-      TICKFLEET_GRACE_MS: '5000',
+      TICKFLEET_GRACE_MS: '15000',
       POLYGON_API_KEY: 'test-key',
       LOG_LEVEL: 'info',
       ...extra,
@@ -90,6 +90,12 @@ export class FleetHarness {
   async stopProcess(proc: FleetProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
     return proc.exited;
+  }
+
+  /** SIGTERM, then fails with the end of the process's output unless it exited 0. */
+  async stopCleanly(proc: FleetProcess): Promise<void> {
+    const code = await this.stopProcess(proc);
+    if (code !== 0) throw new Error(`${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
   }
 
   async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {
