@@ -3,15 +3,7 @@ import { BudgetExhaustedError, ManualClock, TransientError, type RateLimitedErro
 import { FixtureServer, type FixtureResponse } from '../test/fixture-server.js';
 import type { AfterResponseInfo } from './types.js';
 import { VenueHttpClient } from './venue-http-client.js';
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
+import { caught } from '../test/async-helpers.js';
 
 describe('VenueHttpClient', () => {
   let server: FixtureServer;

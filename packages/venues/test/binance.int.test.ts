@@ -1,24 +1,10 @@
 import { BannedError, MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
 import { bookAt, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
-import { BinanceAdapter, createVenueAdapter, type AfterResponseInfo, type CandlePage } from '../src/index.js';
+import { BinanceAdapter, createVenueAdapter, type AfterResponseInfo } from '../src/index.js';
+import { caught, collect } from './async-helpers.js';
 
 const DAY_MS = 86_400_000;
 const SEED = 7;
-
-async function collect(pages: AsyncIterable<CandlePage>): Promise<CandlePage[]> {
-  const out: CandlePage[] = [];
-  for await (const p of pages) out.push(p);
-  return out;
-}
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('BinanceAdapter against the binance emulation over HTTP', () => {
   let mock: MockVenue;

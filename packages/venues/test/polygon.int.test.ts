@@ -1,24 +1,10 @@
 import { MalformedPayloadError, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
 import { expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { PolygonAdapter, type BeforeRequestInfo, type CandlePage } from '../src/index.js';
+import { caught, collect } from './async-helpers.js';
 
 const DAY_MS = 86_400_000;
 const SEED = 11;
-
-async function collect(pages: AsyncIterable<CandlePage>): Promise<CandlePage[]> {
-  const out: CandlePage[] = [];
-  for await (const p of pages) out.push(p);
-  return out;
-}
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('PolygonAdapter against the polygon emulation over HTTP', () => {
   let mock: MockVenue;

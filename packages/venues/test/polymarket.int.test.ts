@@ -1,17 +1,9 @@
 import { MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError } from '@tickfleet/core';
 import { bookAt, marketTokenIds, polymarketMarkets, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { PolymarketAdapter } from '../src/index.js';
+import { caught } from './async-helpers.js';
 
 const SEED = 5;
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
   let mock: MockVenue;

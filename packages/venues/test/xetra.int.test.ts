@@ -1,6 +1,7 @@
 import { MalformedPayloadError, UnrecoverableError, type Trade } from '@tickfleet/core';
 import { startMockVenue, tradesInFile, xetraFilesBetween, type MockVenue, type XetraSource } from '@tickfleet/mock-venue';
 import { XetraAdapter, type FileRef } from '../src/index.js';
+import { caught } from './async-helpers.js';
 
 const SEED = 3;
 const MINUTE_MS = 60_000;
@@ -22,15 +23,6 @@ function expectedTrades(name: string): Trade[] {
     size: String(r.lastQty),
     currency: r.currency,
   }));
-}
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('XetraAdapter against the xetra emulation over HTTP', () => {

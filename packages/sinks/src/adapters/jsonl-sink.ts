@@ -2,10 +2,10 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, rea
 import { join } from 'node:path';
 import { systemClock, type Clock } from '@tickfleet/core';
 import { pidAlive } from '../internal/pid-alive.js';
-import { SinkHealth, type RetryOptions } from '../internal/sink-health.js';
-import { validateBatch } from '../internal/validate-batch.js';
+import type { RetryOptions } from '../internal/sink-health.js';
+import { RetryingSink } from '../internal/retrying-sink.js';
 import type { KeyedEnvelope } from '../records.js';
-import type { ErrorSample, Sink, SinkState, WriteOptions, WriteResult } from '../sink.js';
+import type { ErrorSample, Sink } from '../sink.js';
 
 const DAY_MS = 86_400_000;
 const OPEN_SUFFIX = '.jsonl.open';
@@ -43,10 +43,9 @@ interface Partition {
  * partition concurrently do not see each other's in-flight keys: share a SQLite or MongoDB sink
  * for that. No DataReader: counting or exporting needs an index this format does not have.
  */
-export class JsonlSink implements Sink {
+export class JsonlSink extends RetryingSink implements Sink {
   readonly adapter = 'jsonl' as const;
   readonly reader = undefined;
-  private readonly health: SinkHealth;
   private readonly partitions = new Map<string, Partition>();
   private readonly clock: Clock;
   private readonly timer: NodeJS.Timeout;
@@ -57,32 +56,17 @@ export class JsonlSink implements Sink {
     readonly dir: string,
     options: JsonlSinkOptions = {},
   ) {
+    super('jsonl', options);
     this.clock = options.clock ?? systemClock;
     this.maxOpenPartitions = options.maxOpenPartitions ?? 8;
-    this.health = new SinkHealth('jsonl', options);
     mkdirSync(dir, { recursive: true });
     finalizeOrphans(dir);
     this.timer = setInterval(() => this.sync(), options.fsyncIntervalMs ?? 1000);
     this.timer.unref();
   }
 
-  get state(): SinkState {
-    return this.health.state;
-  }
-
-  get consecutiveFailures(): number {
-    return this.health.consecutiveFailures;
-  }
-
-  onStateChange(listener: (state: SinkState) => void): void {
-    this.health.onStateChange(listener);
-  }
-
-  async write(records: readonly unknown[], options: WriteOptions = {}): Promise<WriteResult> {
-    const { valid, rejected } = validateBatch(records);
-    if (valid.length === 0) return { inserted: 0, duplicates: 0, rejected };
-    const inserted = await this.health.run(() => this.append(valid), options.maxRetries);
-    return { inserted, duplicates: valid.length - inserted, rejected };
+  protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
+    return this.append(valid);
   }
 
   async writeErrors(samples: readonly ErrorSample[]): Promise<void> {

@@ -1,9 +1,9 @@
 import { MongoBulkWriteError, MongoClient, type Collection, type Db, type Document } from 'mongodb';
 import type { Candle } from '@tickfleet/core';
-import { SinkHealth, type RetryOptions } from '../internal/sink-health.js';
-import { validateBatch } from '../internal/validate-batch.js';
+import type { RetryOptions } from '../internal/sink-health.js';
+import { RetryingSink } from '../internal/retrying-sink.js';
 import type { KeyedEnvelope } from '../records.js';
-import type { DataReader, ErrorSample, Sink, SinkState, WriteOptions, WriteResult } from '../sink.js';
+import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { MongoDataReader } from './mongo-data-reader.js';
 
 const DUPLICATE_KEY = 11000;
@@ -24,16 +24,16 @@ export interface MongoSinkOptions extends RetryOptions {
  * (`_id` = candle key, plus a unique index on venue/symbol/timeframe/openTime). Duplicate-key
  * write errors (11000) are counted as duplicates, never fatal; anything else fails the attempt.
  */
-export class MongoSink implements Sink {
+export class MongoSink extends RetryingSink implements Sink {
   readonly adapter = 'mongodb' as const;
   readonly reader: DataReader;
   private readonly client: MongoClient;
   private readonly db: Db;
-  private readonly health: SinkHealth;
   private indexesReady = false;
   private connecting: Promise<void> | undefined;
 
   constructor(url: string, options: MongoSinkOptions = {}) {
+    super('mongodb', options);
     this.client = new MongoClient(url, {
       serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 2000,
       socketTimeoutMS: options.socketTimeoutMs ?? 5000,
@@ -41,7 +41,6 @@ export class MongoSink implements Sink {
     });
     const pathDb = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
     this.db = this.client.db(pathDb || options.database || 'tickfleet');
-    this.health = new SinkHealth('mongodb', options);
     this.reader = new MongoDataReader(this.envelopes, this.candles, this.db.collection('ingest_errors'), () => this.connect());
   }
 
@@ -53,33 +52,16 @@ export class MongoSink implements Sink {
     return this.db.collection('candles');
   }
 
-  get state(): SinkState {
-    return this.health.state;
-  }
-
-  get consecutiveFailures(): number {
-    return this.health.consecutiveFailures;
-  }
-
-  onStateChange(listener: (state: SinkState) => void): void {
-    this.health.onStateChange(listener);
-  }
-
-  async write(records: readonly unknown[], options: WriteOptions = {}): Promise<WriteResult> {
-    const { valid, rejected } = validateBatch(records);
-    if (valid.length === 0) return { inserted: 0, duplicates: 0, rejected };
+  protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
     const candleDocs: Document[] = [];
     const envelopeDocs: Document[] = [];
     for (const k of valid) {
       if (k.envelope.channel === 'candles') candleDocs.push(candleDoc(k));
       else envelopeDocs.push(envelopeDoc(k));
     }
-    const inserted = await this.health.run(async () => {
-      await this.ensureIndexes();
-      const [a, b] = await Promise.all([insertUnordered(this.candles, candleDocs), insertUnordered(this.envelopes, envelopeDocs)]);
-      return a + b;
-    }, options.maxRetries);
-    return { inserted, duplicates: valid.length - inserted, rejected };
+    await this.ensureIndexes();
+    const [a, b] = await Promise.all([insertUnordered(this.candles, candleDocs), insertUnordered(this.envelopes, envelopeDocs)]);
+    return a + b;
   }
 
   async writeErrors(samples: readonly ErrorSample[]): Promise<void> {

@@ -2,11 +2,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Candle } from '@tickfleet/core';
-import { SinkHealth, type RetryOptions } from '../internal/sink-health.js';
+import type { RetryOptions } from '../internal/sink-health.js';
+import { RetryingSink } from '../internal/retrying-sink.js';
 import { SQLITE_SCHEMA } from '../internal/sqlite-schema.js';
-import { validateBatch } from '../internal/validate-batch.js';
 import type { KeyedEnvelope } from '../records.js';
-import type { DataReader, ErrorSample, Sink, SinkState, WriteOptions, WriteResult } from '../sink.js';
+import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { SqliteDataReader } from './sqlite-data-reader.js';
 
 export interface SqliteSinkOptions extends RetryOptions {
@@ -23,11 +23,10 @@ export interface SqliteSinkOptions extends RetryOptions {
  * SQLite sink: one `BEGIN IMMEDIATE` transaction per batch, `INSERT … ON CONFLICT DO NOTHING`,
  * WAL so several local processes write the same file (each waiting up to `busyTimeoutMs`).
  */
-export class SqliteSink implements Sink {
+export class SqliteSink extends RetryingSink implements Sink {
   readonly adapter = 'sqlite' as const;
   readonly reader: DataReader;
   private readonly db: Database.Database;
-  private readonly health: SinkHealth;
   private readonly insertBatch: (rows: KeyedEnvelope[]) => number;
   private readonly insertErrors: (samples: readonly ErrorSample[]) => void;
 
@@ -35,12 +34,12 @@ export class SqliteSink implements Sink {
     readonly path: string,
     options: SqliteSinkOptions = {},
   ) {
+    super('sqlite', options);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 2000 });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.exec(SQLITE_SCHEMA);
-    this.health = new SinkHealth('sqlite', options);
     this.reader = new SqliteDataReader(this.db);
 
     const envStmt = this.db.prepare(
@@ -71,23 +70,8 @@ export class SqliteSink implements Sink {
     });
   }
 
-  get state(): SinkState {
-    return this.health.state;
-  }
-
-  get consecutiveFailures(): number {
-    return this.health.consecutiveFailures;
-  }
-
-  onStateChange(listener: (state: SinkState) => void): void {
-    this.health.onStateChange(listener);
-  }
-
-  async write(records: readonly unknown[], options: WriteOptions = {}): Promise<WriteResult> {
-    const { valid, rejected } = validateBatch(records);
-    if (valid.length === 0) return { inserted: 0, duplicates: 0, rejected };
-    const inserted = await this.health.run(() => this.insertBatch(valid), options.maxRetries);
-    return { inserted, duplicates: valid.length - inserted, rejected };
+  protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
+    return this.insertBatch(valid);
   }
 
   async writeErrors(samples: readonly ErrorSample[]): Promise<void> {

@@ -9,25 +9,11 @@ import {
   type Candle,
 } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
-import type { AfterResponseInfo, BeforeRequestInfo, CandlePage } from '../types.js';
+import type { AfterResponseInfo, BeforeRequestInfo } from '../types.js';
 import { VenueRejectedError } from '../venue-rejected-error.js';
 import { BinanceAdapter } from './binance-adapter.js';
 import { binanceDepthWeight } from './binance-weights.js';
-
-async function collect(pages: AsyncIterable<CandlePage>): Promise<CandlePage[]> {
-  const out: CandlePage[] = [];
-  for await (const p of pages) out.push(p);
-  return out;
-}
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
+import { caught, collect } from '../../test/async-helpers.js';
 
 describe('BinanceAdapter against documented response samples', () => {
   let server: FixtureServer;

@@ -3,21 +3,7 @@ import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-se
 import type { CandlePage } from '../types.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { PolygonAdapter } from './polygon-adapter.js';
-
-async function collect(pages: AsyncIterable<CandlePage>): Promise<CandlePage[]> {
-  const out: CandlePage[] = [];
-  for await (const p of pages) out.push(p);
-  return out;
-}
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
+import { caught, collect } from '../../test/async-helpers.js';
 
 describe('PolygonAdapter against documented response samples', () => {
   let server: FixtureServer;

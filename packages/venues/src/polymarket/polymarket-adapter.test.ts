@@ -2,15 +2,7 @@ import { MalformedPayloadError, RateLimitedError, UnrecoverableError, ManualCloc
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { PolymarketAdapter } from './polymarket-adapter.js';
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
+import { caught } from '../../test/async-helpers.js';
 
 const YES = '71321045679252212594626385532706912750332728571942532289631379312455583992563';
 const NO = '52114319501245915516055106046884209969926127482827954674443846427813813222426';

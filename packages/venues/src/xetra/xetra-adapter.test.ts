@@ -3,15 +3,7 @@ import { MalformedPayloadError, RateLimitedError, UnrecoverableError, Validation
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { BeforeRequestInfo } from '../types.js';
 import { XetraAdapter } from './xetra-adapter.js';
-
-async function caught(fn: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
+import { caught } from '../../test/async-helpers.js';
 
 describe('XetraAdapter against documented samples', () => {
   let server: FixtureServer;
