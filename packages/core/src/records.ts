@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Envelope } from './envelope.js';
 import { Timeframe } from './timeframe.js';
 
 /** A closed OHLCV candle. Prices and volumes are decimal strings, as venues send them, to keep precision. */
@@ -19,6 +20,20 @@ export type Candle = z.infer<typeof Candle>;
 /** Deterministic candle key: `venue:symbol:timeframe:openTime`. */
 export function candleKey(c: Pick<Candle, 'venue' | 'symbol' | 'timeframe' | 'openTime'>): string {
   return `${c.venue}:${c.symbol}:${c.timeframe}:${c.openTime}`;
+}
+
+/** The envelope of a closed candle: its candle key is the message id, so re-fetching a candle dedups structurally. */
+export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeMs?: number): Envelope {
+  return {
+    v: 1,
+    messageId: candleKey(candle),
+    venue: candle.venue,
+    channel: 'candles',
+    symbol: candle.symbol,
+    ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
+    receivedAtMs,
+    payload: { ...candle },
+  };
 }
 
 export const BookLevel = z.tuple([z.string(), z.string()]);

@@ -1,4 +1,5 @@
-export { bookEnvelope, candleEnvelope, keyEnvelope, parseEnvelope, tradeEnvelope, type KeyedEnvelope } from './records.js';
+export { bookEnvelope, keyEnvelope, parseEnvelope, tradeEnvelope, type KeyedEnvelope } from './records.js';
+export { candleEnvelope } from '@tickfleet/core';
 export {
   SINK_STATES,
   type CandleQuery,

@@ -60,20 +60,6 @@ function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeo
   }
 }
 
-/** The envelope of a closed candle: `messageId` is its candle key. */
-export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeMs?: number): Envelope {
-  return {
-    v: 1,
-    messageId: candleKey(candle),
-    venue: candle.venue,
-    channel: 'candles',
-    symbol: candle.symbol,
-    ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
-    receivedAtMs,
-    payload: { ...candle },
-  };
-}
-
 /**
  * The envelope of a trade: `messageId = trade:<venue>:<symbol>:<tradeId>`. Trade ids are unique
  * per venue and symbol only, and `mid:` keys are global, hence the prefix.

@@ -1,18 +1,4 @@
-import { candleKey, type BookSnapshot, type Candle, type Envelope, type Trade } from '@tickfleet/core';
-
-/** Candle envelope: the candle key is the message id, so re-fetching a candle dedups structurally. */
-export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeMs?: number): Envelope {
-  return {
-    v: 1,
-    messageId: candleKey(candle),
-    venue: candle.venue,
-    channel: 'candles',
-    symbol: candle.symbol,
-    ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
-    receivedAtMs,
-    payload: { ...candle },
-  };
-}
+import type { BookSnapshot, Envelope, Trade } from '@tickfleet/core';
 
 /** Book envelope; `serverTimeMs` only when the venue stamped the snapshot itself. */
 export function bookEnvelope(

@@ -1,4 +1,5 @@
 import {
+  candleEnvelope,
   ConfigError,
   MalformedPayloadError,
   systemClock,
@@ -7,7 +8,6 @@ import {
   type Clock,
   type Timeframe,
 } from '@tickfleet/core';
-import { candleEnvelope } from '../internal/envelopes.js';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { CandlePage, CandleSource, FetchOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
