@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Db, type Document, MongoBulkWriteError, MongoClient, MongoServerError, ObjectId } from 'mongodb';
+import { fixedWindowAcquire } from '../test/fixtures/budget-pipeline.js';
 import { startMongoWire, type MongoWireHandle } from './index.js';
 
 let wire: MongoWireHandle | undefined;
@@ -499,14 +500,7 @@ describe(`conformance against ${backend}`, () => {
       await budgets.insertOne({ _id: 'venue', windowStart: 0, used: 0, limit } as Document);
       // One atomic update: align the window to the server clock ($$NOW), reset it if expired,
       // then spend only when the weight still fits.
-      const nowMs = { $toLong: '$$NOW' };
-      const acquire = [
-        { $set: { _ws: { $subtract: [nowMs, { $mod: [nowMs, periodMs] }] } } },
-        { $set: { used: { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] }, windowStart: '$_ws' } },
-        { $set: { granted: { $lte: [{ $add: ['$used', weight] }, '$limit'] } } },
-        { $set: { used: { $cond: ['$granted', { $add: ['$used', weight] }, '$used'] } } },
-        { $unset: '_ws' },
-      ];
+      const acquire = fixedWindowAcquire(periodMs, weight);
       const clients = await Promise.all(Array.from({ length: 8 }, () => new MongoClient(urlFor(db.databaseName)).connect()));
       const grantsPerWindow = new Map<number, number>();
       const deadline = Date.now() + 1_000;
