@@ -1,8 +1,9 @@
 import { LocalFallbackBudget } from '@tickfleet/budget';
-import { BudgetExhaustedError, ManualClock } from '@tickfleet/core';
+import { BudgetExhaustedError, ManualClock, systemClock } from '@tickfleet/core';
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createRegistry } from '@tickfleet/telemetry';
+import { tempDir } from '@tickfleet/testkit';
 import { BudgetGate } from './budget-gate.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
@@ -53,4 +54,29 @@ describe('BudgetGate', () => {
       await server.stop().catch(() => undefined);
     }
   }, 30_000);
+
+  it('raises the shared count to what the venue reports, never lowers it', async () => {
+    const dir = tempDir('tickfleet-gate-');
+    const store = await openStore(dir.sqliteUrl());
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 1000, periodMs: 3_600_000, headroom: 1 } });
+      const gate = new BudgetGate({ store, clock: systemClock, metrics: new WorkerMetrics(createRegistry('worker', { defaultMetrics: false })), freezes: { frozenForMs: async () => 0 } });
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
+      const usage = await store.budgets.usage('binance');
+      expect(usage?.used).toBe(2);
+      const windowStartMs = usage!.windowStartMs!;
+      const response = { venue: 'binance', endpoint: 'klines', status: 200, latencyMs: 5, usedWeightWindowStartMs: windowStartMs };
+      // Other clients on the same IP spent 40 more: the venue says 42.
+      await gate.afterResponse({ ...response, usedWeight: 42 });
+      expect((await store.budgets.usage('binance'))?.used).toBe(42);
+      // A report below the shared count changes nothing.
+      await gate.afterResponse({ ...response, usedWeight: 10 });
+      expect((await store.budgets.usage('binance'))?.used).toBe(42);
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
+      expect((await store.budgets.usage('binance'))?.used).toBe(44);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
 });

@@ -45,6 +45,8 @@ const PAUSED_RECHECK_MS = 5000;
  */
 export class BudgetGate {
   private readonly maxInlineWaitMs: number;
+  /** Per venue: the window of our latest grant and the shared usage the store reported then. */
+  private readonly lastGrant = new Map<string, { windowStartMs: number; used: number }>();
 
   constructor(private readonly options: BudgetGateOptions) {
     this.maxInlineWaitMs = options.maxInlineWaitMs ?? 1000;
@@ -79,7 +81,7 @@ export class BudgetGate {
     const { metrics, store } = this.options;
     metrics.requestSeconds.observe({ venue: info.venue, endpoint: info.endpoint }, info.latencyMs / 1000);
     metrics.responses.inc({ venue: info.venue, status: statusClass(info.status) });
-    if (info.usedWeight !== undefined && info.usedWeightWindowStartMs !== undefined) {
+    if (info.usedWeight !== undefined && info.usedWeightWindowStartMs !== undefined && this.venueReportsMore(info.venue, info.usedWeight, info.usedWeightWindowStartMs)) {
       try {
         await store.budgets.observe(info.venue, info.usedWeight, info.usedWeightWindowStartMs);
       } catch (err) {
@@ -89,6 +91,19 @@ export class BudgetGate {
     await this.options.onResponse?.(info);
   }
 
+  /**
+   * Whether a venue's used-weight report can raise the shared count. Within one window the store's
+   * count only grows, so a report no higher than the count at our latest grant in that window
+   * would be a no-op write; skipping it saves a store round trip on most responses.
+   */
+  private venueReportsMore(venue: string, usedWeight: number, windowStartMs: number): boolean {
+    const last = this.lastGrant.get(venue);
+    if (!last || last.windowStartMs !== windowStartMs) return true;
+    if (usedWeight <= last.used) return false;
+    last.used = usedWeight;
+    return true;
+  }
+
   private async acquire(venue: string, weight: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
     const { store, fallback, metrics } = this.options;
     try {
@@ -96,6 +111,7 @@ export class BudgetGate {
       metrics.fallbackActive.set({ venue }, 0);
       this.options.onStoreReachable?.(venue);
       if (r.ok) {
+        if (r.windowStartMs !== undefined) this.lastGrant.set(venue, { windowStartMs: r.windowStartMs, used: r.used });
         metrics.budgetUsed.set({ venue }, r.used);
         metrics.budgetLimit.set({ venue }, r.limit);
         return { ok: true };
