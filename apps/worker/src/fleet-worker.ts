@@ -222,6 +222,10 @@ export class FleetWorker {
     if (timedOut) {
       this.options.logger.warn({ graceMs }, 'grace period over: returning in-flight units to the queue');
       await Promise.all(runners.map((r) => r.stop(true)));
+      // A force-closed BullMQ worker does not wait for its processors; give the abandoned units a
+      // moment to notice the shutdown signal before their Redis connection goes away under them.
+      const settleBy = Date.now() + 2000;
+      while (runners.some((r) => r.inflightUnits > 0) && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 50));
     }
     await Promise.all([...this.runners.keys()].map((venue) => this.liveness?.leave(venue).catch(() => undefined)));
     this.runners.clear();
