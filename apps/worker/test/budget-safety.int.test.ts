@@ -1,10 +1,34 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
+import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '../src/testing/index.js';
 
 const LIMIT = 120;
 const WINDOW_MS = 10_000;
 const DAY = 86_400_000;
+
+/** What the venue's queue looked like at one moment while the backfills ran. */
+interface QueueSample {
+  t: number;
+  active: number;
+  runnable: number;
+  delayed: number;
+  concurrency: number;
+}
+
+/**
+ * A window may receive less than 85% of the allowance only when the fleet was supply-bound in
+ * it: every in-flight slot busy (units slower than the budget, e.g. a CPU-starved machine), or no
+ * work at all. Units held back (delayed) while slots were free must mean the budget itself was
+ * spent, which the venue then sees as >= 85% of its limit; a window that is neither is budget
+ * left unused while work waited: a product bug (before backfill chunks ran in parallel, chunks
+ * bounced off their job's lock and left 3 of 6 slots idle with 160 chunks delayed).
+ * Tolerates 10% of samples catching a slot between one unit's end and the next unit's start.
+ */
+function supplyBound(samples: readonly QueueSample[]): boolean {
+  const saturated = samples.filter((s) => s.active >= s.concurrency || (s.runnable === 0 && s.delayed === 0));
+  return samples.length >= 2 && saturated.length >= 0.9 * samples.length;
+}
 
 /**
  * The fleet's central promise, end to end with real processes: three `tickfleet worker`
@@ -34,6 +58,18 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
     const workers = [0, 1, 2].map((i) => fleet.spawn(`worker-${i}`, ['worker']));
     await Promise.all(workers.map((w) => fleet.ready(w)));
 
+    const redis = createRedisConnection(fleet.redis.url, { blocking: false });
+    const queues = new VenueQueues(redis, { prefix: fleet.prefix });
+    const samples: QueueSample[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const t = Date.now();
+        const [c, concurrency] = await Promise.all([queues.counts('binance'), queues.globalConcurrency('binance')]);
+        samples.push({ t, active: c.active, runnable: c.waiting + c.prioritized, delayed: c.delayed, concurrency: concurrency ?? 6 });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
     await waitFor(
       () =>
         fleet.withStore(async (store) => {
@@ -41,20 +77,29 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
           return all.every((b) => b?.status === 'done');
         }),
       'all backfills done',
-      { timeoutMs: 120_000, intervalMs: 500 },
+      { timeoutMs: 240_000, intervalMs: 500 },
     );
+    sampling = false;
+    await sampler;
+    await queues.close();
+    redis.disconnect();
 
     const stats = fleet.mock.stats().venues.binance;
     expect(stats.overLimitRequests).toBe(0);
     expect(stats.responses429).toBe(0);
     expect(stats.responses418).toBe(0);
     expect(stats.maxWindowWeight).toBeLessThanOrEqual(LIMIT);
-    // Every window strictly between the first and the last (demand exceeded supply throughout)
-    // received at least 85% of the venue's allowance.
+    // Every window strictly between the first and the last (the backfills' demand spans them)
+    // received at least 85% of the venue's allowance, unless the fleet was supply-bound in it
+    // (see supplyBound). Window boundaries are the emulation's.
     const windows = stats.windows.filter((w) => w.weight > 0);
     const middle = windows.slice(1, -1);
     expect(middle.length).toBeGreaterThanOrEqual(2);
-    for (const w of middle) expect({ startMs: w.startMs, weight: w.weight, atLeast: w.weight >= 0.85 * LIMIT }).toEqual({ startMs: w.startMs, weight: w.weight, atLeast: true });
+    const verdicts = middle.map((w) => {
+      const inWindow = samples.filter((s) => s.t >= w.startMs && s.t < w.startMs + WINDOW_MS);
+      return { startMs: w.startMs, weight: w.weight, samples: inWindow.length, ok: w.weight >= 0.85 * LIMIT || supplyBound(inWindow) };
+    });
+    for (const v of verdicts) expect(v).toEqual({ ...v, ok: true });
 
     for (const s of symbols) {
       const expected = expectedCandles('binance', s, '1m', from, to, DEFAULT_SEED).map((c) => c.openTime);
@@ -64,5 +109,5 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
     }
 
     await Promise.all(workers.map((w) => fleet.stopCleanly(w)));
-  }, 180_000);
+  }, 360_000);
 });

@@ -33,11 +33,12 @@ describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
   });
 
   it('rides out throttling by delay, and maps 429 beyond the delay budget to RateLimitedError', async () => {
-    mock = await startMockVenue({ scenario: { seed: SEED, venues: { polymarket: { markets: 2, limit: { requests: 3, windowMs: 1000, maxDelayMs: 1500 } } } } });
-    const adapter = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), timeoutMs: 5000 });
+    mock = await startMockVenue({ scenario: { seed: SEED, venues: { polymarket: { markets: 2, limit: { requests: 3, windowMs: 5000, maxDelayMs: 6000 } } } } });
+    const adapter = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), timeoutMs: 10_000 });
     const tokens = polymarketMarkets(SEED, 2).flatMap(marketTokenIds);
-    // Send all six just after a 1 s window opens, so they meet one window: 3 served, 3 delayed.
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
+    // Send all six just after a 5 s window opens, so they meet one window: 3 served, 3 delayed
+    // (a loaded machine would need ~5 s to split one burst across two windows).
+    await new Promise((r) => setTimeout(r, 5000 - (Date.now() % 5000) + 20));
     const books = await Promise.all([...tokens, ...tokens.slice(0, 2)].map((t) => adapter.fetchBook(t)));
     expect(books).toHaveLength(6);
     expect(mock.stats().venues.polymarket.delayedRequests).toBeGreaterThanOrEqual(3);
