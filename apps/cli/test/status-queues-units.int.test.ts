@@ -11,6 +11,8 @@ let prefix: string;
 let store: StateStore;
 let conn: RedisClient;
 let queues: VenueQueues;
+/** The fixed window the beforeEach spent 40 weight in: status reads it only while that window lasts. */
+let grantWindowStartMs: number;
 
 const env = (): Record<string, string | undefined> => ({
   REDIS_URL: redis.url,
@@ -57,8 +59,17 @@ beforeEach(async () => {
   const now = Date.now();
   await queues.enqueue([...units('binance', 4, now), ...units('polygon', 2, now)]);
   await queues.setGlobalConcurrency('binance', 6);
-  await store.budgets.acquire('binance', 40);
+  const grant = await store.budgets.acquire('binance', 40);
+  if (!grant.ok || grant.windowStartMs === undefined) throw new Error(`setup: budget refused ${JSON.stringify(grant)}`);
+  grantWindowStartMs = grant.windowStartMs;
 });
+
+/**
+ * The binance budget the status commands must show: 40 of 100 while the store's current window
+ * is the one the 40 were spent in, 0 once it rolled over (a clock-minute boundary can fall
+ * between the setup and the read on a busy machine). Derived from the store, not Date.now().
+ */
+const usedInWindow = (windowStartMs: number | null | undefined): number => (windowStartMs === grantWindowStartMs ? 40 : 0);
 afterEach(async () => {
   await queues.close();
   await conn.quit();
@@ -83,19 +94,24 @@ describe('tickfleet status / queues / units', () => {
       maxInflight: 6,
       concurrency: { current: 6, min: 1, max: 6 },
       globalConcurrency: 6,
-      budget: { used: 40, limit: 100, remaining: 60 },
       freeze: null,
       queue: { prioritized: 3, failed: 1, active: 0 },
       runnable: 3,
       blocked: 0,
     });
+    const budget = status.venues[0]!.budget as { used: number; limit: number; remaining: number; windowStartMs: number | null };
+    const used = usedInWindow(budget.windowStartMs);
+    expect(budget).toMatchObject({ used, limit: 100, remaining: 100 - used });
     expect(status.venues[1]).toMatchObject({ freeze: { cause: '429', untilMs: until }, runnable: 0, blocked: 2 });
     expect(status.totals).toMatchObject({ runnable: 3, blocked: 2, failed: 1, frozenVenues: 1 });
 
     const table = await cli('status');
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^VENUE\s+STATE\s+BUDGET\s+FREEZE\s+CONC\/CAP/);
-    expect(table.stdout).toMatch(/binance\s+active\s+40\/100\s+-\s+6\/6\s+3\s+0\s+0\s+1\s+3\s+0/);
+    // The table was read at some moment between these two store reads of the window.
+    const after = await store.budgets.usage('binance');
+    const tableUsed = usedInWindow(after?.windowStartMs) === 40 ? '40' : '(?:40|0)';
+    expect(table.stdout).toMatch(new RegExp(`binance\\s+active\\s+${tableUsed}\\/100\\s+-\\s+6\\/6\\s+3\\s+0\\s+0\\s+1\\s+3\\s+0`));
     expect(table.stdout).toMatch(/polygon\s+active\s+0\/100\s+429 (9m\d+s|10m)\s+2\/2\s+2/);
   });
 
