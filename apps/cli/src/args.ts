@@ -1,4 +1,4 @@
-import { parseDurationMs, ValidationError } from '@tickfleet/core';
+import { ISO_DATE_EXPECTED, parseDurationMs, parseIsoInstant, ValidationError } from '@tickfleet/core';
 
 /** Argument parsers for commander: each throws a ValidationError naming the argument and what was expected. */
 
@@ -34,12 +34,14 @@ export function duration(name: string): (value: string) => number {
   };
 }
 
-/** ISO-8601 date or date-time (`2024-01-01`, `2024-01-01T12:00:00Z`) to epoch ms, UTC when no zone is given. */
+/**
+ * ISO-8601 date or date-time (`2024-01-01`, `2024-01-01T12:00:00Z`) to epoch ms, UTC when no zone
+ * is given; dates that do not exist (`2024-02-30`) and dates before 1990 are refused.
+ */
 export function isoDate(name: string): (value: string) => number {
   return (value) => {
-    const text = /^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value;
-    const ms = /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(/[zZ]|[+-]\d{2}:?\d{2}$/.test(text) ? text : `${text}Z`) : NaN;
-    if (!Number.isFinite(ms)) throw new ValidationError(name, 'an ISO date such as 2024-01-01 or 2024-01-01T12:00:00Z', value);
+    const ms = parseIsoInstant(value);
+    if (ms === undefined) throw new ValidationError(name, ISO_DATE_EXPECTED, value);
     return ms;
   };
 }

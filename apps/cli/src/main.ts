@@ -1,11 +1,12 @@
 import { Command, CommanderError } from 'commander';
-import { isTickfleetError } from '@tickfleet/core';
 import { registerCommands } from './commands/index.js';
+import { errorExitCode, oneLineError } from './edge-errors.js';
 
 const program = new Command('tickfleet')
   .description('tickfleet: a market-data collection fleet with fleet-wide rate budgets')
   .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', process.env.TICKFLEET_STORE_URL ?? 'sqlite://.tickfleet/state.db')
-  .showHelpAfterError()
+  // One line and a hint, not the whole help, after a mistyped command or option.
+  .showHelpAfterError('(run tickfleet --help, or tickfleet <command> --help, for usage)')
   .exitOverride();
 
 registerCommands(program);
@@ -15,12 +16,10 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) {
     // commander already printed its one-line message (e.g. "error: unknown option '--x'").
-    process.exitCode = err.exitCode === 0 ? 0 : 2;
-  } else if (isTickfleetError(err)) {
-    process.stderr.write(`tickfleet: ${err.message}\n`);
-    process.exitCode = err.code === 'E_VALIDATION' || err.code === 'E_CONFIG' || err.code === 'E_NOT_FOUND' ? 2 : 1;
-  } else {
-    process.stderr.write(`tickfleet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
+    process.exit(err.exitCode === 0 ? 0 : 2);
   }
+  process.stderr.write(`tickfleet: ${oneLineError(err)}\n`);
+  // Exit at once: a failed command may still hold a Redis or store connection that would keep
+  // the process alive (a role that failed to start must not linger doing nothing).
+  process.exit(errorExitCode(err));
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { openStore, type StateStore } from '@tickfleet/store';
+import { storeOpenError } from './edge-errors.js';
 
 /** The `--store` URL given on the root program (env TICKFLEET_STORE_URL, default sqlite://.tickfleet/state.db). */
 export function storeUrl(cmd: Command): string {
@@ -8,7 +9,10 @@ export function storeUrl(cmd: Command): string {
 
 /** Opens the state store named by `--store`, runs `fn`, and always closes it. */
 export async function withStore<T>(cmd: Command, fn: (store: StateStore) => Promise<T>): Promise<T> {
-  const store = await openStore(storeUrl(cmd));
+  const url = storeUrl(cmd);
+  const store = await openStore(url).catch((err: unknown) => {
+    throw storeOpenError(url, err);
+  });
   try {
     return await fn(store);
   } finally {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REDIS_PREFIX_EXPECTED, REDIS_PREFIX_PATTERN, REDIS_URL_EXPECTED, REDIS_URL_PATTERN } from '@tickfleet/core';
 
 const flag = z
   .enum(['0', '1', 'true', 'false', 'yes', 'no', ''], { error: 'expected 1/0, true/false or yes/no' })
@@ -8,9 +9,9 @@ const nonEmpty = z.string().min(1, 'expected a non-empty value').optional();
 
 /** The dashboard's configuration, parsed once at start (`parseEnv`); a bad value names its variable. */
 export const DashboardEnv = z.object({
-  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\/\S+$/, 'a redis://, rediss:// or redis+cluster://host:port,… URL'),
+  REDIS_URL: z.string().regex(REDIS_URL_PATTERN, REDIS_URL_EXPECTED),
   TICKFLEET_STORE_URL: z.string().default('sqlite://.tickfleet/state.db'),
-  TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'expected a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),
+  TICKFLEET_PREFIX: z.string().regex(REDIS_PREFIX_PATTERN, REDIS_PREFIX_EXPECTED).default('tickfleet'),
   /** 0 picks a free port. */
   TICKFLEET_DASHBOARD_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** Loopback by default; 0.0.0.0 in a container. */

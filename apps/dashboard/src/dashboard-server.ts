@@ -10,6 +10,7 @@ import { FleetStatusMetrics } from './fleet-status-metrics.js';
 import { QueueBoard } from './queue-board.js';
 import { StatusCache } from './status-cache.js';
 import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
+import { actionGuard } from './internal/action-guard.js';
 import { overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
@@ -106,12 +107,19 @@ export class DashboardServer {
   }
 
   async start(): Promise<number> {
-    await this.board.start();
     const app = this.app();
+    // Listen first: a port in use or a bad host fails before the board touches Redis (BullMQ
+    // writes each queue's meta key on first use).
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
     });
     this.server = server;
+    try {
+      await this.board.start();
+    } catch (err) {
+      await this.stop().catch(() => undefined);
+      throw err;
+    }
     return (server.address() as AddressInfo).port;
   }
 
@@ -178,7 +186,14 @@ export class DashboardServer {
       if (this.allowActions || req.method === 'GET' || req.method === 'HEAD') return next();
       res.status(403).json({ error: 'read-only dashboard', expected: 'start it with --allow-actions (and credentials) to act on units' });
     };
-    app.use(this.board.basePath, readOnlyGuard, this.board.router);
+    // With actions allowed, each one is still held to the fleet's invariants (connector cap,
+    // freezes, owed units): see internal/action-guard.ts.
+    const guard = actionGuard({
+      store: this.options.store,
+      venueOf: (queueName) => this.board.venues().find((v) => this.board.queueName(v) === queueName),
+      unitState: (venue, unitId) => this.queues.queue(venue).getJobState(unitId),
+    });
+    app.use(this.board.basePath, readOnlyGuard, guard, this.board.router);
 
     app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
       this.options.logger?.error({ err }, 'dashboard request failed');

@@ -1,10 +1,13 @@
 import { parseEnv } from '@tickfleet/core';
-import { createRedisConnection } from '@tickfleet/queues';
+import { connectRedis } from '@tickfleet/queues';
 import { openStore } from '@tickfleet/store';
-import { createLogger, onShutdown, type Logger } from '@tickfleet/telemetry';
+import { createLogger, onShutdown, rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { DashboardEnv } from './dashboard-env.js';
 import { DashboardServer } from './dashboard-server.js';
 import { assertCredentials } from './internal/dashboard-auth.js';
+
+/** How long the dashboard waits for its Redis at start. */
+const REDIS_CONNECT_WAIT_MS = 10_000;
 
 /** A started dashboard process's parts, for `tickfleet up`, which runs it beside other roles. */
 export interface RunningDashboard {
@@ -37,7 +40,14 @@ export async function runDashboard(env: Record<string, string | undefined> = pro
   // Refuse a misconfigured board before opening anything.
   assertCredentials(config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS, credentials);
   const store = await openStore(config.TICKFLEET_STORE_URL);
-  const redis = createRedisConnection(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard' });
+  // A Redis that does not answer ends the start with one line instead of a board waiting silently.
+  const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard', waitMs: REDIS_CONNECT_WAIT_MS }).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
+  // ioredis reports every failed reconnect; one line per cause per 10 s is enough to see it.
+  const logRedisError = rateLimitedLog(logger, 10_000);
+  redis.on('error', (err: NodeJS.ErrnoException) => logRedisError('warn', err.code ?? err.name, { err }, 'redis connection error'));
   let server: DashboardServer;
   try {
     server = new DashboardServer({

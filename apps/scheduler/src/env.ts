@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, parseDurationMs } from '@tickfleet/core';
+import { ConfigError, parseDurationMs, REDIS_PREFIX_EXPECTED, REDIS_PREFIX_PATTERN, REDIS_URL_EXPECTED, REDIS_URL_PATTERN } from '@tickfleet/core';
 
 /** A duration variable: `1500`, `500ms`, `2s`, `5m`. */
 const duration = z
@@ -17,14 +17,16 @@ const positiveInt = z.coerce.number({ error: 'a positive integer' }).int('a posi
 
 /** The scheduler's configuration, parsed once at start; a bad value fails naming its variable. */
 export const SchedulerEnv = z.object({
-  REDIS_URL: z.string().regex(/^rediss?(\+cluster)?:\/\/\S+$/, 'a redis://, rediss:// or redis+cluster://host:port,… URL'),
+  REDIS_URL: z.string().regex(REDIS_URL_PATTERN, REDIS_URL_EXPECTED),
   TICKFLEET_STORE_URL: z.string().min(1).default('sqlite://.tickfleet/state.db'),
   /** Key prefix of queues and locks; the same for every role of one fleet. */
-  TICKFLEET_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'a Redis key prefix of [A-Za-z0-9_.-]').default('tickfleet'),
+  TICKFLEET_PREFIX: z.string().regex(REDIS_PREFIX_PATTERN, REDIS_PREFIX_EXPECTED).default('tickfleet'),
   TICKFLEET_SCHEDULER_TICK_MS: duration.default(1000),
   TICKFLEET_SCHEDULER_BATCH: positiveInt.default(500),
   TICKFLEET_SCHEDULER_LEASE_MS: duration.default(300_000),
   TICKFLEET_SCHEDULER_LEADER_TTL_MS: duration.default(5000),
+  /** How often the leader re-creates lost backfill units and missing queue concurrency from the store. */
+  TICKFLEET_SCHEDULER_REPAIR_MS: duration.default(30_000),
   TICKFLEET_SCHEDULER_JITTER_MS: z.coerce.number({ error: 'a non-negative integer' }).int().min(0, 'a non-negative integer').default(1000),
   TICKFLEET_SCHEDULER_CLOSE_DELAY_MS: z.coerce.number({ error: 'a non-negative integer' }).int().min(0, 'a non-negative integer').default(2000),
   TICKFLEET_SCHEDULER_BOOK_EVERY_MS: duration.default(5000),
@@ -34,7 +36,11 @@ export const SchedulerEnv = z.object({
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset. 0 picks a free port. */
   TICKFLEET_HEALTH_PORT: port.optional(),
   PORT: port.optional(),
-  TICKFLEET_HEALTH_HOST: z.string().default('0.0.0.0'),
+  /**
+   * Address of the health server. Loopback like every other role: /metrics and /status are not
+   * for the network unless asked for (0.0.0.0 in a container, as the manifests set).
+   */
+  TICKFLEET_HEALTH_HOST: z.string().default('127.0.0.1'),
 });
 export type SchedulerEnv = z.infer<typeof SchedulerEnv>;
 

@@ -8,13 +8,18 @@ export type VenueName = z.infer<typeof VenueName>;
 
 /**
  * A symbol in tickfleet form: `BTC/USDT` for pairs, a bare ticker (`AAPL`), an ISIN, or a venue token id.
- * `:` is reserved as the job-id separator.
+ * `:` is reserved as the job-id separator. Each `/`-separated part starts with a letter or digit,
+ * so a symbol can never read as a path (`../../etc/passwd`, `/x`, `a//b`) once it reaches a
+ * sink file name, a URL or a log.
  */
 export const SymbolName = z
   .string()
   .min(1)
   .max(128)
-  .regex(/^[A-Za-z0-9._\-/]+$/, 'expected a symbol such as BTC/USDT or AAPL (letters, digits, . _ - /; no spaces or colons)');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/,
+    'expected a symbol such as BTC/USDT or AAPL (letters, digits, . _ - and / between parts, each part starting with a letter or digit)',
+  );
 export type SymbolName = z.infer<typeof SymbolName>;
 
 export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery'] as const;

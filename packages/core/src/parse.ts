@@ -11,7 +11,10 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const path = issue && issue.path.length > 0 ? `${what}.${issue.path.join('.')}` : what;
-  throw new ValidationError(path, issue?.message ?? 'a valid value');
+  // Schema messages often start with "expected …" themselves; ValidationError adds its own.
+  // A plain argument is echoed back (an object may carry secrets, and its path says enough).
+  const received = typeof value === 'string' || typeof value === 'number' ? value : undefined;
+  throw new ValidationError(path, (issue?.message ?? 'a valid value').replace(/^expected\s+/i, ''), received);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { ValidationError } from '@tickfleet/core';
+import { RedisUnavailableError, ValidationError } from '@tickfleet/core';
 
 /** A single Redis or a Redis Cluster: everything tickfleet does with Redis works on either. */
 export type RedisClient = Redis | Cluster;
@@ -49,4 +49,94 @@ export function createRedisConnection(url: string, options: RedisConnectionOptio
     redisOptions: { ...redisOptions, ...(user ? { username: user } : {}), ...(password ? { password } : {}), ...(tls ? { tls: {} } : {}) },
     enableReadyCheck: true,
   });
+}
+
+/** `url` with any password replaced by `***`, for messages and logs. */
+export function maskRedisUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_m, scheme: string, auth: string) => `${scheme}${auth.includes(':') ? `${auth.slice(0, auth.indexOf(':'))}:***` : '***'}@`);
+}
+
+export interface ConnectRedisOptions extends RedisConnectionOptions {
+  /** How long to wait for the first `ready` before giving up. @defaultValue 10000 */
+  waitMs?: number;
+}
+
+/**
+ * A connection that has answered: waits (at most `waitMs`) until the client is ready, else
+ * disconnects it and throws a RedisUnavailableError naming the (masked) URL and the last
+ * connection error, so a command or role ends with one line instead of retrying silently forever.
+ */
+export async function connectRedis(url: string, options: ConnectRedisOptions = {}): Promise<RedisClient> {
+  const waitMs = options.waitMs ?? 10_000;
+  const client = createRedisConnection(url, options);
+  let lastError: Error | undefined;
+  const onError = (err: Error): void => {
+    lastError = err;
+  };
+  client.on('error', onError);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('timeout')), waitMs);
+      client.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  } catch {
+    client.disconnect();
+    const cause = lastError ? `: ${lastError.message}` : '';
+    throw new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} did not answer within ${Math.round(waitMs / 1000)} s${cause}`, { cause: lastError });
+  } finally {
+    client.off('error', onError);
+  }
+  return client;
+}
+
+export interface RedisWatchOptions {
+  /** Give up after Redis has been unreachable this long. */
+  giveUpMs: number;
+  /** Called once with the reason when Redis stayed unreachable for `giveUpMs`. */
+  onLost(err: RedisUnavailableError): void;
+  /** How often the connection is probed. @defaultValue 1000 */
+  intervalMs?: number;
+}
+
+/**
+ * Watches a role's Redis with its own small connection: a PING every `intervalMs`; when no PING
+ * has succeeded for `giveUpMs`, `onLost` is called (the role then exits non-zero instead of
+ * retrying forever with nobody noticing). A Redis restarted within `giveUpMs` goes unnoticed, as it
+ * should: BullMQ and ioredis reconnect by themselves. Returns a stop function.
+ */
+export function watchRedis(url: string, options: RedisWatchOptions): () => void {
+  const intervalMs = options.intervalMs ?? 1000;
+  const client = createRedisConnection(url, { blocking: false, connectionName: 'tickfleet-watch', redis: { maxRetriesPerRequest: 0, lazyConnect: false } });
+  let lastError: Error | undefined;
+  client.on('error', (err: Error) => {
+    lastError = err;
+  });
+  let lastOk = Date.now();
+  let done = false;
+  const timer = setInterval(() => {
+    client.ping().then(
+      () => {
+        lastOk = Date.now();
+        lastError = undefined;
+      },
+      (err: unknown) => {
+        // The connection's own error (ECONNREFUSED, …) says more than the failed PING.
+        lastError ??= err instanceof Error ? err : undefined;
+        if (done || Date.now() - lastOk < options.giveUpMs) return;
+        done = true;
+        stop();
+        const cause = lastError ? `: ${lastError.message}` : '';
+        options.onLost(new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} unreachable for ${Math.round(options.giveUpMs / 1000)} s${cause}`, { cause: lastError }));
+      },
+    );
+  }, intervalMs);
+  timer.unref();
+  const stop = (): void => {
+    clearInterval(timer);
+    client.disconnect();
+  };
+  return stop;
 }

@@ -40,7 +40,14 @@ export async function openSink(url: string, options: OpenSinkOptions = {}): Prom
 }
 
 function localPath(url: string, prefix: string): string {
-  const path = url.slice(prefix.length).split('?')[0] ?? '';
+  // Percent-escapes are decoded as in the store URL (`sqlite:///tmp/a%20b.db`); a malformed one
+  // (`%zz`) is bad input naming the URL, not a URIError.
+  let path: string;
+  try {
+    path = decodeURIComponent(url.slice(prefix.length).split('?')[0] ?? '');
+  } catch {
+    throw new ValidationError('sinkUrl', `${prefix}<path> with valid percent-escapes (%XX)`, url);
+  }
   if (!path) throw new ValidationError('sinkUrl', `${prefix}<path>`, url);
   return path === ':memory:' ? path : resolve(path);
 }

@@ -2,7 +2,9 @@ import { type Command } from 'commander';
 import { ValidationError } from '@tickfleet/core';
 import { integer } from '../args.js';
 import { fleetRedis } from '../fleet-context.js';
-import { storeUrl } from '../store-context.js';
+import { listenError } from '../edge-errors.js';
+import { guardRole } from '../role-guard.js';
+import { storeUrl, withStore } from '../store-context.js';
 
 interface DashboardOptions {
   port?: number;
@@ -23,17 +25,21 @@ export function registerDashboard(program: Command): void {
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
       const { runDashboard } = await import('@tickfleet/dashboard');
+      await withStore(cmd, async () => undefined);
       const dashboard = await runDashboard({
         ...process.env,
         REDIS_URL: redisUrl,
-        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX ?? prefix,
+        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX || prefix,
         TICKFLEET_STORE_URL: storeUrl(cmd),
         ...(opts.port !== undefined ? { TICKFLEET_DASHBOARD_PORT: String(opts.port) } : {}),
         ...(opts.host !== undefined ? { TICKFLEET_DASHBOARD_HOST: opts.host } : {}),
         ...(opts.allowActions ? { TICKFLEET_DASHBOARD_ALLOW_ACTIONS: '1' } : {}),
         ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
+      }).catch((err: unknown) => {
+        throw listenError(err, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_DASHBOARD_PORT', host: opts.host !== undefined ? '--host' : 'TICKFLEET_DASHBOARD_HOST' });
       });
       // One line a person (or a test) can read the address from; the logs are JSON.
       process.stdout.write(`dashboard listening on ${dashboard.url}\n`);
+      await guardRole('dashboard', redisUrl);
     });
 }

@@ -16,6 +16,7 @@ import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCa
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
+import { assertVenueSymbol } from '../venue-symbols.js';
 
 interface AddOptions {
   timeframe?: Timeframe;
@@ -38,6 +39,7 @@ export function registerJobs(program: Command): void {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const jobType = oneOf<JobType>('type', JOB_TYPES)(type);
       const sym = parseOrThrow(SymbolName, symbol, 'symbol');
+      if (jobType === 'ohlcv') assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
       const job = await withStore(cmd, async (store) => {

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { duration, integer } from '../args.js';
-import { storeUrl } from '../store-context.js';
+import { listenError } from '../edge-errors.js';
+import { guardRole, preflightRedis } from '../role-guard.js';
+import { storeUrl, withStore } from '../store-context.js';
 
 interface SchedulerCliOptions {
   tick?: number;
@@ -21,9 +23,19 @@ export function registerScheduler(program: Command): void {
       if (opts.tick !== undefined) env.TICKFLEET_SCHEDULER_TICK_MS = String(opts.tick);
       if (opts.port !== undefined) env.TICKFLEET_HEALTH_PORT = String(opts.port);
       if (opts.redis !== undefined) env.REDIS_URL = opts.redis;
+      const { parseSchedulerEnv, runScheduler } = await import('@tickfleet/scheduler');
+      // Everything that can be checked is checked before anything runs: the environment, the
+      // store, and a Redis that answers within a bounded wait.
+      const config = parseSchedulerEnv(env);
+      await withStore(cmd, async () => undefined);
+      await preflightRedis(config.REDIS_URL);
       // Keeps running after this returns (health server and tick timer hold the process);
       // the SIGTERM/SIGINT handlers installed by runScheduler stop it and exit 0.
-      const { runScheduler } = await import('@tickfleet/scheduler');
-      await runScheduler(env);
+      try {
+        await runScheduler(env);
+      } catch (err) {
+        throw listenError(err, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_HEALTH_PORT', host: 'TICKFLEET_HEALTH_HOST' });
+      }
+      await guardRole('scheduler', config.REDIS_URL);
     });
 }

@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Command } from 'commander';
-import { formatDurationMs, isTickfleetError, StoreUnavailableError } from '@tickfleet/core';
+import { formatDurationMs, isTickfleetError, StoreUnavailableError, ValidationError } from '@tickfleet/core';
 import { DEFAULT_SPOOL_DIR, listSegments, oldestReceivedAtMs, ReplayWorker, Spool, type DrainResult, type Sink } from '@tickfleet/sinks';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { sinkOption, withSink } from './data.js';
@@ -86,6 +86,8 @@ export function registerSpool(program: Command): void {
 
 /** The spool directory and the `worker-<n>` slots workers create under it, slots in number order. */
 function spoolDirs(base: string): string[] {
+  // A path that exists but is no directory (`/dev/null`, a file) is a bad --spool-dir, not a crash.
+  if (existsSync(base) && !statSync(base).isDirectory()) throw new ValidationError('--spool-dir (TICKFLEET_SPOOL_DIR)', 'a directory', base);
   const slots = existsSync(base)
     ? readdirSync(base, { withFileTypes: true })
         .filter((d) => d.isDirectory() && /^worker-\d+$/.test(d.name))

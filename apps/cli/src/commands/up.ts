@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
@@ -9,6 +9,7 @@ import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
+import { PARENT_PID_ENV } from '../role-guard.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {
@@ -19,6 +20,7 @@ interface UpOptions {
 }
 
 const CLI_ENTRY = fileURLToPath(new URL('../../bin/tickfleet.mjs', import.meta.url));
+const WATCHDOG = fileURLToPath(new URL('../internal/fleet-watchdog.mjs', import.meta.url));
 const DAY = 86_400_000;
 
 export function registerUp(program: Command): void {
@@ -45,6 +47,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
 
   const cleanups: Array<() => Promise<void>> = [];
   const children: ChildProcess[] = [];
+  // Started before anything else: if this process is killed outright (SIGKILL), the watchdog
+  // stops every process it started, so nothing of the fleet lingers.
+  const watchdog = spawn(process.execPath, [WATCHDOG], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
+  const tellWatchdog = (msg: { type: 'group' | 'last' | 'done'; pid?: number }): void => {
+    if (watchdog.connected) watchdog.send(msg);
+  };
   let stopping = false;
   const stopAll = async (code: number): Promise<never> => {
     if (stopping) process.exit(code);
@@ -54,6 +62,8 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => logger.warn({ err }, 'cleanup failed'));
     rmSync(FLEET_FILE, { force: true });
     process.stderr.write('fleet stopped\n');
+    tellWatchdog({ type: 'done' });
+    watchdog.disconnect();
     process.exit(code);
   };
   process.on('SIGINT', () => void stopAll(0));
@@ -62,13 +72,17 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   try {
     let redis: RedisServer | undefined;
     let redisUrl = process.env.REDIS_URL;
+    const rolePids: Record<string, number> = {};
+    const info: FleetInfo = { redisUrl: redisUrl ?? '', prefix, storeUrl: store, sinkUrl: sink, pid: process.pid, rolePids };
     if (!redisUrl) {
       redis = await startRedisServer({ dir: resolve('.tickfleet') });
       cleanups.push(() => redis!.stop());
       redisUrl = redis.url;
+      info.redisPid = await redisPid(redisUrl);
+      if (info.redisPid !== undefined) tellWatchdog({ type: 'last', pid: info.redisPid });
     }
 
-    const info: FleetInfo = { redisUrl, prefix, storeUrl: store, sinkUrl: sink, pid: process.pid };
+    info.redisUrl = redisUrl;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       REDIS_URL: redisUrl,
@@ -76,6 +90,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
       TICKFLEET_STORE_URL: store,
       TICKFLEET_SINK_URL: sink,
       TICKFLEET_HEALTH_HOST: '127.0.0.1',
+      [PARENT_PID_ENV]: String(process.pid),
       POLYGON_API_KEY: process.env.POLYGON_API_KEY ?? (opts.demo ? 'demo' : ''),
     };
 
@@ -94,7 +109,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     for (const name of roles) {
       const port = await freePort();
       info.metrics[name] = `http://127.0.0.1:${port}/metrics`;
-      children.push(startRole(name, [name === 'scheduler' ? 'scheduler' : 'worker'], { ...env, TICKFLEET_HEALTH_PORT: String(port) }));
+      const child = startRole(name, [name === 'scheduler' ? 'scheduler' : 'worker'], { ...env, TICKFLEET_HEALTH_PORT: String(port) });
+      children.push(child);
+      if (child.pid !== undefined) {
+        rolePids[name] = child.pid;
+        tellWatchdog({ type: 'group', pid: child.pid });
+      }
     }
 
     const { runDashboard } = await import('@tickfleet/dashboard');
@@ -146,13 +166,26 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
 
 /** Starts `tickfleet <args>` as a child process logging to `.tickfleet/logs/<name>.log`. */
 function startRole(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const log = createWriteStream(`.tickfleet/logs/${name}.log`, { flags: 'a' });
+  // The role writes its log file itself (not through a pipe to `up`), so it keeps logging, and
+  // can say why it stops, when `up` is gone.
+  const log = openSync(`.tickfleet/logs/${name}.log`, 'a');
   // Own process group: a terminal's Ctrl-C reaches only `up`, which stops the roles in order
   // (a second signal would make a role exit at once instead of finishing its units).
-  const child = spawn(process.execPath, [CLI_ENTRY, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
+  const child = spawn(process.execPath, [CLI_ENTRY, ...args], { env, stdio: ['ignore', log, log], detached: true });
+  closeSync(log);
   return child;
+}
+
+/** The pid of the Redis server `up` started (from `INFO server`), for the watchdog. */
+async function redisPid(url: string): Promise<number | undefined> {
+  const { connectRedis } = await import('@tickfleet/queues');
+  const client = await connectRedis(url, { blocking: false, connectionName: 'tickfleet-up' });
+  try {
+    const pid = /process_id:(\d+)/.exec(await client.info('server'))?.[1];
+    return pid === undefined ? undefined : Number(pid);
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */

@@ -1,8 +1,10 @@
 import { type Command } from 'commander';
-import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { parseEnv, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { integer } from '../args.js';
+import { listenError, spoolDirError, storeOpenError } from '../edge-errors.js';
 import { fleetRedis } from '../fleet-context.js';
-import { storeUrl } from '../store-context.js';
+import { guardRole, preflightRedis } from '../role-guard.js';
+import { storeUrl, withStore } from '../store-context.js';
 
 interface WorkerOptions {
   venues?: string;
@@ -25,16 +27,29 @@ export function registerWorker(program: Command): void {
       }
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
-      const { runWorker } = await import('@tickfleet/worker');
-      await runWorker({
+      const env = {
         ...process.env,
         REDIS_URL: redisUrl,
-        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX ?? prefix,
+        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX || prefix,
         TICKFLEET_STORE_URL: storeUrl(cmd),
         ...(opts.venues !== undefined ? { TICKFLEET_VENUES: opts.venues } : {}),
         ...(opts.port !== undefined ? { TICKFLEET_HEALTH_PORT: String(opts.port) } : {}),
         ...(opts.sink !== undefined ? { TICKFLEET_SINK_URL: opts.sink } : {}),
         ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
-      });
+      };
+      const { runWorker, WorkerEnv } = await import('@tickfleet/worker');
+      // Everything that can be checked is checked before anything runs: the environment, the
+      // store, and a Redis that answers within a bounded wait.
+      const config = parseEnv(WorkerEnv, env);
+      await withStore(cmd, async () => undefined);
+      await preflightRedis(redisUrl);
+      try {
+        await runWorker(env);
+      } catch (err) {
+        // The store was opened above, so a database error at start is the sink's.
+        const sinkErr = storeOpenError(config.TICKFLEET_SINK_URL, err, opts.sink !== undefined ? '--sink' : 'TICKFLEET_SINK_URL');
+        throw spoolDirError(listenError(sinkErr, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_HEALTH_PORT', host: 'TICKFLEET_HEALTH_HOST' }), config.TICKFLEET_SPOOL_DIR);
+      }
+      await guardRole('worker', redisUrl);
     });
 }

@@ -12,7 +12,7 @@ const ACCEPTED = 'sqlite://<path> (e.g. sqlite://.tickfleet/state.db) or mongodb
  */
 export function parseStoreUrl(url: string, cwd: string = process.cwd()): ParsedStoreUrl {
   if (url.startsWith('sqlite://')) {
-    const raw = decodeURIComponent(url.slice('sqlite://'.length).split('?')[0] ?? '');
+    const raw = decodePart(url.slice('sqlite://'.length).split('?')[0] ?? '', url);
     if (raw === '') throw new ValidationError('store URL', `a file path after sqlite:// (${ACCEPTED})`, url);
     if (raw === ':memory:') return { kind: 'sqlite', path: raw };
     return { kind: 'sqlite', path: isAbsolute(raw) ? raw : resolve(cwd, raw) };
@@ -23,9 +23,18 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): ParsedS
     const slash = afterScheme.indexOf('/');
     const hosts = slash === -1 ? afterScheme.split('?')[0] : afterScheme.slice(0, slash);
     if (!hosts) throw new ValidationError('store URL', ACCEPTED, url);
-    const dbName = slash === -1 ? '' : decodeURIComponent(afterScheme.slice(slash + 1).split('?')[0] ?? '');
+    const dbName = slash === -1 ? '' : decodePart(afterScheme.slice(slash + 1).split('?')[0] ?? '', url);
     if (/[/\\. "$]/.test(dbName)) throw new ValidationError('store URL', 'a MongoDB database name without / \\ . " $ or spaces', dbName);
     return { kind: 'mongodb', url, database: dbName === '' ? 'tickfleet' : dbName };
   }
   throw new ValidationError('store URL', ACCEPTED, url);
+}
+
+/** Percent-decodes one part of the URL; a malformed escape (`%zz`) is bad input, not a crash. */
+function decodePart(part: string, url: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new ValidationError('store URL', `valid percent-escapes (%XX) in ${ACCEPTED}`, url);
+  }
 }

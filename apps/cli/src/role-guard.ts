@@ -1,0 +1,54 @@
+import { ConfigError, REDIS_URL_EXPECTED, REDIS_URL_PATTERN } from '@tickfleet/core';
+
+/** How long a role (or command) waits for its Redis at start before exiting with one line. */
+export const REDIS_CONNECT_WAIT_MS = 10_000;
+/**
+ * How long a running role tolerates an unreachable Redis before it exits non-zero. Long enough
+ * for a Redis restart (ioredis and BullMQ reconnect by themselves), short enough that a fleet
+ * whose Redis is gone for good does not retry forever unnoticed.
+ */
+export const REDIS_GIVE_UP_MS = 60_000;
+
+/** Set by `tickfleet up` on its roles: the pid they belong to; they stop when it is gone. */
+export const PARENT_PID_ENV = 'TICKFLEET_PARENT_PID';
+
+/** A REDIS_URL checked before anything connects to it (`notaurl` would otherwise retry silently). */
+export function requireRedisUrl(url: string | undefined, variable = 'REDIS_URL'): string {
+  if (url === undefined || url === '') throw new ConfigError(variable, `${variable} to be set (${REDIS_URL_EXPECTED})`);
+  if (!REDIS_URL_PATTERN.test(url)) throw new ConfigError(variable, `${REDIS_URL_EXPECTED}, got ${JSON.stringify(url)}`);
+  return url;
+}
+
+/** Fails with one line (RedisUnavailableError) unless Redis answers within the bounded wait. */
+export async function preflightRedis(url: string): Promise<void> {
+  const { connectRedis } = await import('@tickfleet/queues');
+  const client = await connectRedis(url, { blocking: false, connectionName: 'tickfleet-preflight', waitMs: REDIS_CONNECT_WAIT_MS });
+  await client.quit().catch(() => client.disconnect());
+}
+
+function exitWith(line: string, code: number): void {
+  process.stderr.write(`tickfleet: ${line}\n`);
+  process.exit(code);
+}
+
+/**
+ * Keeps a started role honest about what it depends on: exits 1 with one line when its Redis has
+ * been unreachable for {@link REDIS_GIVE_UP_MS}, and, under `tickfleet up`, stops (SIGTERM to
+ * itself, so in-flight units are returned as on any shutdown) when `up` is gone — e.g. killed
+ * with SIGKILL, which gives it no chance to stop its children.
+ */
+export async function guardRole(role: string, redisUrl: string): Promise<void> {
+  const { watchRedis } = await import('@tickfleet/queues');
+  watchRedis(redisUrl, { giveUpMs: REDIS_GIVE_UP_MS, onLost: (err) => exitWith(`${role}: ${err.message}; exiting`, 1) });
+  const parent = Number(process.env[PARENT_PID_ENV]);
+  if (Number.isInteger(parent) && parent > 1) {
+    const timer = setInterval(() => {
+      // Orphans are re-parented (to init or a subreaper), so a changed ppid means `up` died.
+      if (process.ppid === parent) return;
+      clearInterval(timer);
+      process.stderr.write(`tickfleet: ${role}: tickfleet up (pid ${parent}) is gone; stopping\n`);
+      process.kill(process.pid, 'SIGTERM');
+    }, 500);
+    timer.unref();
+  }
+}
