@@ -1,5 +1,5 @@
 import { parseEnv } from '@tickfleet/core';
-import { Pipeline, openSink } from '@tickfleet/sinks';
+import { Pipeline, PipelineMetrics, openSink } from '@tickfleet/sinks';
 import { openStore } from '@tickfleet/store';
 import { createLogger, createRegistry, HealthServer, onShutdown } from '@tickfleet/telemetry';
 import { FleetWorker } from './fleet-worker.js';
@@ -16,9 +16,29 @@ export async function runWorker(env: Record<string, string | undefined> = proces
   const config = parseEnv(WorkerEnv, env);
   const logger = createLogger({ role: 'worker' });
   const registry = createRegistry('worker');
-  const store = await openStore(config.TICKFLEET_STORE_URL);
-  const sink = await openSink(config.TICKFLEET_SINK_URL);
-  const pipeline = new Pipeline({ sink, spool: openWorkerSpool(config.TICKFLEET_SPOOL_DIR), registry, logger });
+  // One set of pipeline metrics shared by the spool and the pipeline, so the spool's bytes,
+  // segments and drops reach /metrics (and the spool alerts can fire).
+  const pipelineMetrics = new PipelineMetrics(registry);
+  // The spool first: a directory that cannot hold one (full disk, not writable) fails the start
+  // with one line naming it and the cause, before any connection is opened.
+  const spool = openWorkerSpool(
+    config.TICKFLEET_SPOOL_DIR,
+    { onFull: config.TICKFLEET_SPOOL_ON_FULL, maxTotalBytes: config.TICKFLEET_SPOOL_MAX_BYTES, blockTimeoutMs: config.TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS },
+    pipelineMetrics,
+  );
+  if (spool.recovery.truncatedBytes > 0 || spool.totalBytes > 0) {
+    logger.info({ spoolDir: spool.dir, spoolBytes: spool.totalBytes, ...spool.recovery }, 'spool recovered; replaying what it holds');
+  }
+  const store = await openStore(config.TICKFLEET_STORE_URL).catch(async (err: unknown) => {
+    await spool.close();
+    throw err;
+  });
+  const sink = await openSink(config.TICKFLEET_SINK_URL).catch(async (err: unknown) => {
+    await store.close();
+    await spool.close();
+    throw err;
+  });
+  const pipeline = new Pipeline({ sink, spool, metrics: pipelineMetrics, logger });
   const worker = new FleetWorker({
     redisUrl: config.REDIS_URL,
     store,

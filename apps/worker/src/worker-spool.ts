@@ -1,5 +1,6 @@
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { isTickfleetError } from '@tickfleet/core';
+import { ConfigError, SpoolFullError, systemClock } from '@tickfleet/core';
 import { type PipelineMetrics, Spool, type SpoolOptions } from '@tickfleet/sinks';
 
 const MAX_SLOTS = 64;
@@ -8,15 +9,46 @@ const MAX_SLOTS = 64;
  * Opens this process's spool: the first free `worker-<n>` directory under `baseDir`. A spool is
  * written by one live process at a time (its lock file holds the pid), so local workers each take
  * a slot, and a restarted worker takes over the slot of one that died, replaying what it left.
+ *
+ * A base directory that cannot hold a spool fails here with one typed error naming it and the
+ * cause: ConfigError (TICKFLEET_SPOOL_DIR: not a directory, not writable) or SpoolFullError (its
+ * disk has no room even for the lock file).
  */
 export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'dir'> = {}, metrics?: PipelineMetrics): Spool {
+  usableBase(baseDir);
   for (let slot = 0; slot < MAX_SLOTS; slot++) {
+    const dir = join(baseDir, `worker-${slot}`);
     try {
-      return Spool.open({ ...options, dir: join(baseDir, `worker-${slot}`) }, metrics ? { metrics } : {});
+      return Spool.open({ ...options, dir }, metrics ? { metrics } : {});
     } catch (err) {
-      if (isTickfleetError(err) && err.code === 'E_CONFIG') continue;
-      throw err;
+      // Held by another live process: try the next slot.
+      if (err instanceof ConfigError && err.variable === 'spoolDir') continue;
+      if (err instanceof SpoolFullError) {
+        throw new SpoolFullError(err.dir, err.reason, err.retryAtMs, `${err.message}; free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
+      }
+      throw new ConfigError('TICKFLEET_SPOOL_DIR', `a directory this worker can write a spool in (${dir}: ${describe(err)})`);
     }
   }
-  throw new Error(`no free spool slot under ${baseDir} (${MAX_SLOTS} live workers hold them all)`);
+  throw new ConfigError('TICKFLEET_SPOOL_DIR', `a spool directory with a free slot (${baseDir}: ${MAX_SLOTS} live workers hold every worker-<n> slot)`);
+}
+
+function usableBase(baseDir: string): void {
+  try {
+    const st = statSync(baseDir, { throwIfNoEntry: false });
+    if (!st) mkdirSync(baseDir, { recursive: true });
+    else if (!st.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    accessSync(baseDir, constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') {
+      throw new SpoolFullError(baseDir, 'disk', systemClock.now(), `cannot create spool directory ${baseDir}: no space left on its disk (${code}); free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
+    }
+    throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: ${describe(err)})`);
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === 'ENOTDIR' && !e.syscall) return 'not a directory';
+  return e.code ? `${e.code}${e.syscall ? ` on ${e.syscall}` : ''}` : e instanceof Error ? e.message : String(err);
 }

@@ -1,8 +1,9 @@
 import { ManualClock, type Gap } from '@tickfleet/core';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { tempDir, type TempDir } from '@tickfleet/testkit';
-import { GapLedger, SqliteSink, findGaps, gapsToRanges } from './index.js';
+import { tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
+import { GapLedger, Pipeline, Spool, SqliteSink, findGaps, gapsToRanges } from './index.js';
 import { candles, T0 } from '../test/fixtures/envelopes.js';
+import { holdWriteLock } from '../test/fixtures/sqlite-lock.js';
 
 const JOB = 'binance:BTC/USDT:1m:ohlcv';
 const M = 60_000;
@@ -76,6 +77,32 @@ describe('gap ledger', () => {
       { fromMs: 0, toMs: 30 },
       { fromMs: 50, toMs: 60 },
     ]);
+  });
+
+  it('records no gap where candles still sit in the spool; scans the range again after replay (true gaps kept)', async () => {
+    // A sink that gives up fast, so a locked database sends batches to the spool at once.
+    const outageSink = new SqliteSink(dir.file('outage.db'), { busyTimeoutMs: 20, maxRetries: 0 });
+    const pipeline = new Pipeline({ sink: outageSink, spool: Spool.open({ dir: dir.file('spool') }), batch: { maxBatchAgeMs: 5 }, replay: { retryIntervalMs: 50 } });
+    const spooledLedger = new GapLedger(store.gaps, outageSink.reader, { clock, spooled: pipeline });
+    try {
+      await pipeline.push(candles([0, 1, 8, 9]));
+      const lock = holdWriteLock(dir.file('outage.db'));
+      // Minute 6 is a true hole (the venue never returned it); 2..5 and 7 are collected during the outage.
+      const res = await pipeline.push(candles([2, 3, 4, 5, 7]));
+      expect(res.spooled).toBe(5);
+      const scan = await spooledLedger.scan(JOB, { fromMs: T0, toMs: T0 + 10 * M });
+      // Read from the sink alone, 2..8 looks missing; none of it is recorded while it is spooled.
+      expect(scan.open).toEqual([{ fromMs: T0 + 2 * M, toMs: T0 + 8 * M }]);
+      expect(scan).toMatchObject({ recorded: 0, deferred: true });
+      expect(await store.gaps.list({ jobId: JOB, open: true })).toEqual([]);
+      lock.release();
+      // Replay moves the spooled candles into the sink, then the deferred range is scanned again.
+      await waitFor(async () => (await store.gaps.list({ jobId: JOB, open: true })).length > 0 && spooledLedger.deferred.length === 0, 'deferred scan after replay', { timeoutMs: 20_000 });
+      expect((await store.gaps.list({ jobId: JOB, open: true })).map((g) => [g.fromMs - T0, g.toMs - T0])).toEqual([[6 * M, 7 * M]]);
+    } finally {
+      await pipeline.close();
+      await outageSink.close();
+    }
   });
 
   it('rejects non-candle jobs by name', async () => {

@@ -1,12 +1,28 @@
 import { parseJobId, systemClock, ValidationError, type Clock, type Gap } from '@tickfleet/core';
 import type { GapsRepo } from '@tickfleet/store';
+import type { Logger } from '@tickfleet/telemetry';
 import { findGaps } from './gaps.js';
-import type { DataReader, Interval } from './sink.js';
+import type { CandleQuery, DataReader, Interval } from './sink.js';
+
+/**
+ * Records accepted but not yet in the sink (a pipeline's spool during a sink outage). What the
+ * sink lacks there is not a gap yet: the ledger defers recording it until replay is done.
+ */
+export interface SpooledRecords {
+  /** Whether candles of the series in [fromMs, toMs) may still be waiting to reach the sink. */
+  hasSpooledCandles(query: CandleQuery): boolean;
+  /** Called after replay moved records into the sink. */
+  onReplayed(listener: () => void): void;
+}
 
 export interface GapLedgerOptions {
   /** Fill attempts that returned nothing before a gap is recorded as a venue hole. @defaultValue 2 */
   holeAfterAttempts?: number;
   clock?: Clock;
+  /** The writer's pipeline: ranges whose candles are still spooled are scanned again once replayed. */
+  spooled?: SpooledRecords;
+  /** Where a failed deferred rescan is reported (it is tried again after the next replay). */
+  logger?: Logger;
 }
 
 export interface ScanResult {
@@ -16,6 +32,13 @@ export interface ScanResult {
   recorded: number;
   /** Ledger gaps found filled by this scan. */
   filled: number;
+  /** True when candles of the range were still spooled: nothing was recorded, the range is scanned again after replay. */
+  deferred: boolean;
+}
+
+interface DeferredScan {
+  jobId: string;
+  range: { fromMs?: number; toMs?: number };
 }
 
 /**
@@ -27,6 +50,11 @@ export interface ScanResult {
 export class GapLedger {
   private readonly holeAfterAttempts: number;
   private readonly clock: Clock;
+  private readonly spooled: SpooledRecords | undefined;
+  private readonly logger: Logger | undefined;
+  private deferredScans: DeferredScan[] = [];
+  private rescanning: Promise<void> | undefined;
+  private rescanAgain = false;
 
   constructor(
     private readonly gaps: GapsRepo,
@@ -35,24 +63,46 @@ export class GapLedger {
   ) {
     this.holeAfterAttempts = options.holeAfterAttempts ?? 2;
     this.clock = options.clock ?? systemClock;
+    this.spooled = options.spooled;
+    this.logger = options.logger;
+    this.spooled?.onReplayed(() => void this.rescanDeferred());
+  }
+
+  /** Ranges whose scan waits for spooled candles to be replayed. */
+  get deferred(): readonly DeferredScan[] {
+    return this.deferredScans;
   }
 
   /**
    * Scans a candle job over [fromMs, toMs) (default: everything stored). Run after each candle
    * unit with the unit's range widened by one candle on each side, and on demand (`gaps scan`).
+   *
+   * While candles of the range are still spooled (the sink was down when they were collected),
+   * the sink's holes there are not trusted: no gap is recorded and only ledger gaps with no hole
+   * left at all are marked filled; the range is scanned again once replay moved the candles.
    */
   async scan(jobId: string, range: { fromMs?: number; toMs?: number } = {}): Promise<ScanResult> {
     const { venue, symbol, timeframe, type } = parseJobId(jobId);
     if (type !== 'ohlcv' || !timeframe) throw new ValidationError('jobId', 'a candle (ohlcv) job with a timeframe', jobId);
     const now = this.clock.now();
-    const open = await findGaps(this.reader, { venue, symbol, timeframe, ...range });
+    const series = { venue, symbol, timeframe, ...range };
+    const deferred = this.spooled?.hasSpooledCandles(series) ?? false;
+    const open = await findGaps(this.reader, series);
     const known = await this.gaps.list({ jobId, open: true });
     let filled = 0;
     for (const g of known) {
       if (!within(g, range)) continue;
       if (open.some((o) => o.fromMs === g.fromMs && o.toMs === g.toMs)) continue;
+      // A partly filled gap is replaced by what remains, which a deferred scan cannot record yet.
+      if (deferred && open.some((o) => o.fromMs < g.toMs && o.toMs > g.fromMs)) continue;
       // No longer a hole as recorded: filled, or partly filled and replaced by its remaining holes (recorded below).
       filled += await this.gaps.markFilled(jobId, g.fromMs, g.toMs, now);
+    }
+    if (deferred) {
+      if (!this.deferredScans.some((d) => d.jobId === jobId && d.range.fromMs === range.fromMs && d.range.toMs === range.toMs)) {
+        this.deferredScans.push({ jobId, range: { ...range } });
+      }
+      return { open, recorded: 0, filled, deferred: true };
     }
     let recorded = 0;
     for (const o of open) {
@@ -60,7 +110,34 @@ export class GapLedger {
       await this.gaps.record({ jobId, fromMs: o.fromMs, toMs: o.toMs, kind: 'missing' }, now);
       recorded += 1;
     }
-    return { open, recorded, filled };
+    return { open, recorded, filled, deferred: false };
+  }
+
+  /**
+   * Scans again the deferred ranges whose candles are no longer spooled (called after each
+   * replayed segment; one pass at a time, a request during a pass runs one more).
+   */
+  rescanDeferred(): Promise<void> {
+    if (this.rescanning) {
+      this.rescanAgain = true;
+      return this.rescanning;
+    }
+    this.rescanning = (async () => {
+      do {
+        this.rescanAgain = false;
+        const due = this.deferredScans;
+        this.deferredScans = [];
+        for (const d of due) {
+          try {
+            await this.scan(d.jobId, d.range);
+          } catch (err) {
+            this.deferredScans.push(d);
+            this.logger?.warn({ err, jobId: d.jobId }, 'deferred gap scan failed; trying again after the next replay');
+          }
+        }
+      } while (this.rescanAgain);
+    })().finally(() => (this.rescanning = undefined));
+    return this.rescanning;
   }
 
   /**

@@ -7,7 +7,7 @@ import { validateBatch } from './internal/validate-batch.js';
 import { PipelineMetrics } from './pipeline-metrics.js';
 import type { KeyedEnvelope } from './records.js';
 import { ReplayWorker, type ReplayWorkerOptions } from './replay-worker.js';
-import type { ErrorSample, RejectedRecord, Sink } from './sink.js';
+import type { CandleQuery, ErrorSample, RejectedRecord, Sink } from './sink.js';
 import type { Spool } from './spool.js';
 
 /** What became of one record: in the sink (new or already there), in the spool, or dropped by a full spool. */
@@ -47,7 +47,8 @@ export interface PipelineOptions {
  * unavailability the spool -> replay into the sink when it is back.
  *
  * `push` resolves once every accepted record is durable: stored in the sink or appended to the
- * spool. Callers advance their cursors only after it resolves (and not past dropped records).
+ * spool. It rejects with SpoolFullError when the sink is down and the spool cannot take the
+ * records within its `blockTimeoutMs` (none of that batch is acknowledged). Callers advance their cursors only after it resolves (and not past dropped records).
  * While the sink is not `ok`, batches go straight to the spool; the replay worker's writes are
  * the probe that brings the sink back to `ok`.
  */
@@ -119,10 +120,28 @@ export class Pipeline {
     return this.batcher.flush();
   }
 
-  /** Flushes, stops replay (a segment in progress is kept), closes the spool. The sink stays open: its owner closes it. */
+  /**
+   * Whether candles of the series in [fromMs, toMs) may still sit in this pipeline's spool, not
+   * yet replayed into the sink: a gap read from the sink there may be no gap at all.
+   */
+  hasSpooledCandles(query: CandleQuery): boolean {
+    return this.spool?.hasCandles(query) ?? false;
+  }
+
+  /** Calls `listener` each time replay moved a spool segment into the sink. */
+  onReplayed(listener: () => void): void {
+    this.spool?.onSegmentDeleted(listener);
+  }
+
+  /**
+   * Flushes, stops replay (a segment in progress is kept), closes the spool. The sink stays open:
+   * its owner closes it. Appends waiting for spool space fail at once (their records were not
+   * acknowledged, so their producers fetch them again) instead of holding the shutdown.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.spool?.stopWaiting();
     await this.batcher.flush();
     await this.replay?.stop();
     await this.spool?.close();

@@ -45,3 +45,9 @@ export function scanFrames(buf: Buffer): ScanResult {
   }
   return { bodies, completeBytes: off };
 }
+
+/** Whether an fs error means the disk (or the user's quota) has no room left. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
