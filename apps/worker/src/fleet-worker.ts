@@ -4,7 +4,7 @@ import { FleetVenueControl, LocalFallbackBudget, WorkerHeartbeat } from '@tickfl
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
-import type { Logger, Registry } from '@tickfleet/telemetry';
+import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
 import { hasVenueAdapter } from '@tickfleet/venues';
 import { BudgetGate } from './budget-gate.js';
 import { UnitExecutor } from './unit-executor.js';
@@ -81,7 +81,7 @@ export class FleetWorker {
       pipeline: options.pipeline,
       clock: this.clock,
       metrics: this.metrics,
-      ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock }) } : {}),
+      ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
     const queues = this.queues;
@@ -95,14 +95,25 @@ export class FleetWorker {
           const budget = this.fallbacks.get(venue);
           if (!budget) return { ok: false, retryAtMs: this.clock.now() + 1000 };
           budget.activate();
-          return budget.tryAcquire(weight);
+          const result = budget.tryAcquire(weight);
+          if (result.ok) this.markFallbackWindow(venue, budget);
+          return result;
+        },
+        fleetFallbackUntil: async (venue) => Number((await connection.get(this.fallbackKey(venue))) ?? 0),
+        isActive: (venue) => this.fallbacks.get(venue)?.active ?? false,
+        deactivate: (venue) => this.fallbacks.get(venue)?.deactivate(),
+        fleetAllowance: (venue) => {
+          const budget = this.fallbacks.get(venue);
+          return budget ? budget.share * budget.liveWorkers : 0;
         },
       },
-      onStoreReachable: (venue) => this.fallbacks.get(venue)?.deactivate(),
+      logger: options.logger,
     });
     await this.refreshConnectors();
+    const refreshLog = rateLimitedLog(options.logger, 60_000);
     this.timers.push(
-      setInterval(() => void this.refreshConnectors().catch((err: unknown) => options.logger.error({ err }, 'connector refresh failed')), options.connectorPollMs ?? 5000),
+      // During a store outage every poll fails: one line per cause per minute, not one per poll.
+      setInterval(() => void this.refreshConnectors().catch((err: unknown) => refreshLog('warn', (err as { code?: string }).code ?? 'error', { err }, 'connector refresh failed')), options.connectorPollMs ?? 5000),
       setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
     );
     for (const t of this.timers) t.unref();
@@ -133,6 +144,21 @@ export class FleetWorker {
       await created.start();
       this.options.logger.info({ venue: connector.venue, maxInflight: connector.maxInflight }, 'serving venue');
     }
+  }
+
+  private fallbackKey(venue: string): string {
+    return `${this.prefix}:venue:{${venue}}:budget-fallback-until`;
+  }
+
+  /**
+   * Tells the fleet (through Redis) that this worker spent fallback weight in the current window,
+   * so a worker that reaches the store in that window marks it spent there first.
+   */
+  private markFallbackWindow(venue: string, budget: LocalFallbackBudget): void {
+    const now = this.clock.now();
+    const periodMs = budget.period;
+    const windowEnd = Math.floor(now / periodMs) * periodMs + periodMs;
+    void this.connection!.set(this.fallbackKey(venue), String(windowEnd), 'PX', windowEnd - now + periodMs).catch(() => undefined);
   }
 
   /** Keeps the venue's fallback budget at its connector's limit and the live-worker count. */

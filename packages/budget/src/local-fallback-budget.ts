@@ -19,6 +19,10 @@ export type FallbackAcquire = { ok: true; used: number; share: number } | { ok: 
  * clock-aligned fixed window of `floor(limit / liveWorkers)` weight, so the fleet as a whole stays
  * within the venue's limit without coordination (never the full limit per worker). Only used
  * while {@link active}; the worker exports that as a metric.
+ *
+ * The window in which the fallback begins grants nothing: the shared budget may already have
+ * spent part or all of it, and with the store away no worker can know how much, so a share of it
+ * could push the venue over its limit. Shares start with the next window.
  */
 export class LocalFallbackBudget {
   private readonly clock: Clock;
@@ -28,6 +32,8 @@ export class LocalFallbackBudget {
   private windowStartMs = Number.NaN;
   private used = 0;
   private activeSinceMs: number | null = null;
+  /** Start of the window the fallback began in (no grants in it). */
+  private blockedWindowStartMs = Number.NaN;
 
   constructor(options: LocalFallbackBudgetOptions) {
     this.clock = options.clock ?? systemClock;
@@ -50,6 +56,11 @@ export class LocalFallbackBudget {
     this.periodMs = periodMs;
   }
 
+  /** Length of the budget window in ms. */
+  get period(): number {
+    return this.periodMs;
+  }
+
   /** This worker's weight per window: `floor(limit / liveWorkers)`. */
   get share(): number {
     return Math.floor(this.limit / this.workers);
@@ -66,7 +77,9 @@ export class LocalFallbackBudget {
 
   /** The store became unreachable: budget locally from now on. */
   activate(): void {
-    if (this.activeSinceMs === null) this.activeSinceMs = this.clock.now();
+    if (this.activeSinceMs !== null) return;
+    this.activeSinceMs = this.clock.now();
+    this.blockedWindowStartMs = Math.floor(this.activeSinceMs / this.periodMs) * this.periodMs;
   }
 
   /** The store is back: the shared budget takes over again. */
@@ -83,7 +96,7 @@ export class LocalFallbackBudget {
       this.used = 0;
     }
     const share = this.share;
-    if (this.used + weight > share) return { ok: false, retryAtMs: windowStart + this.periodMs, share };
+    if (windowStart === this.blockedWindowStartMs || this.used + weight > share) return { ok: false, retryAtMs: windowStart + this.periodMs, share };
     this.used += weight;
     return { ok: true, used: this.used, share };
   }

@@ -22,7 +22,8 @@ export interface OpenStoreOptions {
    */
   serverSelectionTimeoutMs?: number;
   /**
-   * SQLite only: how long a statement waits for another process's write lock.
+   * SQLite only: how long one store call keeps retrying (asynchronously, in short attempts) while
+   * another process holds the write lock, before it fails with StoreUnavailableError.
    * @defaultValue 5000
    */
   busyTimeoutMs?: number;

@@ -42,10 +42,25 @@ export const METRIC_CATALOG = {
   // ---- worker: units and upstream requests -------------------------------------------------
   tickfleet_units_total: {
     type: 'counter',
-    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, failed, skipped)',
+    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped)',
     labelNames: ['venue', 'kind', 'outcome'],
     roles: ['worker'],
     usedBy: ['alert:TickfleetUnitFailureRatioHigh', 'panel:tickfleet-fleet-overview/Units finished by outcome', 'panel:tickfleet-venue-drilldown/Units by kind and outcome'],
+  },
+  tickfleet_unit_failures_total: {
+    type: 'counter',
+    help: 'Failed unit attempts by cause (server_error, timeout, connection, malformed, store_unavailable, unrecoverable, other); transient causes retry with capped backoff',
+    labelNames: ['venue', 'cause'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Unit failures by cause'],
+    cardinality: 'cause is one of seven fixed values',
+  },
+  tickfleet_malformed_payloads_total: {
+    type: 'counter',
+    help: 'Venue responses that did not have the documented shape (truncated or wrong JSON); a sample of each kind is logged at a bounded rate',
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Unit failures by cause'],
   },
   tickfleet_unit_duration_seconds: {
     type: 'histogram',
@@ -129,6 +144,13 @@ export const METRIC_CATALOG = {
     labelNames: ['venue'],
     roles: ['worker'],
     usedBy: ['alert:TickfleetBudgetFallbackActive', 'panel:tickfleet-venue-drilldown/Fallback budget active'],
+  },
+  tickfleet_budget_clock_offset_seconds: {
+    type: 'gauge',
+    help: "How far this worker's clock is off the venue budget's timeline (budget time minus local time; 0 within the 2 s tolerance)",
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Budget clock offset by worker'],
   },
   tickfleet_venue_freeze_seconds: {
     type: 'gauge',

@@ -4,6 +4,24 @@ import type { AcquireResult, BudgetUsage } from '../state-store.js';
 /** Poll interval handed to callers refused because the connector is paused or disabled. */
 export const PAUSED_RETRY_MS = 1000;
 
+/**
+ * How far a caller's clock may disagree with the budget's timeline before it counts as skewed.
+ * Below it the difference is the ordinary race of a process that read its clock, then waited for
+ * the store; above it the caller's clock is off (or jumped) and its results are translated.
+ */
+export const CLOCK_SKEW_TOLERANCE_MS = 2000;
+
+/**
+ * Moves a result's times from the budget's timeline onto the caller's clock: `offsetMs` is budget
+ * time minus caller time. Only the retry time is the caller's to use; `atMs` and `windowStartMs`
+ * keep naming the store's decision.
+ */
+export function onCallerClock(result: AcquireResult, offsetMs: number): AcquireResult {
+  if (Math.abs(offsetMs) <= CLOCK_SKEW_TOLERANCE_MS) return result;
+  if (result.ok) return { ...result, clockOffsetMs: offsetMs };
+  return { ...result, retryAtMs: result.retryAtMs - offsetMs, clockOffsetMs: offsetMs };
+}
+
 /** The budget state an adapter read back from its one atomic acquire operation. */
 export interface AcquireDecision {
   policy: RateLimitPolicyName;
@@ -40,7 +58,7 @@ export function toAcquireResult(d: AcquireDecision): AcquireResult {
   }
   if (d.policy === 'fixed-window') {
     const windowStartMs = d.windowStartMs ?? Math.floor(d.atMs / d.periodMs) * d.periodMs;
-    if (d.ok) return { ok: true, used: d.used, limit: d.limit, atMs: d.atMs, windowStartMs };
+    if (d.ok) return { ok: true, used: d.used, limit: d.limit, atMs: d.atMs, windowStartMs, windowEndMs: windowStartMs + d.periodMs };
     if (d.weight > d.limit) return { ok: false, reason: 'too-heavy', retryAtMs: d.atMs + d.periodMs, limit: d.limit, atMs: d.atMs };
     return { ok: false, reason: 'exhausted', retryAtMs: windowStartMs + d.periodMs, limit: d.limit, atMs: d.atMs };
   }

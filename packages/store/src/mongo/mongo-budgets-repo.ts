@@ -1,7 +1,7 @@
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type Document } from 'mongodb';
-import { StoreUnavailableError, ValidationError } from '@tickfleet/core';
+import { type Clock, StoreUnavailableError, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
-import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
+import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
 import type { BudgetDoc, MongoCollections } from './documents.js';
 
 /** Server time of the decision, never earlier than this venue's previous decision. */
@@ -68,11 +68,18 @@ function observePipeline(usedWeight: number, windowStartMs: number): Document[] 
   ];
 }
 
+/**
+ * Budgets on MongoDB. Decisions use only the server's clock, so a worker's skewed clock cannot
+ * move a window; the caller's clock only serves to translate a refusal's retry time onto it
+ * (otherwise a worker an hour behind would yield its units for an hour, one an hour ahead would
+ * retry at once in a loop).
+ */
 export class MongoBudgetsRepo implements BudgetsRepo {
   constructor(
     private readonly c: MongoCollections,
     /** Rebuilds a missing budget document from the venue's connector; false when there is none. */
     private readonly repairBudget: (venue: string) => Promise<boolean>,
+    private readonly clock: Clock = { now: () => Date.now(), monotonic: () => performance.now() },
   ) {}
 
   async acquire(venue: string, weight: number): Promise<AcquireResult> {
@@ -81,10 +88,10 @@ export class MongoBudgetsRepo implements BudgetsRepo {
     let doc = await spend();
     if (!doc && (await this.repairBudget(venue))) doc = await spend();
     if (!doc) {
-      const now = Date.now();
+      const now = this.clock.now();
       return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
     }
-    return toAcquireResult({
+    const result = toAcquireResult({
       policy: doc.policy,
       status: doc.status,
       limit: doc.limit,
@@ -96,6 +103,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
       used: doc.used,
       tatMs: doc.tat ?? null,
     });
+    return onCallerClock(result, doc.at - this.clock.now());
   }
 
   async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
@@ -134,7 +142,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
  * Runs a driver call, turning "the server cannot be reached" (network errors, no server selected,
  * a closed client) into StoreUnavailableError, so a worker can fall back to its local budget share.
  */
-async function unavailableOnNetworkError<T>(call: () => Promise<T>): Promise<T> {
+export async function unavailableOnNetworkError<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {

@@ -3,7 +3,7 @@ import { type Clock, StoreUnavailableError } from '@tickfleet/core';
 import type { StateStore } from '../state-store.js';
 import { collections, ensureIndexes } from './documents.js';
 import { MongoBackfillsRepo } from './mongo-backfills-repo.js';
-import { MongoBudgetsRepo } from './mongo-budgets-repo.js';
+import { MongoBudgetsRepo, unavailableOnNetworkError } from './mongo-budgets-repo.js';
 import { MongoConnectorsRepo } from './mongo-connectors-repo.js';
 import { MongoGapsRepo } from './mongo-gaps-repo.js';
 import { MongoJobsRepo } from './mongo-jobs-repo.js';
@@ -32,16 +32,24 @@ export class MongoStateStore implements StateStore {
     options: MongoStoreOptions,
   ) {
     const c = collections(client.db(database), options.collectionPrefix ?? '');
-    this.connectors = new MongoConnectorsRepo(c, options.clock);
-    this.jobs = new MongoJobsRepo(c, options.clock);
-    this.budgets = new MongoBudgetsRepo(c, (venue) => this.connectors.repairBudget(venue));
-    this.backfills = new MongoBackfillsRepo(c, options.clock);
-    this.gaps = new MongoGapsRepo(c);
+    const connectors = new MongoConnectorsRepo(c, options.clock);
+    this.connectors = guardRepo(connectors);
+    this.jobs = guardRepo(new MongoJobsRepo(c, options.clock));
+    this.budgets = guardRepo(new MongoBudgetsRepo(c, (venue) => connectors.repairBudget(venue), options.clock));
+    this.backfills = guardRepo(new MongoBackfillsRepo(c, options.clock));
+    this.gaps = guardRepo(new MongoGapsRepo(c));
   }
 
   /** Connects, then creates the indexes the queries need; a server that cannot be reached is StoreUnavailableError. */
   static async open(url: string, options: MongoStoreOptions): Promise<MongoStateStore> {
-    const client = new MongoClient(url, { serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000 });
+    // Socket and connect timeouts bound how long a call waits on a server that accepted the
+    // connection but stopped answering (a hung or SIGSTOPped mongod): without them the call waits
+    // forever and the worker never learns to fall back. Store calls take milliseconds.
+    const client = new MongoClient(url, {
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000,
+      socketTimeoutMS: 5000,
+      connectTimeoutMS: 3000,
+    });
     try {
       await client.connect();
       await ensureIndexes(collections(client.db(options.database), options.collectionPrefix ?? ''));
@@ -53,7 +61,7 @@ export class MongoStateStore implements StateStore {
   }
 
   async ping(): Promise<void> {
-    await this.client.db(this.database).command({ ping: 1 });
+    await unavailableOnNetworkError(() => this.client.db(this.database).command({ ping: 1 }));
   }
 
   async close(): Promise<void> {
@@ -64,4 +72,18 @@ export class MongoStateStore implements StateStore {
 /** Drops credentials from a URL before it goes into an error message or a log line. */
 function redact(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/**
+ * Makes every call of a repository report an unreachable server as StoreUnavailableError, so a
+ * worker puts the unit back (or falls back to its budget share) instead of failing it.
+ */
+function guardRepo<T extends object>(repo: T): T {
+  return new Proxy(repo, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || prop === 'constructor') return value;
+      return (...args: unknown[]) => unavailableOnNetworkError(() => Promise.resolve((value as (...a: unknown[]) => unknown).apply(target, args)));
+    },
+  });
 }

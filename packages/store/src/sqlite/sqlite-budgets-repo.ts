@@ -1,7 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
-import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
+import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
 
 /*
  * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every
@@ -10,7 +10,8 @@ import { PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acq
  *
  * NOW: store time of the decision, never earlier than the previous decision on this venue. A process
  * takes `now` before it waits for the write lock, so without the MAX a late writer could carry an
- * older `now`, move the window back and reset a window that is still being spent.
+ * older `now`, move the window back and reset a window that is still being spent. `:now` is the
+ * caller's clock corrected onto the budget's timeline (see `SqliteBudgetsRepo.offsetMs`).
  */
 const NOW = 'MAX(CAST(:now AS INTEGER), b_at)';
 /** `effectiveLimit()` of core: floor(limit * headroom), at least 1. */
@@ -52,11 +53,23 @@ interface UsageRow {
  * Budgets on SQLite. `acquire` is one `UPDATE … WHERE venue = ? RETURNING`: SQLite takes the
  * database write lock before the statement reads, so the check and the spend are one step for every
  * connection in every process sharing the file (WAL, busy_timeout makes the others queue).
+ *
+ * Clock skew. SQLite has no server clock, so decisions use the callers' clocks, and the MAX above
+ * makes the latest decision the budget's timeline. A caller whose clock runs ahead moves that
+ * timeline forward (its first decision can open a new window early: at most one window of extra
+ * weight per jump); a caller that finds the timeline more than CLOCK_SKEW_TOLERANCE_MS ahead of
+ * its own clock learns the difference as `offsetMs` and from then on decides at its clock plus
+ * the offset. Without that, a slow caller would decide at the same stored instant again and
+ * again: the window would never end and the venue would sit idle for as long as the skew (an
+ * hour's skew, an hour). With it every process counts in one timeline, so no window is charged
+ * twice, and refusals carry retry times on the caller's own clock.
  */
 export class SqliteBudgetsRepo implements BudgetsRepo {
   private readonly acquireStmt: Statement;
   private readonly observeStmt: Statement;
   private readonly usageStmt: Statement;
+  /** Budget timeline minus this process's clock, learned from the store; only ever grows. */
+  private offsetMs = 0;
 
   constructor(
     db: Database,
@@ -84,12 +97,21 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
       FROM connectors WHERE venue = :venue`);
   }
 
+  /** This process's correction onto the budget's timeline (0 while its clock agrees with the others'). */
+  get clockOffsetMs(): number {
+    return this.offsetMs;
+  }
+
   async acquire(venue: string, weight: number): Promise<AcquireResult> {
     if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
-    const now = this.clock.now();
+    const local = this.clock.now();
+    const now = local + this.offsetMs;
     const row = this.acquireStmt.get({ venue, weight, now }) as DecisionRow | undefined;
-    if (!row) return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
-    return toAcquireResult({
+    if (!row) return { ok: false, reason: 'unknown-venue', retryAtMs: local + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    // The timeline was ahead of our (corrected) clock by more than a lock wait explains: follow it.
+    // The decision just made already counted in the timeline's window, so it stands.
+    if (row.b_at - now > CLOCK_SKEW_TOLERANCE_MS) this.offsetMs += row.b_at - now;
+    const result = toAcquireResult({
       policy: row.policy,
       status: row.status,
       limit: row.eff,
@@ -101,15 +123,16 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
       used: row.b_used,
       tatMs: row.b_tat,
     });
+    return onCallerClock(result, this.offsetMs);
   }
 
   async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
     if (!Number.isInteger(usedWeight) || usedWeight < 0) throw new ValidationError('usedWeight', 'a non-negative integer', usedWeight);
-    this.observeStmt.run({ venue, usedWeight, windowStartMs, now: this.clock.now() });
+    this.observeStmt.run({ venue, usedWeight, windowStartMs, now: this.clock.now() + this.offsetMs });
   }
 
   async usage(venue: string): Promise<BudgetUsage | null> {
-    const row = this.usageStmt.get({ venue, now: this.clock.now() }) as UsageRow | undefined;
+    const row = this.usageStmt.get({ venue, now: this.clock.now() + this.offsetMs }) as UsageRow | undefined;
     if (!row) return null;
     return toBudgetUsage(
       { venue, policy: row.policy, limit: row.eff, periodMs: row.period_ms, windowStartMs: row.b_window_start, used: row.b_used, tatMs: row.b_tat },

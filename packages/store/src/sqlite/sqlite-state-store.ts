@@ -9,17 +9,35 @@ import { SqliteBudgetsRepo } from './sqlite-budgets-repo.js';
 import { SqliteConnectorsRepo } from './sqlite-connectors-repo.js';
 import { SqliteGapsRepo } from './sqlite-gaps-repo.js';
 import { SqliteJobsRepo } from './sqlite-jobs-repo.js';
+import { classifySqliteError, guardRepo, guardSqliteCall, type SqliteGuardOptions } from './sqlite-guard.js';
 
 export interface SqliteStoreOptions {
   clock: Clock;
   /**
-   * How long a statement waits for another connection's write lock before failing with
-   * SQLITE_BUSY. Acquire statements hold the lock for tens of microseconds, so 5 s only runs
-   * out when a process is stuck.
+   * How long one store call keeps retrying while another connection holds the write lock before
+   * it fails with StoreUnavailableError. Statements hold the lock for tens of microseconds, so
+   * 5 s only runs out when another process is stuck or holds a long transaction. The wait is
+   * asynchronous: each attempt blocks the event loop for at most {@link ATTEMPT_BUSY_MS}.
    * @defaultValue 5000
    */
   busyTimeoutMs?: number;
+  /**
+   * The same for budget acquires and observations, which have a fallback (the worker's local
+   * share) and so should learn quickly that the store is away.
+   * @defaultValue 300
+   */
+  budgetBusyTimeoutMs?: number;
 }
+
+/**
+ * SQLite's own busy wait per attempt. better-sqlite3 is synchronous, so this is how long one
+ * attempt may stall the process's event loop (health probes, lock renewals); longer waits are
+ * retries with asynchronous pauses in between.
+ */
+const ATTEMPT_BUSY_MS = 25;
+
+/** How often a readiness ping re-verifies the file's pages (`PRAGMA quick_check`). */
+const QUICK_CHECK_EVERY_MS = 60_000;
 
 /**
  * The embedded state store: one SQLite file shared by any number of local processes.
@@ -34,19 +52,34 @@ export class SqliteStateStore implements StateStore {
   readonly backfills: SqliteBackfillsRepo;
   readonly gaps: SqliteGapsRepo;
   private readonly pingStmt: Database.Statement;
+  private readonly guard: SqliteGuardOptions;
+  /** Set when a call met a corrupted file; readiness fails until a quick_check passes again. */
+  private damage: unknown = null;
+  private lastCheckAt: number;
 
   private constructor(
     private readonly db: Database.Database,
-    clock: Clock,
+    private readonly path: string,
+    options: SqliteStoreOptions,
   ) {
-    this.connectors = new SqliteConnectorsRepo(db, clock);
-    this.jobs = new SqliteJobsRepo(db, clock);
-    this.budgets = new SqliteBudgetsRepo(db, clock);
-    this.backfills = new SqliteBackfillsRepo(db, clock);
-    this.gaps = new SqliteGapsRepo(db);
+    const { clock } = options;
+    this.guard = { path, maxWaitMs: Math.max(0, options.busyTimeoutMs ?? 5000), onDamaged: (err) => (this.damage = err) };
+    const budgetWait = { methods: ['acquire', 'observe'], waitMs: Math.max(0, options.budgetBusyTimeoutMs ?? 300) };
+    this.connectors = guardRepo(new SqliteConnectorsRepo(db, clock), this.guard);
+    this.jobs = guardRepo(new SqliteJobsRepo(db, clock), this.guard);
+    this.budgets = guardRepo(new SqliteBudgetsRepo(db, clock), this.guard, budgetWait);
+    this.backfills = guardRepo(new SqliteBackfillsRepo(db, clock), this.guard);
+    this.gaps = guardRepo(new SqliteGapsRepo(db), this.guard);
     this.pingStmt = db.prepare('SELECT 1');
+    this.lastCheckAt = performance.now();
   }
 
+  /**
+   * Opens (creating and migrating when needed) the store file. Opening waits up to
+   * `busyTimeoutMs` for a lock held by another process (blocking: nothing else runs yet), checks
+   * the file's pages with `PRAGMA quick_check`, and reports a locked, unreadable, corrupted or
+   * non-database file as StoreUnavailableError naming the path.
+   */
   static open(path: string, options: SqliteStoreOptions): SqliteStateStore {
     let db: Database.Database;
     try {
@@ -57,7 +90,7 @@ export class SqliteStateStore implements StateStore {
     }
     try {
       // busy_timeout first: switching to WAL needs a lock another opener may hold.
-      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      db.pragma(`busy_timeout = ${Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       const version = db.pragma('user_version', { simple: true }) as number;
@@ -65,18 +98,43 @@ export class SqliteStateStore implements StateStore {
         throw new ConfigError('store URL', `a SQLite store of schema version <= ${SCHEMA_VERSION}; ${path} has version ${version} (written by a newer tickfleet)`);
       }
       migrate(db);
-      return new SqliteStateStore(db, options.clock);
+      assertIntact(db, path);
+      db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
+      return new SqliteStateStore(db, path, options);
     } catch (err) {
       db.close();
-      throw err;
+      if (classifySqliteError(err) === null) throw err;
+      throw new StoreUnavailableError(`cannot open SQLite store at ${path} (${(err as { code: string }).code}): ${(err as Error).message}`, { cause: err });
     }
   }
 
+  /**
+   * Readiness: a round trip, plus `PRAGMA quick_check` when a call met a corrupted page and at
+   * most once a minute otherwise, because `SELECT 1` succeeds on a file whose table pages were
+   * overwritten while every real query fails.
+   */
   async ping(): Promise<void> {
-    this.pingStmt.get();
+    await guardSqliteCall(async () => {
+      this.pingStmt.get();
+      if (this.damage === null && performance.now() - this.lastCheckAt < QUICK_CHECK_EVERY_MS) return;
+      assertIntact(this.db, this.path);
+      this.lastCheckAt = performance.now();
+      this.damage = null;
+    }, this.guard);
   }
 
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
+  }
+}
+
+/** Throws StoreUnavailableError when `PRAGMA quick_check` finds damaged pages. */
+function assertIntact(db: Database.Database, path: string): void {
+  const rows = db.pragma('quick_check(5)') as Array<{ quick_check: string }>;
+  const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok');
+  if (problems.length > 0) {
+    throw new StoreUnavailableError(
+      `SQLite store ${path} is damaged (quick_check: ${problems.join('; ')}): stop the fleet and restore the file from a backup, or move it away so a new store is created`,
+    );
   }
 }
