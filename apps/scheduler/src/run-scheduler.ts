@@ -36,6 +36,7 @@ export async function runScheduler(env: Record<string, string | undefined>, opti
     batchSize: config.TICKFLEET_SCHEDULER_BATCH,
     leaseMs: config.TICKFLEET_SCHEDULER_LEASE_MS,
     leaderTtlMs: config.TICKFLEET_SCHEDULER_LEADER_TTL_MS,
+    repairEveryMs: config.TICKFLEET_SCHEDULER_REPAIR_MS,
     cadence: {
       jitterMs: config.TICKFLEET_SCHEDULER_JITTER_MS,
       closeDelayMs: config.TICKFLEET_SCHEDULER_CLOSE_DELAY_MS,

@@ -199,6 +199,98 @@ describe('Scheduler', () => {
     const job = await f.store.jobs.get('binance:BTC/USDT:1m:ohlcv');
     expect(job?.lockedUntil).toBeNull();
   });
+
+  /** What a Redis restart without persistence leaves of this test's namespace: nothing. */
+  async function loseRedis(prefix: string): Promise<void> {
+    const conn = createRedisConnection(redis.url);
+    try {
+      const keys = await conn.keys(`${prefix}:*`);
+      if (keys.length > 0) await conn.del(...keys);
+    } finally {
+      await conn.quit();
+    }
+  }
+
+  it('re-claims live jobs after Redis lost their units, once their lease expires', async () => {
+    const f = await fixture();
+    const s = f.scheduler();
+    expect((await s.tick()).added).toBe(3);
+    const before = (await unitsIn(s, 'binance')).map((u) => u.id);
+    await loseRedis(f.prefix);
+    expect(await unitsIn(s, 'binance')).toEqual([]);
+    // Leased: nothing claimed until the lease ends (a live unit may still be running).
+    expect(await s.tick()).toMatchObject({ claimed: 0, added: 0 });
+    f.clock.advance(LEASE_MS + 1);
+    expect(await s.tick()).toMatchObject({ claimed: 3, added: 3, duplicates: 0 });
+    // Same due times, so the same deterministic ids as before the loss.
+    expect((await unitsIn(s, 'binance')).map((u) => u.id)).toEqual(before);
+  });
+
+  it('re-creates the units of owed backfill chunks from the store and the missing global concurrency, idempotently', async () => {
+    const f = await fixture();
+    const s = f.scheduler();
+    await f.store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example', rateLimit: { limit: 1200, periodMs: 60_000 }, maxInflight: 3 });
+    const jobId = 'binance:BTC/USDT:1m:ohlcv';
+    const chunks = [0, 1, 2, 3].map((i) => ({ fromMs: START + i * 600_000, toMs: START + (i + 1) * 600_000 }));
+    await f.store.backfills.create({ id: 'bf-r', jobId, fromMs: chunks[0]!.fromMs, toMs: chunks[3]!.toMs, chunks });
+    await f.store.backfills.create({ id: 'bf-x', jobId, fromMs: chunks[0]!.fromMs, toMs: chunks[1]!.toMs, chunks: chunks.slice(0, 2) });
+    await f.store.backfills.setStatus('bf-x', 'cancelled');
+    await f.store.backfills.chunkDone('bf-r', chunks[1]!);
+    await f.store.backfills.chunkFailed('bf-r', chunks[3]!, 'unrecoverable: HTTP 400');
+    const idOf = (c: { fromMs: number; toMs: number }) => `bf|bf-r|${c.fromMs}-${c.toMs}`;
+
+    // Nothing in Redis (units lost, queue settings lost): the owed chunks 0 and 2 come back; done,
+    // failed and cancelled ones do not.
+    expect(await s.queues.globalConcurrency('binance')).toBeNull();
+    const first = await s.repair();
+    expect(first).toEqual({ owed: 2, recreated: 2, concurrency: [{ venue: 'binance', value: 3 }, { venue: 'kraken', value: expect.any(Number) }] });
+    expect(await s.queues.globalConcurrency('binance')).toBe(3);
+    const units = await unitsIn(s, 'binance');
+    expect(units.map((u) => u.id)).toEqual([idOf(chunks[0]!), idOf(chunks[2]!)]);
+    expect(units[0]!.data).toMatchObject({ kind: 'backfill', jobId, backfillId: 'bf-r', fromMs: chunks[0]!.fromMs, toMs: chunks[0]!.toMs, chunkIndex: 0 });
+
+    // Still queued: a second pass adds nothing.
+    expect(await s.repair()).toEqual({ owed: 2, recreated: 0, concurrency: [] });
+
+    // BullMQ finished a unit without the chunk being recorded (failed as stalled, or the store
+    // could not record the failure): the chunk is still owed, so its unit is replaced.
+    const connection = createRedisConnection(redis.url);
+    const worker = new Worker<QueuedUnit>(
+      s.queues.queue('binance').name,
+      async (job) => {
+        if (job.data.fromMs === chunks[0]!.fromMs) throw new UnrecoverableError('died without telling the store');
+        await f.store.backfills.chunkDone(job.data.backfillId!, { fromMs: job.data.fromMs!, toMs: job.data.toMs! });
+      },
+      { connection, prefix: f.prefix },
+    );
+    cleanups.push(async () => {
+      await worker.close();
+      await connection.quit();
+    });
+    await waitFor(async () => (await s.queues.counts('binance')).failed === 1 && (await s.queues.counts('binance')).completed === 1, 'one unit failed, one completed');
+    await worker.close();
+    expect(await s.repair()).toEqual({ owed: 1, recreated: 1, concurrency: [] });
+    expect((await s.queues.queue('binance').getJob(idOf(chunks[0]!)))?.finishedOn).toBeUndefined();
+
+    // Redis loses everything again: the one owed unit and the concurrency come back.
+    await loseRedis(f.prefix);
+    expect(await s.repair()).toMatchObject({ owed: 1, recreated: 1, concurrency: [{ venue: 'binance', value: 3 }, { venue: 'kraken' }] });
+    expect((await unitsIn(s, 'binance')).map((u) => u.id)).toEqual([idOf(chunks[0]!)]);
+  });
+
+  it('repairs on its own while running (after a lost Redis, within one repair period)', async () => {
+    const f = await fixture();
+    const s = f.scheduler({ tickMs: 50, repairEveryMs: 100 });
+    const chunks = [{ fromMs: START, toMs: START + 600_000 }];
+    await f.store.backfills.create({ id: 'bf-auto', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: START, toMs: START + 600_000, chunks });
+    s.start();
+    const id = `bf|bf-auto|${START}-${START + 600_000}`;
+    await waitFor(async () => (await s.queues.queue('binance').getJob(id)) !== undefined, 'the owed unit queued by the running scheduler');
+    await loseRedis(f.prefix);
+    // The ManualClock's monotonic time does not move by itself: advance it so the next repair is due.
+    f.clock.advance(100);
+    await waitFor(async () => (await s.queues.queue('binance').getJob(id)) !== undefined && (await s.queues.globalConcurrency('binance')) !== null, 'unit and concurrency back after the loss');
+  });
 });
 
 describe('parseSchedulerEnv', () => {

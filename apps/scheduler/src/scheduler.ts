@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
-import { systemClock, type Clock, type Job } from '@tickfleet/core';
-import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
+import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
+import { parseJobId, systemClock, type Clock, type Job } from '@tickfleet/core';
+import { createRedisConnection, QUEUE_PREFIX, unitJobId, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
 import { dailyFilesRange, DEFAULT_CADENCE, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
@@ -36,6 +37,23 @@ export interface SchedulerOptions {
   registry?: Registry;
   /** Identity of this replica in the leader lock. @defaultValue `<hostname>-<pid>` */
   id?: string;
+  /**
+   * How often the leader compares Redis with the store: it re-creates the units of backfill chunks
+   * the store still owes (lost with a Redis restart, or failed by BullMQ without the chunk being
+   * recorded) and re-applies a venue queue's missing global concurrency. @defaultValue 30000
+   */
+  repairEveryMs?: number;
+  /** Owed chunks read per store call during a repair. @defaultValue 1000 */
+  repairBatch?: number;
+}
+
+export interface RepairResult {
+  /** Owed chunks looked at. */
+  owed: number;
+  /** Units re-created because their chunk was owed and no unit of it was queued. */
+  recreated: number;
+  /** Venues whose queue had no global concurrency, and the value set. */
+  concurrency: Array<{ venue: string; value: number }>;
 }
 
 export interface TickResult {
@@ -70,6 +88,10 @@ export class Scheduler {
   private loopDone: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastTickEndMs: number | undefined;
+  private readonly repairEveryMs: number;
+  private readonly repairBatch: number;
+  private readonly control: FleetVenueControl;
+  private lastRepairMs: number | undefined;
 
   constructor(options: SchedulerOptions) {
     this.store = options.store;
@@ -82,6 +104,8 @@ export class Scheduler {
     this.maxBatchesPerTick = options.maxBatchesPerTick ?? 40;
     this.leaseMs = options.leaseMs ?? 300_000;
     this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
+    this.repairEveryMs = options.repairEveryMs ?? 30_000;
+    this.repairBatch = options.repairBatch ?? 1000;
     const prefix = options.prefix ?? QUEUE_PREFIX;
     // Producer connection: commands fail after a few retries instead of hanging a tick forever.
     this.connection = createRedisConnection(options.redisUrl, { blocking: false, connectionName: 'tickfleet-scheduler' });
@@ -89,6 +113,11 @@ export class Scheduler {
     this.queues = new VenueQueues(this.connection, {
       prefix,
       onError: (err, venue) => this.logger.debug({ err, venue }, 'queue connection error'),
+    });
+    this.control = new FleetVenueControl(this.connection, { prefix, clock: this.clock });
+    // A reconnect may mean a restarted Redis that lost its queues: repair on the next tick.
+    this.connection.on('ready', () => {
+      this.lastRepairMs = undefined;
     });
     this.election = new LeaderElection(this.connection, {
       key: `${prefix}:scheduler:leader`,
@@ -153,6 +182,95 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Makes Redis hold what the store says is owed (the store is the source of truth; Redis may
+   * have restarted without persistence). Live jobs need nothing here: their lease expires and
+   * `claimDue` claims them again. Backfill chunks have no lease, so every pending chunk of a
+   * pending/running backfill is enqueued with its deterministic id: a unit still queued or running
+   * is left alone, a lost one is added, and one BullMQ finished without the chunk being recorded
+   * (failed as stalled, or its failure could not be stored) is replaced. A venue queue whose global
+   * concurrency is gone gets the fleet-wide AIMD value back (capped by the connector).
+   */
+  async repair(): Promise<RepairResult> {
+    const result: RepairResult = { owed: 0, recreated: 0, concurrency: [] };
+    for (const connector of await this.store.connectors.list()) {
+      if (connector.status === 'disabled') continue;
+      if ((await this.queues.globalConcurrency(connector.venue)) !== null) continue;
+      this.control.configure(connector.venue, aimdLimitsFor(connector));
+      const value = Math.min(await this.control.concurrency(connector.venue), connector.maxInflight);
+      await this.queues.setGlobalConcurrency(connector.venue, value);
+      result.concurrency.push({ venue: connector.venue, value });
+    }
+    const priorities = new Map<string, number | undefined>();
+    let after: { backfillId: string; fromMs: number } | undefined;
+    for (;;) {
+      const owed = await this.store.backfills.owedChunks({ limit: this.repairBatch, ...(after ? { after } : {}) });
+      if (owed.length === 0) break;
+      const last = owed[owed.length - 1]!;
+      after = { backfillId: last.backfillId, fromMs: last.fromMs };
+      result.owed += owed.length;
+      const now = this.clock.now();
+      const units: QueuedUnit[] = [];
+      for (const chunk of owed) {
+        if (!priorities.has(chunk.jobId)) priorities.set(chunk.jobId, (await this.store.jobs.get(chunk.jobId))?.priority);
+        const priority = priorities.get(chunk.jobId);
+        units.push({
+          kind: 'backfill',
+          venue: parseJobId(chunk.jobId).venue,
+          jobId: chunk.jobId,
+          backfillId: chunk.backfillId,
+          fromMs: chunk.fromMs,
+          toMs: chunk.toMs,
+          ...(chunk.index >= 0 ? { chunkIndex: chunk.index } : {}),
+          ...(priority === undefined ? {} : { priority }),
+          enqueuedAt: now,
+        });
+      }
+      const outcomes = await this.queues.enqueue(units);
+      // A unit that finished after the chunk list was read may have stored its chunk meanwhile
+      // (a chunk is recorded before its unit completes or fails): replace a finished unit only
+      // when the store, read now, still owes its chunk.
+      const finishedIds = new Set(outcomes.filter((o) => o.outcome === 'duplicate' && o.existing !== 'queued').map((o) => o.id));
+      const finished = units.filter((u) => finishedIds.has(unitJobId(u)));
+      const stillOwed = await this.stillOwed(finished);
+      const replaced = stillOwed.length > 0 ? await this.queues.enqueue(stillOwed, { replaceFinished: true }) : [];
+      for (const o of [...outcomes, ...replaced]) {
+        if (o.outcome === 'duplicate') continue;
+        result.recreated += 1;
+        this.metrics.unitsEnqueued.inc({ venue: o.venue });
+        this.metrics.requeued.inc({ venue: o.venue });
+      }
+      if (owed.length < this.repairBatch || !this.election.isLeader) break;
+    }
+    if (result.recreated > 0) {
+      this.logger.warn(
+        { owedChunks: result.owed, recreatedUnits: result.recreated, concurrency: result.concurrency },
+        'repaired the queues from the store: units of owed backfill chunks were missing in Redis',
+      );
+    } else if (result.concurrency.length > 0) {
+      // Also the normal case on a fresh Redis before any worker has started.
+      this.logger.info({ concurrency: result.concurrency }, 'set the missing global concurrency of venue queues');
+    }
+    return result;
+  }
+
+  private async stillOwed(units: QueuedUnit[]): Promise<QueuedUnit[]> {
+    const pendingByBackfill = new Map<string, Set<number>>();
+    const out: QueuedUnit[] = [];
+    for (const u of units) {
+      const id = u.backfillId!;
+      let pending = pendingByBackfill.get(id);
+      if (!pending) {
+        const backfill = await this.store.backfills.get(id);
+        const open = backfill?.status === 'pending' || backfill?.status === 'running';
+        pending = new Set(open ? (await this.store.backfills.chunks(id, { status: 'pending' })).map((c) => c.fromMs) : []);
+        pendingByBackfill.set(id, pending);
+      }
+      if (pending.has(u.fromMs!)) out.push(u);
+    }
+    return out;
+  }
+
   /** The unit one run of `job` claimed at `nowMs` becomes. */
   unitFor(job: Job, nowMs: number): QueuedUnit {
     const kind = unitKindFor(job.type);
@@ -205,7 +323,12 @@ export class Scheduler {
     while (this.running) {
       const started = this.clock.monotonic();
       try {
-        await this.tick();
+        const { leader } = await this.tick();
+        const nowMono = this.clock.monotonic();
+        if (leader && this.election.isLeader && (this.lastRepairMs === undefined || nowMono - this.lastRepairMs >= this.repairEveryMs)) {
+          await this.repair();
+          this.lastRepairMs = nowMono;
+        }
       } catch (err) {
         this.metrics.tickErrors.inc();
         this.logger.error({ err }, 'tick failed');

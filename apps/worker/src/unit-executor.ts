@@ -5,6 +5,9 @@ import {
   jobId as makeJobId,
   type Job,
   lastClosedOpenTime,
+  MalformedPayloadError,
+  SpoolFullError,
+  StoreUnavailableError,
   timeframeMs,
   TransientError,
   UnrecoverableError,
@@ -50,6 +53,10 @@ export interface UnitExecutorOptions {
  */
 export class UnitExecutor {
   private readonly lookbackMs: number;
+  /** The last copy of each job read from the store (one entry per job this worker ran). */
+  private readonly lastJobs = new Map<string, Job>();
+  /** Per venue: when a malformed payload was last logged, and how many were not logged since. */
+  private readonly malformedSampled = new Map<string, { atMs: number; suppressed: number }>();
 
   constructor(private readonly options: UnitExecutorOptions) {
     this.lookbackMs = options.initialLookbackMs ?? 24 * 3600_000;
@@ -57,8 +64,14 @@ export class UnitExecutor {
 
   async run(ctx: UnitContext): Promise<UnitOutcome> {
     const { unit } = ctx;
-    const job = await this.options.store.jobs.get(unit.jobId);
-    if (!job) return { outcome: 'skipped', records: 0, detail: 'job no longer exists' };
+    const job = await this.readJob(unit.jobId);
+    if (!job) {
+      // A backfill chunk whose job is gone can never be stored: end it as failed, not owed forever.
+      if (unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {
+        await this.options.store.backfills.chunkFailed(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs }, `job ${unit.jobId} no longer exists`);
+      }
+      return { outcome: 'skipped', records: 0, detail: 'job no longer exists' };
+    }
     switch (unit.kind) {
       case 'incremental':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
@@ -85,11 +98,64 @@ export class UnitExecutor {
     const toMs = lastClosedOpenTime(now, tf) + len;
     const fromMs = job.cursor !== null ? job.cursor + len : alignDown(job.since ?? toMs - this.lookbackMs, tf);
     if (fromMs >= toMs) return { outcome: 'ok', records: 0, detail: 'up to date' };
-    const { records, lastOpenTime } = await this.collectCandles(ctx, job, fromMs, toMs, true);
+    let records = 0;
+    let lastOpenTime: number | null = null;
+    // A malformed page (truncated or wrong-shaped body) is a glitch of one answer: ask again from
+    // the newest stored page right away (the shared budget paces the requests) instead of failing
+    // the unit; only a long run of them ends the attempt, which is then retried with backoff.
+    for (let from = fromMs, malformed = 0; from < toMs; ) {
+      try {
+        const pass = await this.collectCandles(ctx, job, from, toMs, true);
+        records += pass.records;
+        lastOpenTime = pass.lastOpenTime ?? lastOpenTime;
+        break;
+      } catch (err) {
+        if (!(err instanceof MalformedPayloadError) || ++malformed > INLINE_MALFORMED_RETRIES) throw err;
+        this.noteMalformed(ctx, err);
+        const cursor = (await this.options.store.jobs.get(job.id))?.cursor ?? null;
+        if (cursor !== null && cursor >= from) {
+          lastOpenTime = cursor;
+          from = cursor + len;
+        }
+      }
+    }
     await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
     const newest = lastOpenTime ?? job.cursor;
     if (newest !== null) this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, this.options.clock.now() - newest - len) / 1000);
     return { outcome: 'ok', records };
+  }
+
+  /**
+   * The unit's job from the store, or, while the store cannot be reached, the copy this worker
+   * read last: the unit can then make its requests (on the fallback budget share) instead of
+   * waiting for the store before its first one. A stale copy is harmless: an older cursor only
+   * re-fetches pages the idempotent sink already holds, and the unit ends at its first store
+   * write, put back on the queue until the store answers.
+   */
+  private async readJob(id: string): Promise<Job | null> {
+    try {
+      const job = await this.options.store.jobs.get(id);
+      if (job) this.lastJobs.set(id, job);
+      else this.lastJobs.delete(id);
+      return job;
+    } catch (err) {
+      const cached = err instanceof StoreUnavailableError ? this.lastJobs.get(id) : undefined;
+      if (!cached) throw err;
+      return cached;
+    }
+  }
+
+  /** Counts a malformed venue answer and logs a sample of it, at most one line per venue per minute. */
+  private noteMalformed(ctx: UnitContext, err: MalformedPayloadError): void {
+    this.options.metrics.malformedPayloads.inc({ venue: err.venue });
+    const now = this.options.clock.monotonic();
+    const last = this.malformedSampled.get(err.venue);
+    if (last && now - last.atMs < 60_000) {
+      last.suppressed += 1;
+      return;
+    }
+    this.malformedSampled.set(err.venue, { atMs: now, suppressed: 0 });
+    ctx.logger.warn({ detail: err.detail, sample: err.sample, suppressed: last?.suppressed ?? 0 }, 'malformed venue payload, fetching the page again (sampled: one line per venue per minute)');
   }
 
   /** One page-sized chunk of a backfill range; never moves the live cursor. */
@@ -98,7 +164,8 @@ export class UnitExecutor {
     if (unit.fromMs === undefined || unit.toMs === undefined) throw new TransientError(unit.venue, 'backfill unit without range');
     if (unit.backfillId) {
       const bf = await this.options.store.backfills.get(unit.backfillId);
-      if (bf?.status === 'cancelled') return { outcome: 'skipped', records: 0, detail: 'backfill cancelled' };
+      if (!bf) return { outcome: 'skipped', records: 0, detail: 'backfill no longer exists' };
+      if (bf.status === 'cancelled') return { outcome: 'skipped', records: 0, detail: 'backfill cancelled' };
     }
     const tf = requireTimeframe(job);
     const { records } = await this.collectCandles(ctx, job, unit.fromMs, unit.toMs, false);
@@ -112,7 +179,8 @@ export class UnitExecutor {
         await ledger.scan(job.id, { fromMs: unit.fromMs - timeframeMs(tf), toMs: unit.toMs + timeframeMs(tf) });
       }
     }
-    if (unit.backfillId) await this.options.store.backfills.unitDone(unit.backfillId, 1);
+    // Per chunk and idempotent: a unit BullMQ runs twice marks the same chunk done twice.
+    if (unit.backfillId) await this.options.store.backfills.chunkDone(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs });
     return { outcome: 'ok', records };
   }
 
@@ -206,7 +274,14 @@ export class UnitExecutor {
     if (envelopes.length === 0) return;
     const result = await this.options.pipeline.push(envelopes);
     if (result.dropped > 0) {
-      throw new TransientError(ctx.unit.venue, `${result.dropped} records dropped by a full spool; not advancing past them`);
+      // Not acknowledged: the unit goes back to the queue (no attempt burned) and fetches them again.
+      const spool = this.options.pipeline.spool;
+      throw new SpoolFullError(
+        spool?.dir ?? 'spool',
+        spool?.fullReason ?? 'cap',
+        this.options.clock.now() + (spool?.retryAfterMs ?? 5000),
+        `${result.dropped} records dropped by a full spool (onFull ${spool?.onFull ?? 'policy'}); not advancing past them`,
+      );
     }
     if (result.rejected.length > 0) {
       ctx.logger.warn({ rejected: result.rejected.length, first: result.rejected[0] }, 'records rejected by the pipeline');
@@ -215,6 +290,9 @@ export class UnitExecutor {
     this.options.metrics.records.inc({ venue: first.venue, channel: first.channel }, result.accepted);
   }
 }
+
+/** Malformed pages in a row one incremental unit fetches again before its attempt fails. */
+const INLINE_MALFORMED_RETRIES = 100;
 
 function requireTimeframe(job: Job): NonNullable<Job['timeframe']> {
   if (!job.timeframe) throw new TransientError(job.venue, `job ${job.id} has no timeframe`);

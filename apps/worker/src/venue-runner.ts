@@ -5,12 +5,16 @@ import {
   type Clock,
   type Connector,
   isTickfleetError,
+  MalformedPayloadError,
   RateLimitedError,
+  SpoolFullError,
+  StoreUnavailableError,
+  TransientError,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
-import { type JobLock, QueuedUnit, queueNameFor, type VenueQueues, type RedisClient } from '@tickfleet/queues';
+import { type JobLock, type JobLockHandle, QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
-import type { Logger } from '@tickfleet/telemetry';
+import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type VenueAdapter } from '@tickfleet/venues';
 import type { BudgetGate } from './budget-gate.js';
 import type { UnitExecutor } from './unit-executor.js';
@@ -64,11 +68,14 @@ export class VenueRunner {
   private connector: Connector;
   /** Aborted on shutdown: units stop at their next page boundary and go back to the queue. */
   private readonly shutdown = new AbortController();
+  /** Bounded logging of repeated failures: one line per kind per minute, with a suppressed count. */
+  private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
     this.connector = options.connector;
     this.adapter = this.makeAdapter(options.connector);
+    this.sampleLog = rateLimitedLog(options.logger, 60_000);
   }
 
   get inflightUnits(): number {
@@ -95,7 +102,9 @@ export class VenueRunner {
       maxStalledCount: 3,
       autorun: true,
     });
-    this.worker.on('error', (err) => this.options.logger.error({ err, venue: this.venue }, 'bullmq worker error'));
+    // BullMQ retries its loop every few ms while Redis is down: one line per cause per 10 s.
+    const logError = rateLimitedLog(this.options.logger, 10_000);
+    this.worker.on('error', (err) => logError('error', (err as NodeJS.ErrnoException).code ?? err.name, { err, venue: this.venue }, 'bullmq worker error'));
   }
 
   /** Applies a changed connector (cap, base URL, policy) without dropping in-flight units. */
@@ -139,18 +148,21 @@ export class VenueRunner {
 
     this.inflight += 1;
     metrics.inflight.set({ venue: this.venue }, this.inflight);
+    /** Whether this run stored a page before it failed (a transient failure streak then starts over). */
+    let progressed = false;
     try {
-      const locked = await jobLock.withLock(unit.jobId, async (lock) => {
+      const runUnit = async (lock: JobLockHandle | null) => {
         this.counters.submitted += 1;
         logger.debug({ attempt: job.attemptsMade + 1 }, 'unit started');
-        const signals = [lock.signal, this.shutdown.signal, ...(signal ? [signal] : [])];
+        const signals = [...(lock ? [lock.signal] : []), this.shutdown.signal, ...(signal ? [signal] : [])];
         const result = await this.options.executor.run({
           unit,
           adapter: this.adapter,
           signal: AbortSignal.any(signals),
           logger,
           heartbeat: async () => {
-            if (lock.lost) throw new Error(`lost the job lock of ${unit.jobId}`);
+            progressed = true;
+            if (lock?.lost) throw new Error(`lost the job lock of ${unit.jobId}`);
           },
         });
         if (unit.kind !== 'backfill') {
@@ -158,7 +170,12 @@ export class VenueRunner {
           if (unit.kind === 'book-poll') await this.resetBookBackoff(unit.jobId);
         }
         return result;
-      });
+      };
+      // Backfill chunks are disjoint ranges that never move the job's cursor, so they run in
+      // parallel up to the venue's cap and budget (serialising them on the job lock left one
+      // backfill at one chunk at a time, the budget idle while hundreds of chunks waited). Live
+      // units keep the lock: they own the cursor, and one job has one live unit at a time.
+      const locked = unit.kind === 'backfill' ? { acquired: true as const, value: await runUnit(null) } : await jobLock.withLock(unit.jobId, runUnit);
       if (!locked.acquired) {
         // Another unit of the same job (a live run and a backfill chunk) holds its cursor: come back shortly.
         await job.moveToDelayed(clock.now() + 500 + Math.floor(Math.random() * 500), token);
@@ -179,7 +196,7 @@ export class VenueRunner {
         await job.moveToDelayed(clock.now(), token);
         throw new DelayedError();
       }
-      return await this.handleFailure(job, token, unit, err, logger, clock.monotonic() - startedAt);
+      return await this.handleFailure(job, token, unit, err, logger, clock.monotonic() - startedAt, progressed);
     } finally {
       this.inflight -= 1;
       metrics.inflight.set({ venue: this.venue }, this.inflight);
@@ -194,6 +211,7 @@ export class VenueRunner {
     err: unknown,
     logger: Logger,
     latencyMs: number,
+    progressed = false,
   ): Promise<never> {
     const { clock, metrics, control, queues, store } = this.options;
     if (err instanceof BudgetExhaustedError) {
@@ -202,6 +220,20 @@ export class VenueRunner {
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'yielded' });
       await job.moveToDelayed(Math.max(err.retryAtMs, clock.now() + 1), token);
       throw new DelayedError();
+    }
+    if (err instanceof SpoolFullError) {
+      // Sink down and spool full: nothing was acknowledged and no cursor moved; the unit comes back
+      // later without burning an attempt (a full disk is not the unit's fault).
+      metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'spool_full' });
+      logger.warn({ spoolDir: err.dir, reason: err.reason, retryAt: new Date(err.retryAtMs).toISOString() }, 'spool full: unit returned to the queue');
+      await job.moveToDelayed(Math.max(err.retryAtMs, clock.now() + 1), token);
+      throw new DelayedError();
+    }
+    if (err instanceof StoreUnavailableError) {
+      // The unit could not reach the state store (locked, down, damaged): back to the queue, no
+      // attempt spent; it comes back by itself when the store does.
+      metrics.unitFailures.inc({ venue: this.venue, cause: 'store_unavailable' });
+      return this.retryLater(job, token, unit, 'store_unavailable', err.message, logger, TRANSIENT_RETRY.storeCapMs, progressed);
     }
     if (err instanceof RateLimitedError || err instanceof BannedError) {
       const untilMs = err instanceof BannedError ? err.bannedUntilMs : err.retryAtMs;
@@ -219,10 +251,17 @@ export class VenueRunner {
       throw new DelayedError();
     }
     this.counters.errors += 1;
-    metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
+    const cause = failureCause(err);
+    metrics.unitFailures.inc({ venue: this.venue, cause });
+    if (err instanceof MalformedPayloadError) {
+      metrics.malformedPayloads.inc({ venue: this.venue });
+      this.sampleLog('warn', `malformed:${err.detail.replace(/\d+/g, '#').slice(0, 60)}`, { venue: this.venue, detail: err.detail, sample: err.sample }, 'malformed venue payload (sampled: one line per kind per minute)');
+    }
     await this.applyConcurrency(await control.reportOutcome(this.venue, { ok: false, latencyMs }));
     const message = err instanceof Error ? err.message : String(err);
     const retryable = isTickfleetError(err) ? err.retryable : true;
+    if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause)) return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
+    metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
       // Per-instrument exponential backoff: the job waits, the venue's other instruments go on.
       const retryAtMs = clock.now() + (await this.bookBackoffMs(unit.jobId));
@@ -236,8 +275,45 @@ export class VenueRunner {
     if (lastAttempt && unit.kind !== 'backfill') {
       await store.jobs.fail(unit.jobId, message, clock.now() + this.connector.freezeMs);
     }
+    if (lastAttempt && unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {
+      // The chunk ends failed with its reason, so the backfill can end (`failed`) instead of
+      // waiting forever for a unit BullMQ will not run again.
+      const reason = retryable ? `out of attempts (${attempts}): ${message}` : `unrecoverable: ${message}`;
+      // If the store cannot record it, the chunk stays owed and the scheduler queues it again.
+      await store.backfills
+        .chunkFailed(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs }, reason)
+        .catch((storeErr: unknown) => logger.warn({ err: storeErr, backfillId: unit.backfillId }, 'could not record the failed backfill chunk'));
+    }
     if (!retryable) throw new BullUnrecoverableError(message);
     throw err instanceof Error ? err : new Error(message);
+  }
+
+  /**
+   * Puts a unit that failed for a transient cause back on the queue after a capped exponential
+   * backoff, without spending a BullMQ attempt: a storm of any length delays the unit, it never
+   * exhausts it. The streak and the last cause ride on the unit's data (shown by the dashboard).
+   */
+  private async retryLater(
+    job: BullJob<QueuedUnit>,
+    token: string | undefined,
+    unit: QueuedUnit,
+    cause: FailureCause,
+    message: string,
+    logger: Logger,
+    capMs: number,
+    progressed: boolean,
+  ): Promise<never> {
+    const { clock, metrics } = this.options;
+    // A run that stored pages before failing was not stuck: its backoff starts over.
+    const failures = progressed ? 1 : ((job.data as QueuedUnit & { retry?: UnitRetryState }).retry?.failures ?? 0) + 1;
+    const retryAtMs = clock.now() + transientRetryDelayMs(failures, capMs);
+    metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: cause === 'store_unavailable' ? 'store_unavailable' : 'retried' });
+    const retry: UnitRetryState = { failures, cause, lastError: message.slice(0, 500), atMs: clock.now() };
+    await job.updateData({ ...job.data, retry } as QueuedUnit);
+    this.sampleLog('warn', `retry:${cause}`, { venue: this.venue, unitId: job.id, cause, failures, err: message, retryAt: new Date(retryAtMs).toISOString() }, 'unit failed for a transient cause; retrying later (sampled)');
+    logger.debug({ cause, failures, retryAt: new Date(retryAtMs).toISOString() }, 'unit returned to the queue after a transient failure');
+    await job.moveToDelayed(retryAtMs, token);
+    throw new DelayedError();
   }
 
   /** Applies a fleet-wide AIMD step to the queue's global concurrency (only when it changed). */
@@ -263,4 +339,36 @@ export class VenueRunner {
   private async resetBookBackoff(jobId: string): Promise<void> {
     await this.options.connection.hdel(this.bookBackoffKey(), jobId);
   }
+}
+
+/** Why a unit attempt failed, for `tickfleet_unit_failures_total{cause}` and the retry policy. */
+export type FailureCause = 'server_error' | 'timeout' | 'connection' | 'malformed' | 'store_unavailable' | 'unrecoverable' | 'other';
+
+/** Causes that pass by themselves: retried without limit after a capped backoff. */
+const TRANSIENT_CAUSES: ReadonlySet<FailureCause> = new Set(['server_error', 'timeout', 'connection', 'malformed', 'store_unavailable']);
+
+/** What a unit carries about its transient failures (in its BullMQ data, next to the unit). */
+export interface UnitRetryState {
+  failures: number;
+  cause: FailureCause;
+  lastError: string;
+  atMs: number;
+}
+
+/**
+ * Classifies a failure by type, never by message. A TransientError without a status or an
+ * underlying transport error is one of our own consistency checks (a unit without range, a job
+ * without timeframe): that is `other`, which spends attempts, rather than a fault to outwait.
+ */
+export function failureCause(err: unknown): FailureCause {
+  if (err instanceof StoreUnavailableError) return 'store_unavailable';
+  if (err instanceof MalformedPayloadError) return 'malformed';
+  if (err instanceof TransientError) {
+    if (err.status !== undefined) return 'server_error';
+    const name = (err.cause as { name?: unknown } | undefined)?.name;
+    if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
+    return err.cause === undefined ? 'other' : 'connection';
+  }
+  if (isTickfleetError(err) && !err.retryable) return 'unrecoverable';
+  return 'other';
 }

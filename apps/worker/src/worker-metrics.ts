@@ -23,6 +23,9 @@ export class WorkerMetrics {
   readonly inflight: Gauge<'venue'>;
   readonly records: Counter<'venue' | 'channel'>;
   readonly cursorLagSeconds: Gauge<'job'>;
+  readonly unitFailures: Counter<'venue' | 'cause'>;
+  readonly malformedPayloads: Counter<'venue'>;
+  readonly budgetClockOffset: Gauge<'venue'>;
 
   constructor(registry: Registry) {
     this.units = registerMetric(registry, 'tickfleet_units_total');
@@ -41,5 +44,8 @@ export class WorkerMetrics {
     this.inflight = registerMetric(registry, 'tickfleet_worker_inflight_units');
     this.records = registerMetric(registry, 'tickfleet_records_total');
     this.cursorLagSeconds = registerMetric(registry, 'tickfleet_cursor_lag_seconds');
+    this.unitFailures = registerMetric(registry, 'tickfleet_unit_failures_total');
+    this.malformedPayloads = registerMetric(registry, 'tickfleet_malformed_payloads_total');
+    this.budgetClockOffset = registerMetric(registry, 'tickfleet_budget_clock_offset_seconds');
   }
 }

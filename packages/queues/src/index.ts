@@ -2,8 +2,17 @@ export { QUEUE_PREFIX, queueNameFor, venueOfQueueName, venueKey, assertPrefix } 
 export { QueuedUnit } from './queued-unit.js';
 export { unitJobId } from './unit-job-id.js';
 export { unitPriority, LIVE_PRIORITY_BASE, BACKFILL_PRIORITY_BASE } from './priorities.js';
-export { UNIT_JOB_OPTIONS } from './job-options.js';
-export { createRedisConnection, type RedisClient, type RedisConnectionOptions } from './redis-connection.js';
+export { TRANSIENT_RETRY, transientRetryDelayMs, UNIT_JOB_OPTIONS } from './job-options.js';
+export {
+  connectRedis,
+  createRedisConnection,
+  maskRedisUrl,
+  watchRedis,
+  type ConnectRedisOptions,
+  type RedisClient,
+  type RedisConnectionOptions,
+  type RedisWatchOptions,
+} from './redis-connection.js';
 export {
   VenueQueues,
   type VenueQueuesOptions,

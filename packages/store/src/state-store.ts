@@ -1,5 +1,7 @@
 import type {
   Backfill,
+  BackfillChunk,
+  BackfillChunkStatus,
   BackfillStatus,
   Connector,
   ConnectorInput,
@@ -23,14 +25,27 @@ export type AcquireResult =
       atMs: number;
       /** Fixed-window: start of the window charged. GCRA: undefined. */
       windowStartMs?: number;
+      /** Fixed-window: end of the window charged (`windowStartMs + periodMs`). GCRA: undefined. */
+      windowEndMs?: number;
+      /** See the refusal's `clockOffsetMs`. */
+      clockOffsetMs?: number;
     }
   | {
       ok: false;
-      /** Earliest time a retry of the same weight can succeed; for a paused connector, now + its poll interval. */
+      /**
+       * Earliest time a retry of the same weight can succeed, on the caller's clock (translated
+       * when the caller's clock is off the budget's timeline); for a paused connector, now + its poll interval.
+       */
       retryAtMs: number;
       reason: 'exhausted' | 'paused' | 'disabled' | 'unknown-venue' | 'too-heavy';
       limit: number;
       atMs: number;
+      /**
+       * Set when the caller's clock is off the budget's timeline by more than
+       * CLOCK_SKEW_TOLERANCE_MS: budget time at the decision minus the caller's clock (positive
+       * when the caller is behind). The decision itself was made on the budget's timeline.
+       */
+      clockOffsetMs?: number;
     };
 
 export interface BudgetUsage {
@@ -102,20 +117,46 @@ export interface BudgetsRepo {
   usage(venue: string): Promise<BudgetUsage | null>;
 }
 
+/** The range of one backfill chunk; a chunk is identified by (backfillId, fromMs). */
+export interface ChunkRange {
+  fromMs: number;
+  toMs: number;
+}
+
 export interface BackfillCreate {
   id: string;
   jobId: string;
   fromMs: number;
   toMs: number;
-  unitsTotal: number;
+  /** The page-sized chunks, one unit each, in unit order; `unitsTotal` is their count. */
+  chunks: ChunkRange[];
+}
+
+/** A chunk a running or pending backfill still owes, with what a unit for it needs. */
+export interface OwedChunk extends BackfillChunk {
+  jobId: string;
 }
 
 export interface BackfillsRepo {
+  /** Records a backfill and its chunks; creating an existing id returns it unchanged. */
   create(input: BackfillCreate): Promise<Backfill>;
   get(id: string): Promise<Backfill | null>;
   list(filter?: { jobId?: string; status?: BackfillStatus }): Promise<Backfill[]>;
-  /** Adds `n` to unitsDone atomically; sets status `done` when unitsDone reaches unitsTotal. */
-  unitDone(id: string, n?: number): Promise<Backfill>;
+  /**
+   * Marks the chunk starting at `range.fromMs` done (idempotent: a unit that runs twice counts
+   * once; done wins over an earlier failure). The backfill becomes `done` when every chunk is
+   * done, `failed` when every chunk has ended and one of them failed; `cancelled` stays.
+   */
+  chunkDone(id: string, range: ChunkRange): Promise<Backfill>;
+  /** Marks the chunk failed with `reason` unless it is already done; see {@link chunkDone} for the status. */
+  chunkFailed(id: string, range: ChunkRange, reason: string): Promise<Backfill>;
+  /** The backfill's chunks in unit order, optionally only those with `status`. */
+  chunks(id: string, filter?: { status?: BackfillChunkStatus }): Promise<BackfillChunk[]>;
+  /**
+   * Pending chunks of pending/running backfills, ordered by (backfillId, fromMs), at most `limit`
+   * after the key `after` (keyset paging for the scheduler's repair pass).
+   */
+  owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]>;
   setStatus(id: string, status: BackfillStatus): Promise<Backfill>;
 }
 

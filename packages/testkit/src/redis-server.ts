@@ -1,5 +1,8 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { startRedisServer } from '@tickfleet/queues';
+import { mkdirSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { freePort, startRedisServer } from '@tickfleet/queues';
 
 export interface TestRedis {
   /** `redis://127.0.0.1:<port>` */
@@ -8,6 +11,24 @@ export interface TestRedis {
   /** A fresh namespace for key prefixes, so tests never share keys. */
   namespace(): string;
   stop(): Promise<void>;
+}
+
+export interface RestartableRedisOptions {
+  /** Append-only file persistence (`appendonly yes`, `appendfsync everysec`) in `dir`. @defaultValue false */
+  aof?: boolean;
+  /** Working directory of the server (the AOF lives here); required with `aof`. */
+  dir?: string;
+}
+
+/** A private redis-server that a chaos test can kill and start again on the same port. */
+export interface RestartableRedis extends TestRedis {
+  readonly aof: boolean;
+  /** Whether the server process is running. */
+  readonly running: boolean;
+  /** Sends `signal` (default SIGKILL: no shutdown save) and waits until the process is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the server again on the same port with the same options (the AOF, if any, is loaded). */
+  start(): Promise<void>;
 }
 
 /**
@@ -23,4 +44,84 @@ export async function startRedis(): Promise<TestRedis> {
   }
   const server = await startRedisServer();
   return { url: server.url, port: server.port, namespace, stop: () => server.stop() };
+}
+
+/**
+ * A private `redis-server` this process owns (never `REDIS_URL`: a chaos test kills it), on a
+ * port that stays the same across {@link RestartableRedis.kill} and {@link RestartableRedis.start},
+ * so clients reconnect to the same URL as they would to a restarted production server.
+ */
+export async function startRestartableRedis(options: RestartableRedisOptions = {}): Promise<RestartableRedis> {
+  const aof = options.aof ?? false;
+  if (aof && !options.dir) throw new Error('startRestartableRedis: `dir` is required with `aof: true` (the AOF must survive the restart)');
+  if (options.dir) mkdirSync(options.dir, { recursive: true });
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'no', '--loglevel', 'warning'];
+  args.push('--appendonly', aof ? 'yes' : 'no');
+  if (aof) args.push('--appendfsync', 'everysec');
+  if (options.dir) args.push('--dir', options.dir);
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+
+  const start = async (): Promise<void> => {
+    if (child && child.exitCode === null && child.signalCode === null) throw new Error(`redis-server on ${port} is already running`);
+    const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = proc;
+    let stderr = '';
+    proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    exited = new Promise<void>((r) => proc.once('exit', () => r()));
+    const failed = new Promise<never>((_, reject) => {
+      proc.once('error', (err) => reject(new Error(`cannot start redis-server (install it): ${err.message}`)));
+      proc.once('exit', (code, signal) => reject(new Error(`redis-server on ${port} exited (${code ?? signal}): ${stderr.trim()}`)));
+    });
+    failed.catch(() => undefined);
+    // The port was just released by the killed server; a restart may need a moment to bind it.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (await Promise.race([canPing(port), failed])) return;
+      if (Date.now() > deadline) {
+        proc.kill('SIGKILL');
+        throw new Error(`redis-server did not answer PING on ${port} within 20 s (loading the AOF?): ${stderr.trim()}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    aof,
+    get running() {
+      return child !== undefined && child.exitCode === null && child.signalCode === null;
+    },
+    namespace: () => `t${randomUUID().slice(0, 8)}`,
+    kill,
+    start,
+    stop: () => kill('SIGTERM'),
+  };
+}
+
+/** Whether a server on `port` answers PING (a server still loading its AOF answers -LOADING). */
+function canPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ port, host: '127.0.0.1' });
+    let buf = '';
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(1000, () => done(false));
+    s.once('connect', () => s.write('PING\r\n'));
+    s.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
+    });
+    s.once('error', () => done(false));
+  });
 }

@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { type Command } from 'commander';
 import {
+  alignDown,
   type Backfill,
+  type BackfillChunk,
   chunkRange,
+  DEFAULT_MAX_BACKFILL_UNITS,
+  MAX_BACKFILL_UNITS_CEILING,
   jobId as makeJobId,
   parseJobId,
   parseOrThrow,
   SymbolName,
   type Timeframe,
   TIMEFRAMES,
+  timeframeMs as timeframeMsOf,
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
@@ -16,7 +21,10 @@ import type { QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { gapsToRanges } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { createVenueAdapter, hasVenueAdapter, isCandleSource } from '@tickfleet/venues';
-import { isoDate, oneOf } from '../args.js';
+import { isoDate, oneOf, positiveInt } from '../args.js';
+import { preflightRedis } from '../role-guard.js';
+import { assertVenueSymbol } from '../venue-symbols.js';
+import { sinkOption, withSink } from './data.js';
 import { fleetRedis } from '../fleet-context.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { ProgressBar } from '../progress-bar.js';
@@ -29,47 +37,68 @@ interface BackfillOptions {
   gaps?: string;
   follow?: boolean;
   json?: boolean;
+  sink: string;
+  maxUnits: number;
 }
 
+/** A backfill with the chunks that failed and why (what `status` and `--follow` report). */
+type BackfillReport = Backfill & { failedChunks: Array<Pick<BackfillChunk, 'fromMs' | 'toMs' | 'error'>> };
+
 export function registerBackfill(program: Command): void {
-  const backfill = program
-    .command('backfill')
-    .description('collect a past range of candles (or a job\'s open gaps) as page-sized units below live work')
-    .argument('[venue]', 'venue, e.g. binance')
-    .argument('[symbol]', 'symbol, e.g. BTC/USDT')
-    .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
-    .option('--from <iso>', 'range start (inclusive), e.g. 2024-01-01', isoDate('--from'))
-    .option('--to <iso>', 'range end (exclusive), e.g. 2024-02-01', isoDate('--to'))
-    .option('--gaps <jobId>', "turn the job's open gaps (not venue holes) into units instead of a range")
-    .option('--follow', 'wait and show progress until the backfill is done')
-    .option('--json', 'print JSON')
-    .action(async (venue: string | undefined, symbol: string | undefined, opts: BackfillOptions, cmd: Command) => {
-      const request = opts.gaps !== undefined ? gapRequest(opts.gaps) : rangeRequest(venue, symbol, opts);
-      const created = await withStore(cmd, async (store) => enqueueBackfill(store, request));
-      if (!opts.follow) {
-        if (opts.json) printJson(created);
-        else if (created) process.stdout.write(`${created.id}: ${created.unitsTotal} units for ${created.jobId} ${isoOrDash(created.fromMs)} .. ${isoOrDash(created.toMs)}\n`);
-        else process.stdout.write('nothing to backfill: no open gaps\n');
-        return;
-      }
-      if (!created) {
-        if (opts.json) printJson(null);
-        else process.stdout.write('nothing to backfill: no open gaps\n');
-        return;
-      }
-      const final = await withStore(cmd, (store) => follow(store, created.id, !opts.json));
-      if (opts.json) printJson(final);
-      else process.stdout.write(`${final.id}: ${final.status}, ${final.unitsDone}/${final.unitsTotal} units\n`);
-    });
+  const backfill = sinkOption(
+    program
+      .command('backfill')
+      .description('collect a past range of candles (or a job\'s open gaps) as page-sized units below live work')
+      .argument('[venue]', 'venue, e.g. binance')
+      .argument('[symbol]', 'symbol, e.g. BTC/USDT')
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--from <iso>', 'range start (inclusive), e.g. 2024-01-01', isoDate('--from'))
+      .option('--to <iso>', 'range end (exclusive), e.g. 2024-02-01', isoDate('--to'))
+      .option('--gaps <jobId>', "turn the job's open gaps (not venue holes), and a missing head from its --since to the first stored candle (read from --sink), into units instead of a range")
+      .option('--follow', 'wait and show progress until the backfill ends; exits 1 unless it ends done')
+      .option('--json', 'print JSON')
+      .option('--max-units <n>', `refuse a backfill needing more page-sized units than this (at most ${MAX_BACKFILL_UNITS_CEILING})`, positiveInt('--max-units'), DEFAULT_MAX_BACKFILL_UNITS),
+  ).action(async (venue: string | undefined, symbol: string | undefined, opts: BackfillOptions, cmd: Command) => {
+    if (opts.maxUnits > MAX_BACKFILL_UNITS_CEILING) throw new ValidationError('--max-units', `at most ${MAX_BACKFILL_UNITS_CEILING}`, opts.maxUnits);
+    const request = opts.gaps !== undefined ? gapRequest(opts.gaps) : rangeRequest(venue, symbol, opts);
+    // The fleet's Redis must be configured and answer before the store is touched: a refused
+    // backfill changes nothing.
+    await preflightRedis(fleetRedis().redisUrl);
+    request.maxUnits = opts.maxUnits;
+    const firstStored = request.ranges === 'gaps' ? await firstStoredOpenTime(opts.sink, request) : undefined;
+    const created = await withStore(cmd, async (store) => enqueueBackfill(store, request, firstStored));
+    if (!opts.follow) {
+      if (opts.json) printJson(created);
+      else if (created) process.stdout.write(`${created.id}: ${created.unitsTotal} units for ${created.jobId} ${isoOrDash(created.fromMs)} .. ${isoOrDash(created.toMs)}\n`);
+      else process.stdout.write('nothing to backfill: no open gaps\n');
+      return;
+    }
+    if (!created) {
+      if (opts.json) printJson(null);
+      else process.stdout.write('nothing to backfill: no open gaps\n');
+      return;
+    }
+    const final = await withStore(cmd, (store) => follow(store, created.id, !opts.json));
+    if (opts.json) printJson(final);
+    else {
+      process.stdout.write(`${final.id}: ${final.status}, ${final.unitsDone}/${final.unitsTotal} units${final.unitsFailed ? `, ${final.unitsFailed} failed` : ''}\n`);
+      printFailures(final);
+    }
+    // A script waiting on the backfill must see that it did not complete.
+    if (final.status !== 'done') process.exitCode = 1;
+  });
 
   backfill
     .command('status <id>')
     .description('show a backfill')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
-      const found = await withStore(cmd, (store) => getBackfill(store, id));
-      if (opts.json) printJson(found);
-      else printBackfills([found]);
+      const found = await withStore(cmd, (store) => report(store, id));
+      if (wantsJson(opts, cmd)) printJson(found);
+      else {
+        printBackfills([found]);
+        printFailures(found);
+      }
     });
 
   backfill
@@ -78,7 +107,7 @@ export function registerBackfill(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const all = await withStore(cmd, (store) => store.backfills.list());
-      if (opts.json) printJson(all);
+      if (wantsJson(opts, cmd)) printJson(all);
       else printBackfills(all);
     });
 
@@ -105,9 +134,14 @@ export function registerBackfill(program: Command): void {
         });
         return { ...saved, removedUnits: removed };
       });
-      if (opts.json) printJson(cancelled);
+      if (wantsJson(opts, cmd)) printJson(cancelled);
       else process.stdout.write(`${cancelled.id}: cancelled, ${cancelled.removedUnits} queued units removed\n`);
     });
+}
+
+/** `--json` is also an option of the parent `backfill`, which commander lets claim it. */
+function wantsJson(opts: { json?: boolean }, cmd: Command): boolean {
+  return opts.json === true || (cmd.optsWithGlobals() as { json?: boolean }).json === true;
 }
 
 interface BackfillRequest {
@@ -116,6 +150,8 @@ interface BackfillRequest {
   timeframe: Timeframe;
   symbol: string;
   ranges: Array<{ fromMs: number; toMs: number }> | 'gaps';
+  /** Refuse the backfill when it needs more units than this. @defaultValue DEFAULT_MAX_BACKFILL_UNITS */
+  maxUnits?: number;
 }
 
 function rangeRequest(venue: string | undefined, symbol: string | undefined, opts: BackfillOptions): BackfillRequest {
@@ -123,10 +159,16 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
   if (symbol === undefined) throw new ValidationError('symbol', 'a symbol argument, e.g. BTC/USDT');
   const v = parseOrThrow(VenueName, venue, 'venue');
   const s = parseOrThrow(SymbolName, symbol, 'symbol');
+  assertVenueSymbol(v, s);
   if (!opts.timeframe) throw new ValidationError('--timeframe', 'a timeframe, e.g. --timeframe 1m');
   if (opts.from === undefined) throw new ValidationError('--from', 'a range start, e.g. --from 2024-01-01');
   if (opts.to === undefined) throw new ValidationError('--to', 'a range end, e.g. --to 2024-01-08');
   if (opts.to <= opts.from) throw new ValidationError('--to', `a time after --from (${new Date(opts.from).toISOString()})`, new Date(opts.to).toISOString());
+  // History only: what has not happened yet is live collection's work (`jobs add`), and a unit
+  // for a future range could never finish.
+  const now = Date.now();
+  if (opts.from >= now) throw new ValidationError('--from', `a time in the past (now is ${new Date(now).toISOString()})`, new Date(opts.from).toISOString());
+  if (opts.to > now) throw new ValidationError('--to', `a time not after now (${new Date(now).toISOString()}); live jobs collect what comes later`, new Date(opts.to).toISOString());
   return { jobId: makeJobId({ venue: v, symbol: s, timeframe: opts.timeframe, type: 'ohlcv' }), venue: v, symbol: s, timeframe: opts.timeframe, ranges: [{ fromMs: opts.from, toMs: opts.to }] };
 }
 
@@ -137,28 +179,42 @@ function gapRequest(id: string): BackfillRequest {
 }
 
 /** Records the backfill and enqueues one unit per page-sized chunk; returns null when there is nothing to do. */
-async function enqueueBackfill(store: StateStore, req: BackfillRequest): Promise<Backfill | null> {
+async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstStored?: number | null): Promise<Backfill | null> {
   const connector = await store.connectors.get(req.venue);
   if (!connector) throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${req.venue} …)`, req.venue);
   if (!hasVenueAdapter(req.venue)) throw new ValidationError('venue', 'a venue with a candle adapter (binance, polygon)', req.venue);
   const adapter = createVenueAdapter(req.venue, { baseUrl: connector.baseUrl });
   if (!isCandleSource(adapter)) throw new ValidationError('venue', 'a venue with candles (binance, polygon)', req.venue);
-  let job = await store.jobs.get(req.jobId);
-  if (!job) {
-    if (req.ranges === 'gaps') throw new ValidationError('--gaps', 'an existing job (see tickfleet jobs list)', req.jobId);
-    // A backfill of a job that does not exist yet creates it disabled: history only, no live collection.
-    job = await store.jobs.upsert({ venue: req.venue, type: 'ohlcv', symbol: req.symbol, timeframe: req.timeframe, enabled: false });
-  }
+  const existing = await store.jobs.get(req.jobId);
+  if (!existing && req.ranges === 'gaps') throw new ValidationError('--gaps', 'an existing job (see tickfleet jobs list)', req.jobId);
   let ranges: Array<{ fromMs: number; toMs: number }>;
   if (req.ranges === 'gaps') {
     const open = (await store.gaps.list({ jobId: req.jobId, open: true })).filter((g) => g.kind === 'missing');
     ranges = gapsToRanges(open);
+    const head = missingHead(existing ?? { since: null, cursor: null }, req.timeframe, firstStored);
+    // The ledger only knows holes between stored candles; a head lost before the first one
+    // (e.g. units lost with Redis) is owed too.
+    if (head) ranges = gapsToRanges([...ranges, head].map((r) => ({ jobId: req.jobId, ...r, kind: 'missing' as const, detectedAt: 0, filledAt: null, attempts: 0 })));
     if (ranges.length === 0) return null;
   } else {
     ranges = req.ranges;
   }
+  // Counted before the chunks are built and before anything is stored: a mistyped century is
+  // refused, not materialised as 50,000 units.
+  const maxUnits = req.maxUnits ?? DEFAULT_MAX_BACKFILL_UNITS;
+  const pageMs = timeframeMsOf(req.timeframe) * adapter.maxCandlesPerPage;
+  const planned = ranges.reduce((n, r) => n + Math.ceil((r.toMs - r.fromMs) / pageMs), 0);
+  if (planned > maxUnits) {
+    throw new ValidationError(
+      '--from/--to',
+      `a range of at most ${maxUnits} units of ${adapter.maxCandlesPerPage} ${req.timeframe} candles (this one needs ${planned}: split it, or raise --max-units)`,
+    );
+  }
   const chunks = ranges.flatMap((r) => chunkRange(r.fromMs, r.toMs, req.timeframe, adapter.maxCandlesPerPage));
   if (chunks.length === 0) throw new ValidationError('--from', 'a range holding at least one candle open time');
+  // A backfill of a job that does not exist yet creates it disabled: history only, no live
+  // collection. Only now, so a refused range leaves no job behind.
+  const job = existing ?? (await store.jobs.upsert({ venue: req.venue, type: 'ohlcv', symbol: req.symbol, timeframe: req.timeframe, enabled: false }));
   const id = `bf-${randomUUID().slice(0, 8)}`;
   const fromMs = Math.min(...chunks.map((c) => c.fromMs));
   const toMs = Math.max(...chunks.map((c) => c.toMs));
@@ -173,9 +229,10 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest): Promise
     priority: job.priority,
     enqueuedAt: Date.now(),
   }));
-  // Record first, then enqueue: a worker may finish a unit the moment it is queued, and counts it
-  // against this record. If the units cannot be queued, the record says so instead of waiting forever.
-  const created = await store.backfills.create({ id, jobId: req.jobId, fromMs, toMs, unitsTotal: units.length });
+  // Record first (with every chunk: the store is what is owed), then enqueue: a worker may finish
+  // a unit the moment it is queued. If the units cannot be queued, the record says so instead of
+  // waiting forever.
+  const created = await store.backfills.create({ id, jobId: req.jobId, fromMs, toMs, chunks: chunks.map((c) => ({ fromMs: c.fromMs, toMs: c.toMs })) });
   try {
     await withQueues((queues) => queues.enqueue(units));
   } catch (err) {
@@ -204,15 +261,42 @@ async function getBackfill(store: StateStore, id: string): Promise<Backfill> {
   return bf;
 }
 
+/**
+ * The range from the job's `since` to the first stored candle when candles are stored but none
+ * from `since` on (`firstStored` undefined: the sink was not read; null: nothing stored).
+ */
+function missingHead(job: { since: number | null; cursor: number | null }, timeframe: Timeframe, firstStored: number | null | undefined): { fromMs: number; toMs: number } | null {
+  if (job.since === null || firstStored === undefined) return null;
+  const fromMs = alignDown(job.since, timeframe);
+  // Nothing stored yet: only what the live cursor claims to have passed is owed.
+  const toMs = firstStored ?? (job.cursor === null ? null : job.cursor + timeframeMsOf(timeframe));
+  return toMs !== null && toMs > fromMs ? { fromMs, toMs } : null;
+}
+
+/** Open time of the job's first stored candle (null: none), or undefined for a sink without a reader (JSONL). */
+async function firstStoredOpenTime(sinkUrl: string, req: BackfillRequest): Promise<number | null | undefined> {
+  return withSink(sinkUrl, async (sink) => {
+    if (!sink.reader) return undefined;
+    const summary = await sink.reader.countCandles({ venue: req.venue, symbol: req.symbol, timeframe: req.timeframe });
+    return summary.firstOpenTime;
+  });
+}
+
+async function report(store: StateStore, id: string): Promise<BackfillReport> {
+  const bf = await getBackfill(store, id);
+  const failed = bf.unitsFailed > 0 ? await store.backfills.chunks(id, { status: 'failed' }) : [];
+  return { ...bf, failedChunks: failed.map((c) => ({ fromMs: c.fromMs, toMs: c.toMs, error: c.error })) };
+}
+
 /** Polls a backfill until it ends; on a TTY draws a progress bar with rate and ETA on stderr. */
-async function follow(store: StateStore, id: string, showProgress: boolean): Promise<Backfill> {
+async function follow(store: StateStore, id: string, showProgress: boolean): Promise<BackfillReport> {
   const bar = showProgress && process.stderr.isTTY ? new ProgressBar(process.stderr, 'units') : undefined;
   for (;;) {
     const bf = await getBackfill(store, id);
-    bar?.update(bf.unitsDone, bf.unitsTotal);
+    bar?.update(bf.unitsDone + bf.unitsFailed, bf.unitsTotal);
     if (bf.status === 'done' || bf.status === 'cancelled' || bf.status === 'failed') {
       bar?.finish();
-      return bf;
+      return report(store, id);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -220,7 +304,14 @@ async function follow(store: StateStore, id: string, showProgress: boolean): Pro
 
 function printBackfills(list: Backfill[]): void {
   printTable(
-    ['ID', 'JOB', 'FROM', 'TO', 'UNITS', 'STATUS'],
-    list.map((b) => [b.id, b.jobId, isoOrDash(b.fromMs), isoOrDash(b.toMs), `${b.unitsDone}/${b.unitsTotal}`, b.status]),
+    ['ID', 'JOB', 'FROM', 'TO', 'UNITS', 'FAILED', 'STATUS'],
+    list.map((b) => [b.id, b.jobId, isoOrDash(b.fromMs), isoOrDash(b.toMs), `${b.unitsDone}/${b.unitsTotal}`, b.unitsFailed, b.status]),
   );
+}
+
+/** One line per failed chunk (the first 20), with the reason its unit gave up. */
+function printFailures(bf: BackfillReport): void {
+  const shown = bf.failedChunks.slice(0, 20);
+  for (const c of shown) process.stdout.write(`failed chunk ${isoOrDash(c.fromMs)} .. ${isoOrDash(c.toMs)}: ${c.error ?? 'unknown reason'}\n`);
+  if (bf.failedChunks.length > shown.length) process.stdout.write(`… and ${bf.failedChunks.length - shown.length} more failed chunks (--json lists all)\n`);
 }

@@ -1,9 +1,35 @@
 import type { ChildProcess } from 'node:child_process';
-import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type VenueStats } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { randomUUID } from 'node:crypto';
-import { runCli, spawnCli, startRedis, startRedisCluster, tempDir, waitFor, type CliResult, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import {
+  runCli,
+  spawnCli,
+  startRedis,
+  startRedisCluster,
+  startRestartableRedis,
+  tempDir,
+  waitFor,
+  type CliResult,
+  type RestartableRedis,
+  type TempDir,
+  type TestRedis,
+} from '@tickfleet/testkit';
+
+/** What the sink holds of one series against what the emulation says exists. */
+export interface CandleReport {
+  expected: number;
+  stored: number;
+  /** Expected open times not stored. */
+  missing: number;
+  /** Open times stored more than once. */
+  duplicates: number;
+  /** Stored open times the emulation does not have in the range. */
+  unexpected: number;
+  /** Newest stored open time in the range, or null. */
+  newest: number | null;
+}
 
 export interface FleetProcess {
   name: string;
@@ -33,11 +59,61 @@ export class FleetHarness {
     this.sinkUrl = dir.sqliteUrl('data.db');
   }
 
-  /** Starts a fleet; `{ cluster: true }` runs it on a three-master Redis Cluster instead of one redis-server. */
-  static async start(scenario: unknown = {}, options: { cluster?: boolean } = {}): Promise<FleetHarness> {
-    const redis = options.cluster ? await clusterAsTestRedis() : await startRedis();
+  /**
+   * Starts a fleet; `{ cluster: true }` runs it on a three-master Redis Cluster instead of one
+   * redis-server; `{ restartableRedis: { aof } }` on a private server that {@link killRedis} and
+   * {@link startRedisAgain} stop and start on the same port (with or without an AOF).
+   */
+  static async start(scenario: unknown = {}, options: { cluster?: boolean; restartableRedis?: { aof: boolean } } = {}): Promise<FleetHarness> {
+    const dir = tempDir('tickfleet-fleet-');
+    const redis = options.cluster
+      ? await clusterAsTestRedis()
+      : options.restartableRedis
+        ? await startRestartableRedis({ aof: options.restartableRedis.aof, dir: dir.file('redis') })
+        : await startRedis();
     const mock = await startMockVenue({ scenario: scenario as never });
-    return new FleetHarness(redis, mock, tempDir('tickfleet-fleet-'));
+    return new FleetHarness(redis, mock, dir);
+  }
+
+  private get restartable(): RestartableRedis {
+    if (!('kill' in this.redis)) throw new Error('FleetHarness: start it with { restartableRedis: { aof } } to kill and restart Redis');
+    return this.redis as RestartableRedis;
+  }
+
+  /** SIGKILLs the fleet's redis-server (no shutdown save: only what the AOF already holds survives). */
+  killRedis(): Promise<void> {
+    return this.restartable.kill('SIGKILL');
+  }
+
+  /** Starts the killed redis-server again on the same port. */
+  startRedisAgain(): Promise<void> {
+    return this.restartable.start();
+  }
+
+  /** The emulation's ground-truth counters (`/_mock/stats`) of one venue, read over HTTP. */
+  async mockStats(venue: string): Promise<VenueStats> {
+    const res = await fetch(new URL('/_mock/stats', this.mock.url));
+    const stats = (await res.json()) as { venues: Record<string, VenueStats | undefined> };
+    const v = stats.venues[venue];
+    if (!v) throw new Error(`/_mock/stats has no venue ${venue}`);
+    return v;
+  }
+
+  /** Compares the stored candles of [fromMs, toMs) with `expectedCandles` of the emulation. */
+  async candleReport(venue: string, symbol: string, timeframe: '1m' | '1h' | '1d', fromMs: number, toMs: number): Promise<CandleReport> {
+    const stored = (await this.storedOpenTimes(venue, symbol, timeframe)).filter((t) => t >= fromMs && t < toMs);
+    const expected = new Set(expectedCandles(venue, symbol, timeframe, fromMs, toMs, DEFAULT_SEED).map((c) => c.openTime));
+    const seen = new Set<number>();
+    let duplicates = 0;
+    let unexpected = 0;
+    for (const t of stored) {
+      if (seen.has(t)) duplicates += 1;
+      seen.add(t);
+      if (!expected.has(t)) unexpected += 1;
+    }
+    let missing = 0;
+    for (const t of expected) if (!seen.has(t)) missing += 1;
+    return { expected: expected.size, stored: stored.length, missing, duplicates, unexpected, newest: stored.length ? Math.max(...stored) : null };
   }
 
   env(extra: Record<string, string> = {}): Record<string, string> {

@@ -1,1 +1,1 @@
-export { FleetHarness, type FleetProcess } from './fleet-harness.js';
+export { FleetHarness, type CandleReport, type FleetProcess } from './fleet-harness.js';

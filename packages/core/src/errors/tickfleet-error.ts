@@ -9,7 +9,9 @@ export type ErrorCode =
   | 'E_UNRECOVERABLE'
   | 'E_MALFORMED_PAYLOAD'
   | 'E_STORE_UNAVAILABLE'
-  | 'E_BUDGET_EXHAUSTED';
+  | 'E_REDIS_UNAVAILABLE'
+  | 'E_BUDGET_EXHAUSTED'
+  | 'E_SPOOL_FULL';
 
 export interface TickfleetErrorOptions {
   cause?: unknown;

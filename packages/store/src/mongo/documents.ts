@@ -1,9 +1,12 @@
 import type { Collection, Db } from 'mongodb';
-import type { Backfill, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
+import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
 
 export type ConnectorDoc = Connector & { _id: string };
 export type JobDoc = Job & { _id: string };
-export type BackfillDoc = Backfill & { _id: string };
+/** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
+export type BackfillDoc = Backfill & { _id: string; rev?: number };
+/** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */
+export type BackfillChunkDoc = BackfillChunk & { _id: string };
 export type GapDoc = Gap & { _id: string };
 
 /**
@@ -31,6 +34,7 @@ export interface MongoCollections {
   budgets: Collection<BudgetDoc>;
   jobs: Collection<JobDoc>;
   backfills: Collection<BackfillDoc>;
+  backfillChunks: Collection<BackfillChunkDoc>;
   gaps: Collection<GapDoc>;
 }
 
@@ -40,6 +44,7 @@ export function collections(db: Db, prefix: string): MongoCollections {
     budgets: db.collection<BudgetDoc>(`${prefix}budgets`),
     jobs: db.collection<JobDoc>(`${prefix}jobs`),
     backfills: db.collection<BackfillDoc>(`${prefix}backfills`),
+    backfillChunks: db.collection<BackfillChunkDoc>(`${prefix}backfill_chunks`),
     gaps: db.collection<GapDoc>(`${prefix}gaps`),
   };
 }
@@ -53,6 +58,7 @@ export async function ensureIndexes(c: MongoCollections): Promise<void> {
       { key: { venue: 1 }, name: 'venue' },
     ]),
     c.backfills.createIndexes([{ key: { jobId: 1 }, name: 'job' }]),
+    c.backfillChunks.createIndexes([{ key: { backfillId: 1, fromMs: 1 }, name: 'backfill_from', unique: true }]),
     c.gaps.createIndexes([{ key: { jobId: 1, fromMs: 1, toMs: 1 }, name: 'job_range', unique: true }]),
   ]);
 }
@@ -105,6 +111,7 @@ export function toBackfill(d: BackfillDoc): Backfill {
     toMs: d.toMs,
     unitsTotal: d.unitsTotal,
     unitsDone: d.unitsDone,
+    unitsFailed: d.unitsFailed ?? 0,
     status: d.status,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,

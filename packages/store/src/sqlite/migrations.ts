@@ -74,6 +74,21 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (job_id, from_ms, to_ms)
   );
   `,
+  // Backfill progress per chunk (a unit run twice counts once), failures with their reasons.
+  `
+  CREATE TABLE backfill_chunks (
+    backfill_id TEXT NOT NULL,
+    from_ms     INTEGER NOT NULL,
+    to_ms       INTEGER NOT NULL,
+    idx         INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    error       TEXT,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (backfill_id, from_ms)
+  ) WITHOUT ROWID;
+  CREATE INDEX backfill_chunks_status ON backfill_chunks (status, backfill_id, from_ms);
+  ALTER TABLE backfills ADD COLUMN units_failed INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -85,6 +100,9 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  */
 export function migrate(db: Database): void {
   for (let target = 1; target <= MIGRATIONS.length; target++) {
+    // Up-to-date files are the common case: checking without the write lock lets a process open
+    // the store while another one holds a long write transaction.
+    if ((db.pragma('user_version', { simple: true }) as number) >= target) continue;
     const step = db.transaction(() => {
       const current = db.pragma('user_version', { simple: true }) as number;
       if (current >= target) return;

@@ -84,6 +84,7 @@ export interface BackfillRow {
   to_ms: number;
   units_total: number;
   units_done: number;
+  units_failed: number;
   status: BackfillStatus;
   created_at: number;
   updated_at: number;
@@ -97,6 +98,7 @@ export function toBackfill(r: BackfillRow): Backfill {
     toMs: r.to_ms,
     unitsTotal: r.units_total,
     unitsDone: r.units_done,
+    unitsFailed: r.units_failed,
     status: r.status,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

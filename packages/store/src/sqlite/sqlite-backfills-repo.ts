@@ -1,14 +1,41 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { type Backfill, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
-import type { BackfillCreate, BackfillsRepo } from '../state-store.js';
+import {
+  type Backfill,
+  type BackfillChunk,
+  BackfillChunkStatus,
+  BackfillStatus,
+  type Clock,
+  NotFoundError,
+  parseOrThrow,
+} from '@tickfleet/core';
+import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { toBackfill, type BackfillRow } from './rows.js';
 
+interface ChunkRow {
+  backfill_id: string;
+  from_ms: number;
+  to_ms: number;
+  idx: number;
+  status: BackfillChunk['status'];
+  error: string | null;
+  updated_at: number;
+  job_id?: string;
+}
+
+function toChunk(r: ChunkRow): BackfillChunk {
+  return { backfillId: r.backfill_id, fromMs: r.from_ms, toMs: r.to_ms, index: r.idx, status: r.status, error: r.error, updatedAt: r.updated_at };
+}
+
 export class SqliteBackfillsRepo implements BackfillsRepo {
   private readonly createStmt: Statement;
+  private readonly createChunkStmt: Statement;
   private readonly getStmt: Statement;
-  private readonly unitDoneStmt: Statement;
+  private readonly chunkDoneStmt: Statement;
+  private readonly chunkFailedStmt: Statement;
+  private readonly recountStmt: Statement;
   private readonly setStatusStmt: Statement;
+  private readonly owedStmt: Statement;
 
   constructor(
     private readonly db: Database,
@@ -17,28 +44,56 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     // Creating an existing id returns the stored record unchanged (ids are deterministic, so a
     // retried `backfill` command must not reset progress).
     this.createStmt = db.prepare(`
-      INSERT INTO backfills (id, job_id, from_ms, to_ms, units_total, units_done, status, created_at, updated_at)
-      VALUES (:id, :jobId, :fromMs, :toMs, :unitsTotal, 0, 'pending', :now, :now)
+      INSERT INTO backfills (id, job_id, from_ms, to_ms, units_total, units_done, units_failed, status, created_at, updated_at)
+      VALUES (:id, :jobId, :fromMs, :toMs, :unitsTotal, 0, 0, 'pending', :now, :now)
       ON CONFLICT (id) DO UPDATE SET id = id
       RETURNING *`);
+    this.createChunkStmt = db.prepare(`
+      INSERT INTO backfill_chunks (backfill_id, from_ms, to_ms, idx, status, error, updated_at)
+      VALUES (:id, :fromMs, :toMs, :idx, 'pending', NULL, :now)
+      ON CONFLICT (backfill_id, from_ms) DO NOTHING`);
     this.getStmt = db.prepare('SELECT * FROM backfills WHERE id = ?');
-    // unitsDone never exceeds unitsTotal; reaching it finishes the backfill unless an operator
-    // already cancelled it or it failed.
-    this.unitDoneStmt = db.prepare(`
+    // A chunk not recorded at create (a backfill from before chunks were tracked) is inserted: the
+    // count of distinct done chunks is then still exact.
+    this.chunkDoneStmt = db.prepare(`
+      INSERT INTO backfill_chunks (backfill_id, from_ms, to_ms, idx, status, error, updated_at)
+      VALUES (:id, :fromMs, :toMs, -1, 'done', NULL, :now)
+      ON CONFLICT (backfill_id, from_ms) DO UPDATE SET status = 'done', error = NULL, updated_at = :now`);
+    this.chunkFailedStmt = db.prepare(`
+      INSERT INTO backfill_chunks (backfill_id, from_ms, to_ms, idx, status, error, updated_at)
+      VALUES (:id, :fromMs, :toMs, -1, 'failed', :reason, :now)
+      ON CONFLICT (backfill_id, from_ms) DO UPDATE SET status = 'failed', error = :reason, updated_at = :now
+      WHERE status <> 'done'`);
+    // Progress is recounted from the chunks, never incremented, so repeats cannot inflate it.
+    this.recountStmt = db.prepare(`
       UPDATE backfills SET
-        units_done = MIN(units_total, units_done + :n),
-        status = CASE WHEN status IN ('cancelled', 'failed') THEN status
-                      WHEN units_done + :n >= units_total THEN 'done'
-                      ELSE 'running' END,
+        units_done = MIN(units_total, (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'done')),
+        units_failed = (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'failed'),
+        status = CASE
+          WHEN status = 'cancelled' THEN status
+          WHEN (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'done') >= units_total THEN 'done'
+          WHEN (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status IN ('done', 'failed')) >= units_total THEN 'failed'
+          ELSE 'running' END,
         updated_at = :now
       WHERE id = :id
       RETURNING *`);
     this.setStatusStmt = db.prepare('UPDATE backfills SET status = ?, updated_at = ? WHERE id = ? RETURNING *');
+    this.owedStmt = db.prepare(`
+      SELECT c.*, b.job_id FROM backfill_chunks c JOIN backfills b ON b.id = c.backfill_id
+      WHERE c.status = 'pending' AND b.status IN ('pending', 'running') AND (c.backfill_id, c.from_ms) > (:afterId, :afterFrom)
+      ORDER BY c.backfill_id, c.from_ms
+      LIMIT :limit`);
   }
 
   async create(input: BackfillCreate): Promise<Backfill> {
     const b = validateBackfillCreate(input);
-    return toBackfill(this.createStmt.get({ ...b, now: this.clock.now() }) as BackfillRow);
+    const now = this.clock.now();
+    const tx = this.db.transaction(() => {
+      const row = this.createStmt.get({ id: b.id, jobId: b.jobId, fromMs: b.fromMs, toMs: b.toMs, unitsTotal: b.chunks.length, now }) as BackfillRow;
+      for (const [idx, c] of b.chunks.entries()) this.createChunkStmt.run({ id: b.id, fromMs: c.fromMs, toMs: c.toMs, idx, now });
+      return row;
+    });
+    return toBackfill(tx.immediate());
   }
 
   async get(id: string): Promise<Backfill | null> {
@@ -61,10 +116,31 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     return (this.db.prepare(sql).all(...params) as BackfillRow[]).map(toBackfill);
   }
 
-  async unitDone(id: string, n = 1): Promise<Backfill> {
-    const row = this.unitDoneStmt.get({ id, n, now: this.clock.now() }) as BackfillRow | undefined;
-    if (!row) throw new NotFoundError('backfill', id);
-    return toBackfill(row);
+  async chunkDone(id: string, range: ChunkRange): Promise<Backfill> {
+    return this.settle(id, () => this.chunkDoneStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, now: this.clock.now() }));
+  }
+
+  async chunkFailed(id: string, range: ChunkRange, reason: string): Promise<Backfill> {
+    return this.settle(id, () => this.chunkFailedStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, reason, now: this.clock.now() }));
+  }
+
+  async chunks(id: string, filter: { status?: BackfillChunk['status'] } = {}): Promise<BackfillChunk[]> {
+    const status = filter.status === undefined ? undefined : parseOrThrow(BackfillChunkStatus, filter.status, 'status');
+    const rows = (
+      status === undefined
+        ? this.db.prepare('SELECT * FROM backfill_chunks WHERE backfill_id = ? ORDER BY from_ms').all(id)
+        : this.db.prepare('SELECT * FROM backfill_chunks WHERE backfill_id = ? AND status = ? ORDER BY from_ms').all(id, status)
+    ) as ChunkRow[];
+    return rows.map(toChunk);
+  }
+
+  async owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]> {
+    const rows = this.owedStmt.all({
+      afterId: options.after?.backfillId ?? '',
+      afterFrom: options.after?.fromMs ?? Number.MIN_SAFE_INTEGER,
+      limit: Math.max(1, Math.floor(options.limit)),
+    }) as Array<ChunkRow & { job_id: string }>;
+    return rows.map((r) => ({ ...toChunk(r), jobId: r.job_id }));
   }
 
   async setStatus(id: string, status: BackfillStatus): Promise<Backfill> {
@@ -72,5 +148,15 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     const row = this.setStatusStmt.get(valid, this.clock.now(), id) as BackfillRow | undefined;
     if (!row) throw new NotFoundError('backfill', id);
     return toBackfill(row);
+  }
+
+  /** Records one chunk's outcome and recounts the backfill in one write transaction. */
+  private settle(id: string, write: () => void): Backfill {
+    const tx = this.db.transaction(() => {
+      if (!this.getStmt.get(id)) throw new NotFoundError('backfill', id);
+      write();
+      return this.recountStmt.get({ id, now: this.clock.now() }) as BackfillRow;
+    });
+    return toBackfill(tx.immediate());
   }
 }

@@ -425,35 +425,99 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
     });
 
     describe('backfills', () => {
-      it('creates idempotently, counts units to done, filters and sets status', async () => {
+      const M = 60_000;
+      /** `n` adjacent chunks of 10 minutes from T0. */
+      const chunksOf = (n: number) => Array.from({ length: n }, (_, i) => ({ fromMs: T0 + i * 10 * M, toMs: T0 + (i + 1) * 10 * M }));
+
+      it('creates idempotently with its chunks, filters and sets status', async () => {
         const jobIdA = 'binance:BTC/USDT:1m:ohlcv';
-        const b = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 86_400_000, unitsTotal: 3 });
-        expect(b).toMatchObject({ id: 'bf-1', jobId: jobIdA, unitsTotal: 3, unitsDone: 0, status: 'pending' });
-        expect(await store.backfills.unitDone('bf-1')).toMatchObject({ unitsDone: 1, status: 'running' });
-        const again = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 86_400_000, unitsTotal: 3 });
+        const chunks = chunksOf(3);
+        const b = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 30 * M, chunks });
+        expect(b).toMatchObject({ id: 'bf-1', jobId: jobIdA, unitsTotal: 3, unitsDone: 0, unitsFailed: 0, status: 'pending' });
+        expect((await store.backfills.chunks('bf-1')).map((c) => [c.index, c.fromMs, c.toMs, c.status, c.error])).toEqual(
+          chunks.map((c, i) => [i, c.fromMs, c.toMs, 'pending', null]),
+        );
+        expect(await store.backfills.chunkDone('bf-1', chunks[0]!)).toMatchObject({ unitsDone: 1, status: 'running' });
+        const again = await store.backfills.create({ id: 'bf-1', jobId: jobIdA, fromMs: T0, toMs: T0 + 30 * M, chunks });
         expect(again).toMatchObject({ unitsDone: 1, status: 'running' });
-        expect(await store.backfills.unitDone('bf-1', 2)).toMatchObject({ unitsDone: 3, status: 'done' });
-        expect(await store.backfills.unitDone('bf-1', 5)).toMatchObject({ unitsDone: 3, status: 'done' });
-        await store.backfills.create({ id: 'bf-2', jobId: 'kraken:BTC/USD:1m:ohlcv', fromMs: T0, toMs: T0 + 1000, unitsTotal: 2 });
+        expect((await store.backfills.chunks('bf-1', { status: 'done' })).map((c) => c.fromMs)).toEqual([T0]);
+        await store.backfills.create({ id: 'bf-2', jobId: 'kraken:BTC/USD:1m:ohlcv', fromMs: T0, toMs: T0 + 20 * M, chunks: chunksOf(2) });
         expect((await store.backfills.setStatus('bf-2', 'cancelled')).status).toBe('cancelled');
-        expect(await store.backfills.unitDone('bf-2', 2)).toMatchObject({ unitsDone: 2, status: 'cancelled' });
+        expect(await store.backfills.chunkDone('bf-2', chunksOf(2)[0]!)).toMatchObject({ unitsDone: 1, status: 'cancelled' });
         expect((await store.backfills.list()).map((x) => x.id)).toEqual(['bf-1', 'bf-2']);
         expect((await store.backfills.list({ jobId: jobIdA })).map((x) => x.id)).toEqual(['bf-1']);
         expect((await store.backfills.list({ status: 'cancelled' })).map((x) => x.id)).toEqual(['bf-2']);
         expect(await store.backfills.get('bf-9')).toBeNull();
-        expect((await store.backfills.get('bf-1'))?.status).toBe('done');
-        await expect(store.backfills.unitDone('bf-9')).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.backfills.chunkDone('bf-9', chunks[0]!)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.backfills.chunkFailed('bf-9', chunks[0]!, 'x')).rejects.toBeInstanceOf(NotFoundError);
         await expect(store.backfills.setStatus('bf-9', 'done')).rejects.toBeInstanceOf(NotFoundError);
-        await expect(store.backfills.create({ id: 'bf-3', jobId: jobIdA, fromMs: T0, toMs: T0, unitsTotal: 1 })).rejects.toMatchObject({
+        await expect(store.backfills.create({ id: 'bf-3', jobId: jobIdA, fromMs: T0, toMs: T0, chunks: [{ fromMs: T0, toMs: T0 + M }] })).rejects.toMatchObject({
           code: 'E_VALIDATION',
           field: 'backfill.toMs',
         });
+        await expect(store.backfills.create({ id: 'bf-4', jobId: jobIdA, fromMs: T0, toMs: T0 + M, chunks: [] })).rejects.toMatchObject({
+          code: 'E_VALIDATION',
+          field: 'backfill.chunks',
+        });
+        await expect(store.backfills.create({ id: 'bf-5', jobId: jobIdA, fromMs: T0, toMs: T0 + M, chunks: [{ fromMs: T0, toMs: T0 + 2 * M }] })).rejects.toMatchObject({
+          code: 'E_VALIDATION',
+          field: 'backfill.chunks',
+        });
+        expect(await store.backfills.get('bf-4')).toBeNull();
       });
 
-      it('counts concurrent unitDone calls exactly', async () => {
-        await store.backfills.create({ id: 'bf-c', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 1000, unitsTotal: 40 });
+      it('counts a chunk once however often its unit runs: done only when every chunk is done', async () => {
+        const chunks = chunksOf(2);
+        await store.backfills.create({ id: 'bf-r', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 20 * M, chunks });
+        // The first chunk's unit runs twice (BullMQ redelivery): still 1 of 2.
+        await store.backfills.chunkDone('bf-r', chunks[0]!);
+        expect(await store.backfills.chunkDone('bf-r', chunks[0]!)).toMatchObject({ unitsDone: 1, status: 'running' });
+        expect(await store.backfills.chunkDone('bf-r', chunks[1]!)).toMatchObject({ unitsDone: 2, unitsFailed: 0, status: 'done' });
+        expect(await store.backfills.chunkDone('bf-r', chunks[1]!)).toMatchObject({ unitsDone: 2, status: 'done' });
+      });
+
+      it('fails a backfill with the reasons per chunk once every chunk has ended; done wins over a late failure', async () => {
+        const chunks = chunksOf(3);
+        await store.backfills.create({ id: 'bf-f', jobId: 'binance:NOPE/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 30 * M, chunks });
+        expect(await store.backfills.chunkFailed('bf-f', chunks[0]!, 'HTTP 400: Invalid symbol')).toMatchObject({ unitsFailed: 1, status: 'running' });
+        await store.backfills.chunkDone('bf-f', chunks[1]!);
+        // A failure reported after the chunk was stored does not undo it.
+        expect(await store.backfills.chunkFailed('bf-f', chunks[1]!, 'late')).toMatchObject({ unitsDone: 1, unitsFailed: 1, status: 'running' });
+        const ended = await store.backfills.chunkFailed('bf-f', chunks[2]!, 'out of attempts: HTTP 503');
+        expect(ended).toMatchObject({ unitsDone: 1, unitsFailed: 2, status: 'failed' });
+        expect((await store.backfills.chunks('bf-f', { status: 'failed' })).map((c) => [c.fromMs, c.error])).toEqual([
+          [chunks[0]!.fromMs, 'HTTP 400: Invalid symbol'],
+          [chunks[2]!.fromMs, 'out of attempts: HTTP 503'],
+        ]);
+        // A chunk that is stored after all (a re-run unit) turns the failure into done.
+        await store.backfills.chunkDone('bf-f', chunks[0]!);
+        expect(await store.backfills.chunkDone('bf-f', chunks[2]!)).toMatchObject({ unitsDone: 3, unitsFailed: 0, status: 'done' });
+      });
+
+      it('lists owed chunks of pending and running backfills only, in keyset pages', async () => {
+        await store.backfills.create({ id: 'bf-a', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 30 * M, chunks: chunksOf(3) });
+        await store.backfills.create({ id: 'bf-b', jobId: 'binance:ETH/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 20 * M, chunks: chunksOf(2) });
+        await store.backfills.create({ id: 'bf-x', jobId: 'binance:SOL/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 20 * M, chunks: chunksOf(2) });
+        await store.backfills.setStatus('bf-x', 'cancelled');
+        await store.backfills.chunkDone('bf-a', chunksOf(3)[1]!);
+        await store.backfills.chunkFailed('bf-b', chunksOf(2)[0]!, 'boom');
+        const all = await store.backfills.owedChunks({ limit: 100 });
+        expect(all.map((c) => [c.backfillId, c.jobId, c.fromMs, c.toMs, c.index])).toEqual([
+          ['bf-a', 'binance:BTC/USDT:1m:ohlcv', T0, T0 + 10 * M, 0],
+          ['bf-a', 'binance:BTC/USDT:1m:ohlcv', T0 + 20 * M, T0 + 30 * M, 2],
+          ['bf-b', 'binance:ETH/USDT:1m:ohlcv', T0 + 10 * M, T0 + 20 * M, 1],
+        ]);
+        const page1 = await store.backfills.owedChunks({ limit: 2 });
+        const page2 = await store.backfills.owedChunks({ limit: 2, after: { backfillId: page1[1]!.backfillId, fromMs: page1[1]!.fromMs } });
+        expect([...page1, ...page2]).toEqual(all);
+      });
+
+      it('counts concurrent chunk reports from two connections exactly', async () => {
+        const chunks = chunksOf(40);
+        await store.backfills.create({ id: 'bf-c', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 400 * M, chunks });
         const other = await openAgain();
-        await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? store : other).backfills.unitDone('bf-c')));
+        // Every chunk reported twice, once by each connection.
+        await Promise.all(chunks.flatMap((c) => [store.backfills.chunkDone('bf-c', c), other.backfills.chunkDone('bf-c', c)]));
         expect(await store.backfills.get('bf-c')).toMatchObject({ unitsDone: 40, status: 'done' });
       });
     });
