@@ -1,0 +1,104 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRedisConnection } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
+import { FleetHarness } from '../src/testing/index.js';
+
+const DAY = 86_400_000;
+/** A key no other string in the fleet could contain by chance. */
+const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
+
+/** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
+function filesUnder(dir: string): Array<{ path: string; text: string }> {
+  const out: Array<{ path: string; text: string }> = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...filesUnder(path));
+    else out.push({ path, text: readFileSync(path).toString('latin1') });
+  }
+  return out;
+}
+
+/**
+ * The Polygon key travels in the query string of every Polygon request, so any error that quotes
+ * a URL could carry it into logs, stored errors, BullMQ failure reasons or pages. With the key
+ * planted in a worker's environment and Polygon answering 5xx, malformed bodies and a 429 storm,
+ * it must appear nowhere the fleet writes or serves: process output (debug level), /metrics,
+ * `status`, the dashboard's API and bull-board's, every Redis key, and every file in the fleet's
+ * directory (state and sink SQLite files with their WAL, spool segments).
+ */
+describe('fleet: a venue API key never leaves the request that needs it', () => {
+  let fleet: FleetHarness;
+  beforeAll(async () => {
+    // Every Polygon answer a 5xx at first; the test then walks it through malformed bodies and a 429 storm.
+    fleet = await FleetHarness.start({ venues: { polygon: { errorRate: 1 } } });
+  });
+  afterAll(() => fleet.stop());
+
+  it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
+    const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
+    await fleet.ok('connectors', 'upsert', 'polygon', '--base-url', fleet.mock.baseUrl('polygon'), '--limit', '1000', '--period', '10s', '--max-inflight', '2');
+    const to = Math.floor(Date.now() / DAY) * DAY - DAY;
+    const out = await fleet.ok('backfill', 'polygon', 'AAPL', '--timeframe', '1m', '--from', new Date(to - 3 * DAY).toISOString(), '--to', new Date(to).toISOString(), '--json');
+    const backfillId = (JSON.parse(out) as { id: string }).id;
+    await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
+
+    const worker = fleet.spawn('worker', ['worker'], env);
+    const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
+    const dashboard = fleet.spawn('dashboard', ['dashboard', '--port', '0'], env);
+    await fleet.ready(worker);
+    const polygon = () => fleet.mock.stats().venues.polygon;
+    await waitFor(() => polygon().responses5xx >= 2, 'polygon 5xx answers', { timeoutMs: 120_000 });
+    fleet.mock.patchScenario({ venues: { polygon: { errorRate: 0, malformedRate: 1 } } });
+    await waitFor(() => polygon().malformedResponses >= 2, 'malformed polygon bodies', { timeoutMs: 120_000 });
+    // A 429 storm: the rate-limit path logs and freezes too.
+    fleet.mock.patchScenario({ venues: { polygon: { malformedRate: 0, stormForMs: 3000 } } });
+    await waitFor(() => polygon().responses429 >= 1, 'a polygon 429', { timeoutMs: 120_000 });
+    await waitFor(
+      () => fleet.withStore(async (s) => (await s.backfills.get(backfillId))?.status === 'done'),
+      'the polygon backfill done through the faults',
+      { timeoutMs: 240_000, intervalMs: 500 },
+    );
+    // The key was used: the emulation answers 401 without one.
+    expect((await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).length).toBe(3 * 1440);
+
+    const places: Array<{ where: string; text: string }> = [];
+    const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
+    places.push({ where: 'worker /metrics', text: await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text() });
+    const dashboardUrl = await waitFor(() => /dashboard listening on (http:\/\/\S+)/.exec(dashboard.output())?.[1], 'the dashboard address', { timeoutMs: 60_000 });
+    places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
+    for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
+      places.push({ where: `bull-board ${status}`, text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text() });
+    }
+    places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
+    places.push({ where: 'status', text: await fleet.ok('status') });
+    places.push({ where: 'backfill status', text: await fleet.ok('backfill', 'status', backfillId, '--json') });
+
+    await fleet.stopCleanly(worker);
+    await fleet.stopCleanly(scheduler);
+    await fleet.stopCleanly(dashboard);
+    for (const p of [worker, scheduler, dashboard]) places.push({ where: `${p.name} output`, text: p.output() });
+
+    const redis = createRedisConnection(fleet.redis.url, { blocking: false });
+    try {
+      for (const key of await redis.keys('*')) {
+        const type = await redis.type(key);
+        const value =
+          type === 'string' ? await redis.get(key)
+          : type === 'hash' ? JSON.stringify(await redis.hgetall(key))
+          : type === 'list' ? JSON.stringify(await redis.lrange(key, 0, -1))
+          : type === 'set' ? JSON.stringify(await redis.smembers(key))
+          : type === 'zset' ? JSON.stringify(await redis.zrange(key, 0, -1))
+          : type === 'stream' ? JSON.stringify(await redis.xrange(key, '-', '+'))
+          : '';
+        places.push({ where: `redis ${key}`, text: `${key} ${value ?? ''}` });
+      }
+    } finally {
+      redis.disconnect();
+    }
+    for (const f of filesUnder(fleet.dir.path)) places.push({ where: f.path, text: f.text });
+
+    expect(places.length).toBeGreaterThan(10);
+    expect(places.filter((p) => p.text.includes(PLANTED_KEY)).map((p) => p.where)).toEqual([]);
+  }, 400_000);
+});
