@@ -5,15 +5,15 @@ import { FleetHarness, type CandleReport, type FleetProcess } from '../../apps/w
 const DAY = 86_400_000;
 const MIN = 60_000;
 const SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'XRP/USDT'];
-const DAYS = 15;
+const DAYS = 30;
 const LIVE_SYMBOL = 'SOL/USDT';
 const LIVE_JOB = `binance:${LIVE_SYMBOL}:1m:ohlcv`;
 const WORKERS = 3;
 /**
- * The issue asks for 2 minutes of kills; 60 s keeps the experiment under ~3 minutes of wall time on
- * a busy 2-core machine (the backfill below lasts about as long, so kills land on it throughout).
+ * Two minutes of kills; the backfill below (176 chunks at 2 s each, 3 in flight) lasts at least as
+ * long, so kills land on it throughout.
  */
-const KILL_WINDOW_MS = 60_000;
+const KILL_WINDOW_MS = 120_000;
 
 /**
  * Chaos: one of three workers is SIGKILLed every 5-10 s (and a replacement started at once) while
@@ -80,7 +80,7 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
     const killsEndedAt = Date.now();
     for (const w of workers) await fleet.ready(w);
 
-    await waitFor(allDone, 'every backfill done after the kills', { timeoutMs: 120_000, intervalMs: 500 });
+    await waitFor(allDone, 'every backfill done after the kills', { timeoutMs: 240_000, intervalMs: 500 });
     await waitFor(
       () => fleet.withStore(async (store) => ((await store.jobs.get(LIVE_JOB))?.cursor ?? 0) >= alignDown(Date.now(), '1m') - 3 * MIN),
       'live job caught up',
@@ -120,5 +120,5 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
     );
     for (const w of workers) await fleet.stopCleanly(w);
     await fleet.stopCleanly(scheduler);
-  }, 300_000);
+  }, 600_000);
 });

@@ -61,7 +61,7 @@ describe('sqlite store specifics', () => {
     const store = await openStore(dir.sqliteUrl('clock.db'), { clock });
     await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 3, periodMs: 1000, headroom: 1 } });
     const first = await store.budgets.acquire('binance', 3);
-    expect(first).toEqual({ ok: true, used: 3, limit: 3, atMs: clock.now(), windowStartMs: Date.UTC(2024, 0, 1) });
+    expect(first).toEqual({ ok: true, used: 3, limit: 3, atMs: clock.now(), windowStartMs: Date.UTC(2024, 0, 1), windowEndMs: Date.UTC(2024, 0, 1, 0, 0, 1) });
     // A caller whose `now` is older than the last decision is charged to the current window.
     clock.set(Date.UTC(2024, 0, 1) - 200);
     expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted', retryAtMs: Date.UTC(2024, 0, 1, 0, 0, 1) });
