@@ -14,7 +14,7 @@ describe('chaos: MongoDB state store stopped (SIGSTOP) for 20 s', () => {
   let mongo: Awaited<ReturnType<typeof startMongoWireProcess>>;
   beforeAll(async () => {
     mongo = await startMongoWireProcess();
-    fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 200, limit: { weight: 20, windowMs: 2000 } } } });
+    fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 200, limit: { weight: 100, windowMs: 10_000 } } } });
     // The harness's store URL is read by every command and role it starts: point it at MongoDB.
     Object.defineProperty(fleet, 'storeUrl', { value: `${mongo.url.replace(/\/?$/, '/')}chaos${fleet.prefix}` });
   });

@@ -14,7 +14,7 @@ const SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'BNB/USDT'];
 describe('chaos: SQLite state store locked by another process for 20 s and 45 s', () => {
   let fleet: FleetHarness;
   beforeAll(async () => {
-    fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 200, limit: { weight: 20, windowMs: 2000 } } } });
+    fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 200, limit: { weight: 100, windowMs: 10_000 } } } });
   });
   afterAll(() => fleet.stop());
 
