@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, SpoolFullError, systemClock } from '@tickfleet/core';
+import { ConfigError, SpoolFullError, SpoolLockedError, systemClock } from '@tickfleet/core';
 import { type PipelineMetrics, Spool, type SpoolOptions } from '@tickfleet/sinks';
 
 const MAX_SLOTS = 64;
@@ -22,7 +22,7 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
       return Spool.open({ ...options, dir }, metrics ? { metrics } : {});
     } catch (err) {
       // Held by another live process: try the next slot.
-      if (err instanceof ConfigError && err.variable === 'spoolDir') continue;
+      if (err instanceof SpoolLockedError) continue;
       if (err instanceof SpoolFullError) {
         throw new SpoolFullError(err.dir, err.reason, err.retryAtMs, `${err.message}; free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
       }

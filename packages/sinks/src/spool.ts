@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, SpoolFullError, StoreUnavailableError, systemClock, type Candle, type Clock, type Envelope, type SpoolFullReason } from '@tickfleet/core';
+import { SpoolFullError, SpoolLockedError, StoreUnavailableError, systemClock, type Candle, type Clock, type Envelope, type SpoolFullReason } from '@tickfleet/core';
 import { pidAlive } from './internal/pid-alive.js';
 import { encodeFrame, isDiskFull, scanFrames, segmentName, segmentSeq } from './internal/spool-format.js';
 import type { PipelineMetrics } from './pipeline-metrics.js';
@@ -119,7 +119,7 @@ export class Spool {
   }
 
   /**
-   * Opens (and recovers) the spool in `options.dir`. Throws ConfigError when another live process
+   * Opens (and recovers) the spool in `options.dir`. Throws SpoolLockedError when another live process
    * holds it, SpoolFullError (naming the directory and the errno) when its disk has no room for
    * the lock file or the segment.
    */
@@ -586,7 +586,7 @@ function lockDir(dir: string): void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(readFileSync(path, 'utf8').trim());
       if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
-        throw new ConfigError('spoolDir', `a spool directory no other live process writes (${dir} is held by pid ${holder})`);
+        throw new SpoolLockedError(dir, holder);
       }
       // A lock left by a dead process (or an earlier Spool of ours that was not closed): take it over.
       unlinkSync(path);
@@ -604,7 +604,7 @@ function lockDir(dir: string): void {
     closeSync(fd);
     return;
   }
-  throw new ConfigError('spoolDir', `a lockable spool directory (${dir})`);
+  throw new SpoolLockedError(dir, undefined);
 }
 
 function unlinkLock(dir: string): void {
