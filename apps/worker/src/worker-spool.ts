@@ -33,11 +33,12 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
 }
 
 function usableBase(baseDir: string): void {
+  let notADirectory = false;
   try {
     const st = statSync(baseDir, { throwIfNoEntry: false });
     if (!st) mkdirSync(baseDir, { recursive: true });
-    else if (!st.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
-    accessSync(baseDir, constants.W_OK);
+    notADirectory = st !== undefined && !st.isDirectory();
+    if (!notADirectory) accessSync(baseDir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') {
@@ -45,10 +46,10 @@ function usableBase(baseDir: string): void {
     }
     throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: ${describe(err)})`);
   }
+  if (notADirectory) throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: not a directory)`);
 }
 
 function describe(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
-  if (e.code === 'ENOTDIR' && !e.syscall) return 'not a directory';
   return e.code ? `${e.code}${e.syscall ? ` on ${e.syscall}` : ''}` : e instanceof Error ? e.message : String(err);
 }

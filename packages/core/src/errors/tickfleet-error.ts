@@ -38,8 +38,3 @@ export abstract class TickfleetError extends Error {
 export function isTickfleetError(err: unknown): err is TickfleetError {
   return err instanceof TickfleetError;
 }
-
-/** Exhaustiveness guard for switches over unions. */
-export function assertNever(value: never, what = 'value'): never {
-  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
-}
