@@ -1,4 +1,8 @@
-/** Stable error codes; switch over them exhaustively, never over messages. */
+/**
+ * Stable error codes: data for what leaves the process (JSON output, exit codes, metric labels,
+ * job failure causes). Code decides by class (`err instanceof SpoolFullError`), never by code
+ * string or message.
+ */
 export type ErrorCode =
   | 'E_VALIDATION'
   | 'E_CONFIG'
@@ -35,6 +39,7 @@ export abstract class TickfleetError extends Error {
   }
 }
 
+/** `err instanceof TickfleetError`, for callers that predate the rule above; new code uses instanceof. */
 export function isTickfleetError(err: unknown): err is TickfleetError {
   return err instanceof TickfleetError;
 }
