@@ -1,6 +1,6 @@
 import { appendFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SpoolLockedError, type Envelope } from '@tickfleet/core';
+import { SpoolLockedError, ValidationError, type Envelope } from '@tickfleet/core';
 import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { PipelineMetrics, Spool, listSegments } from './index.js';
 import { books, trades } from '../test/fixtures/envelopes.js';
@@ -130,6 +130,17 @@ describe('Spool', () => {
       await spool.close();
       await expect(waiting).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
     });
+  });
+
+  it('refuses to delete the segment being written (or a name that is no segment), naming it', async () => {
+    const spool = Spool.open({ dir: dir.path });
+    await spool.append(trades(2));
+    const current = spool.currentSegment;
+    expect(() => spool.deleteSegment(current)).toThrow(ValidationError);
+    expect(() => spool.deleteSegment(current)).toThrow(`invalid segment: expected a complete segment of spool ${dir.path} (not the one being written), got "${current}"`);
+    expect(() => spool.deleteSegment('spool.lock')).toThrow(ValidationError);
+    expect(listSegments(dir.path).map((s) => s.name)).toEqual([current]);
+    await spool.close();
   });
 
   it('lets one live process write a directory', async () => {
