@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, isTickfleetError, ValidationError } from '@tickfleet/core';
+import { ConfigError, NotFoundError, type SpoolLockedError, TickfleetError, ValidationError } from '@tickfleet/core';
 
 /**
  * Turning errors into what an operator reads at the process edge: one line naming the argument or
@@ -10,18 +10,17 @@ import { ConfigError, isTickfleetError, ValidationError } from '@tickfleet/core'
 type SystemError = Error & { code?: string; syscall?: string; path?: string; hostname?: string; port?: number; address?: string };
 
 export function errorExitCode(err: unknown): number {
-  if (!isTickfleetError(err)) return 1;
-  return err.code === 'E_VALIDATION' || err.code === 'E_CONFIG' || err.code === 'E_NOT_FOUND' ? 2 : 1;
+  return err instanceof ValidationError || err instanceof ConfigError || err instanceof NotFoundError ? 2 : 1;
 }
 
 /** The message on one line; a stack only when LOG_LEVEL asks for debugging. */
 export function oneLineError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const debug = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
-  if (debug && !isTickfleetError(err) && err.stack) return err.stack;
+  if (debug && !(err instanceof TickfleetError) && err.stack) return err.stack;
   const code = (err as SystemError).code;
   const text = err.message.replace(/\s*\n\s*/g, ' ');
-  return isTickfleetError(err) || code === undefined || text.includes(code) ? text : `${text} (${code})`;
+  return err instanceof TickfleetError || code === undefined || text.includes(code) ? text : `${text} (${code})`;
 }
 
 /** Driver and system codes meaning the path names something that is not a usable database file. */
@@ -33,7 +32,7 @@ const WRONG_FILE_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CANTOPEN', 'SQLITE_RE
  */
 export function storeOpenError(url: string, err: unknown, argument = '--store (TICKFLEET_STORE_URL)'): unknown {
   // The store may wrap the driver's error (StoreUnavailableError with the SqliteError as cause).
-  const driver = (isTickfleetError(err) ? err.cause : err) as SystemError | undefined;
+  const driver = (err instanceof TickfleetError ? err.cause : err) as SystemError | undefined;
   const code = driver?.code;
   if (typeof code === 'string' && WRONG_FILE_CODES.has(code)) {
     return new ValidationError(argument, `an SQLite database file this process can open and write (${code}: ${driver?.message ?? ''})`, url);
@@ -65,6 +64,17 @@ export function spoolDirError(err: unknown, spoolDir: string): unknown {
     return new ConfigError('TICKFLEET_SPOOL_DIR', `a directory the worker can create and write (${e.code} at ${e.path})`);
   }
   return err;
+}
+
+/**
+ * A spool directory another live process writes: for the operator, a spool directory setting
+ * that names one in use (exit 2, naming `spoolDir` and the holder's pid).
+ */
+export function lockedSpoolError(err: SpoolLockedError): ConfigError {
+  return new ConfigError(
+    'spoolDir',
+    err.holderPid === undefined ? `a lockable spool directory (${err.dir})` : `a spool directory no other live process writes (${err.dir} is held by pid ${err.holderPid})`,
+  );
 }
 
 /** An argument (`--port`) is a ValidationError, an environment variable a ConfigError. */

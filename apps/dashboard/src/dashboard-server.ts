@@ -14,7 +14,7 @@ import { actionGuard } from './internal/action-guard.js';
 import { overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
-  /** A non-blocking RedisClient client of the fleet (shared by the queues, freeze control and heartbeats). */
+  /** A non-blocking Redis client of the fleet (shared by the queues, freeze control and heartbeats). */
   redis: RedisClient;
   store: StateStore;
   /** Key prefix of the fleet's queues and venue records. @defaultValue 'tickfleet' */

@@ -19,7 +19,7 @@ export interface LeaderElectionOptions {
 }
 
 /**
- * Leader election over one RedisClient lock: followers try to take it (`tryLead`, each tick); the leader
+ * Leader election over one Redis lock: followers try to take it (`tryLead`, each tick); the leader
  * renews it every `renewEveryMs` with a token-checked extend, and steps down the moment a renewal
  * finds the lock gone or taken. Correctness never depends on a single leader — claims are atomic
  * in the store and unit ids are deterministic — so a paused leader overlapping its successor for
@@ -73,7 +73,7 @@ export class LeaderElection {
   }
 
   private async renew(): Promise<void> {
-    // Unreachable RedisClient: the lock lapses TTL after the last confirmed renewal, and another
+    // Unreachable Redis: the lock lapses TTL after the last confirmed renewal, and another
     // replica may lead from then on, so stop leading at that point even without an answer.
     if (performance.now() - this.confirmedAtMs >= this.ttlMs) {
       this.options.logger?.warn({ key: this.options.key }, 'leader lock not renewed within its TTL; stepping down');

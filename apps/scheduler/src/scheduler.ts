@@ -10,7 +10,7 @@ import { SchedulerMetrics } from './scheduler-metrics.js';
 
 export interface SchedulerOptions {
   store: StateStore;
-  /** RedisClient holding the venue queues and the leader lock. */
+  /** Redis URL of the fleet: the venue queues and the leader lock live there. */
   redisUrl: string;
   /** Key prefix of queues and the leader lock; every role of one fleet uses the same. @defaultValue 'tickfleet' */
   prefix?: string;
@@ -155,7 +155,7 @@ export class Scheduler {
     return this.clock.monotonic() - this.lastTickEndMs < Math.max(30_000, 10 * this.tickMs);
   }
 
-  /** Readiness: RedisClient and the store answer. */
+  /** Readiness check of Redis: it answers PING. */
   async pingRedis(): Promise<boolean> {
     return (await this.connection.ping()) === 'PONG';
   }

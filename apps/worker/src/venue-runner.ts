@@ -7,6 +7,7 @@ import {
   isTickfleetError,
   MalformedPayloadError,
   RateLimitedError,
+  SinkUnavailableError,
   SpoolFullError,
   StoreUnavailableError,
   TransientError,
@@ -229,9 +230,9 @@ export class VenueRunner {
       await job.moveToDelayed(Math.max(err.retryAtMs, clock.now() + 1), token);
       throw new DelayedError();
     }
-    if (err instanceof StoreUnavailableError) {
-      // The unit could not reach the state store (locked, down, damaged): back to the queue, no
-      // attempt spent; it comes back by itself when the store does.
+    if (err instanceof StoreUnavailableError || err instanceof SinkUnavailableError) {
+      // The unit could not reach the state store (locked, down, damaged) or, without a spool, the
+      // sink: back to the queue, no attempt spent; it comes back by itself when the store does.
       metrics.unitFailures.inc({ venue: this.venue, cause: 'store_unavailable' });
       return this.retryLater(job, token, unit, 'store_unavailable', err.message, logger, TRANSIENT_RETRY.storeCapMs, progressed);
     }
@@ -361,7 +362,7 @@ export interface UnitRetryState {
  * without timeframe): that is `other`, which spends attempts, rather than a fault to outwait.
  */
 export function failureCause(err: unknown): FailureCause {
-  if (err instanceof StoreUnavailableError) return 'store_unavailable';
+  if (err instanceof StoreUnavailableError || err instanceof SinkUnavailableError) return 'store_unavailable';
   if (err instanceof MalformedPayloadError) return 'malformed';
   if (err instanceof TransientError) {
     if (err.status !== undefined) return 'server_error';

@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, SpoolFullError, systemClock } from '@tickfleet/core';
+import { ConfigError, SpoolFullError, SpoolLockedError, systemClock } from '@tickfleet/core';
 import { type PipelineMetrics, Spool, type SpoolOptions } from '@tickfleet/sinks';
 
 const MAX_SLOTS = 64;
@@ -22,7 +22,7 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
       return Spool.open({ ...options, dir }, metrics ? { metrics } : {});
     } catch (err) {
       // Held by another live process: try the next slot.
-      if (err instanceof ConfigError && err.variable === 'spoolDir') continue;
+      if (err instanceof SpoolLockedError) continue;
       if (err instanceof SpoolFullError) {
         throw new SpoolFullError(err.dir, err.reason, err.retryAtMs, `${err.message}; free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
       }
@@ -33,11 +33,12 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
 }
 
 function usableBase(baseDir: string): void {
+  let notADirectory = false;
   try {
     const st = statSync(baseDir, { throwIfNoEntry: false });
     if (!st) mkdirSync(baseDir, { recursive: true });
-    else if (!st.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
-    accessSync(baseDir, constants.W_OK);
+    notADirectory = st !== undefined && !st.isDirectory();
+    if (!notADirectory) accessSync(baseDir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') {
@@ -45,10 +46,10 @@ function usableBase(baseDir: string): void {
     }
     throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: ${describe(err)})`);
   }
+  if (notADirectory) throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: not a directory)`);
 }
 
 function describe(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
-  if (e.code === 'ENOTDIR' && !e.syscall) return 'not a directory';
   return e.code ? `${e.code}${e.syscall ? ` on ${e.syscall}` : ''}` : e instanceof Error ? e.message : String(err);
 }

@@ -1,3 +1,5 @@
+import { ValidationError } from './errors/validation-error.js';
+
 /** Wall-clock and monotonic time, injectable so tests control time. */
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
@@ -29,7 +31,7 @@ export class ManualClock implements Clock {
   }
 
   advance(ms: number): void {
-    if (ms < 0) throw new RangeError(`ManualClock cannot go backwards (advance ${ms})`);
+    if (ms < 0) throw new ValidationError('ms', 'a non-negative advance (ManualClock cannot go backwards)', ms);
     this.wallMs += ms;
     this.monoMs += ms;
   }

@@ -47,7 +47,11 @@ export const Connector = z.object({
   rateLimit: RateLimit,
   /** Fleet-wide in-flight units for this venue. @defaultValue 4 */
   maxInflight: z.number().int().positive().max(1000).default(4),
-  /** Freeze applied after a 429 that carries no Retry-After. @defaultValue 60000 */
+  /**
+   * How long a job waits before it is due again once its unit failed for good (out of attempts, or
+   * unrecoverable; backfill chunks are marked failed instead). Not a 429 freeze: that ends at the
+   * venue's Retry-After or the adapter's fallback. @defaultValue 60000
+   */
   freezeMs: z.number().int().nonnegative().default(60_000),
   aimd: AimdSettings.default({ min: 1, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000 }),
   createdAt: z.number().int().optional(),

@@ -1,3 +1,5 @@
+import { ManualClock } from './clock.js';
+import { ValidationError } from './errors/validation-error.js';
 import { alignDown, lastClosedOpenTime, timeframeMs, TIMEFRAMES, Timeframe } from './timeframe.js';
 
 describe('timeframes', () => {
@@ -26,6 +28,12 @@ describe('timeframes', () => {
     expect(r.success).toBe(false);
     expect(r.error?.issues[0]?.message).toContain('"7m"');
   });
+
+  it('refuses an unparsed value that is no timeframe with a ValidationError naming it', () => {
+    // A value from outside (JSON, Redis) that skipped parsing: the types cannot stop it.
+    expect(() => timeframeMs('7x' as Timeframe)).toThrow(ValidationError);
+    expect(() => timeframeMs('7x' as Timeframe)).toThrow('invalid timeframe: expected one of 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d 1w, got "7x"');
+  });
 });
 
 import { chunkRange } from './timeframe.js';
@@ -45,5 +53,21 @@ describe('chunkRange', () => {
     const from = Date.UTC(2024, 0, 1, 0, 0, 30);
     expect(chunkRange(from, from + 90_000, '1m', 10)[0]?.fromMs).toBe(Date.UTC(2024, 0, 1, 0, 1));
     expect(chunkRange(from, from, '1m', 10)).toEqual([]);
+  });
+
+  it('refuses fewer than one candle per chunk, naming candlesPerChunk', () => {
+    expect(() => chunkRange(0, 60_000, '1m', 0)).toThrow(ValidationError);
+    expect(() => chunkRange(0, 60_000, '1m', Number.NaN)).toThrow('invalid candlesPerChunk: expected a number >= 1, got null');
+  });
+});
+
+describe('ManualClock', () => {
+  it('moves forward only; a negative advance is a ValidationError naming ms', () => {
+    const clock = new ManualClock(1000);
+    clock.advance(500);
+    expect([clock.now(), clock.monotonic()]).toEqual([1500, 500]);
+    expect(() => clock.advance(-1)).toThrow(ValidationError);
+    expect(() => clock.advance(-1)).toThrow('invalid ms: expected a non-negative advance (ManualClock cannot go backwards), got -1');
+    expect([clock.now(), clock.monotonic()]).toEqual([1500, 500]);
   });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ValidationError } from './errors/validation-error.js';
 
 /** Candle timeframes tickfleet collects; the order is shortest first. */
 export const TIMEFRAMES = ['1m', '3m', '5m', '15m', '30m', '1h', '2h', '4h', '6h', '8h', '12h', '1d', '1w'] as const;
@@ -15,7 +16,8 @@ const UNIT_MS: Record<string, number> = { m: MINUTE_MS, h: 60 * MINUTE_MS, d: 24
 export function timeframeMs(tf: Timeframe): number {
   const n = Number(tf.slice(0, -1));
   const unit = UNIT_MS[tf.slice(-1)];
-  if (unit === undefined) throw new Error(`unreachable timeframe ${tf}`);
+  // Types rule this out; a value from outside (JSON, Redis) that skipped parsing does not.
+  if (unit === undefined) throw new ValidationError('timeframe', `one of ${TIMEFRAMES.join(' ')}`, tf);
   return n * unit;
 }
 
@@ -34,7 +36,7 @@ export function lastClosedOpenTime(nowMs: number, tf: Timeframe): number {
   return alignDown(nowMs, tf) - timeframeMs(tf);
 }
 
-/** Parses a timeframe, throwing a ValidationError-compatible message when invalid. */
+/** Whether `value` is one of TIMEFRAMES (a type guard; it throws nothing). */
 export function isTimeframe(value: string): value is Timeframe {
   return (TIMEFRAMES as readonly string[]).includes(value);
 }
@@ -44,7 +46,7 @@ export function isTimeframe(value: string): value is Timeframe {
  * aligned to candle open times: the unit plan of a backfill (one chunk = one page request).
  */
 export function chunkRange(fromMs: number, toMs: number, tf: Timeframe, candlesPerChunk: number): Array<{ fromMs: number; toMs: number }> {
-  if (!(candlesPerChunk >= 1)) throw new RangeError(`candlesPerChunk must be >= 1, got ${candlesPerChunk}`);
+  if (!(candlesPerChunk >= 1)) throw new ValidationError('candlesPerChunk', 'a number >= 1', candlesPerChunk);
   const len = timeframeMs(tf);
   const step = len * Math.floor(candlesPerChunk);
   const chunks: Array<{ fromMs: number; toMs: number }> = [];

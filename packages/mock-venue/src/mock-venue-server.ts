@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isTickfleetError, systemClock, ValidationError, type Clock } from '@tickfleet/core';
+import { systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
 import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
 import { VenueCounters } from './internal/venue-counters.js';
@@ -362,7 +362,7 @@ export class MockVenueServer implements MockVenue {
           try {
             json(200, this.patchScenario(patch));
           } catch (err) {
-            if (!isTickfleetError(err)) throw err;
+            if (!(err instanceof TickfleetError)) throw err;
             json(400, { error: err.message, code: err.code, ...(err instanceof ValidationError ? { field: err.field } : {}) });
           }
         },
@@ -416,7 +416,7 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_ADMIN_BODY_BYTES) {
-        reject(new Error(`PATCH body larger than ${MAX_ADMIN_BODY_BYTES} bytes`));
+        reject(new ValidationError('PATCH /_mock/scenario body', `at most ${MAX_ADMIN_BODY_BYTES} bytes`));
         req.destroy();
         return;
       }

@@ -75,7 +75,8 @@ export class GapLedger {
 
   /**
    * Scans a candle job over [fromMs, toMs) (default: everything stored). Run after each candle
-   * unit with the unit's range widened by one candle on each side, and on demand (`gaps scan`).
+   * unit over its range and the candle before it (a backfill chunk's also one candle past its
+   * end), and on demand (`gaps scan`).
    *
    * While candles of the range are still spooled (the sink was down when they were collected),
    * the sink's holes there are not trusted: no gap is recorded and only ledger gaps with no hole

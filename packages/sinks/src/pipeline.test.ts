@@ -1,3 +1,4 @@
+import { SinkUnavailableError } from '@tickfleet/core';
 import { tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 import { PipelineMetrics, Pipeline, Spool, SqliteSink } from './index.js';
 import { books, candles, trades } from '../test/fixtures/envelopes.js';
@@ -87,6 +88,21 @@ describe('Pipeline', () => {
     text = await metrics.registry.metrics();
     expect(text).toContain('tickfleet_spool_replayed_total 220');
     expect(text).toContain('tickfleet_sink_state{adapter="sqlite"} 0');
+  });
+
+  it('without a spool, a sink that stays locked fails the push with SinkUnavailableError naming the adapter', async () => {
+    pipeline = new Pipeline({ sink, batch: { maxBatchSize: 10, maxBatchAgeMs: 5 } });
+    const lock = holdWriteLock(dir.file('data.db'));
+    try {
+      const err = await pipeline.push(trades(5)).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(SinkUnavailableError);
+      // maxRetries 1: the first attempt and one retry, each timing out on SQLite's busy lock.
+      expect(err).toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'sqlite', attempts: 2 });
+      expect((err as SinkUnavailableError).reason).toMatch(/locked/);
+    } finally {
+      lock.release();
+    }
+    expect(await pipeline.push(trades(5))).toMatchObject({ stored: 5 });
   });
 
   it('passes backpressure up to the producer when the spool is full under the block policy', async () => {

@@ -1,4 +1,4 @@
-import { VenueName, isTickfleetError, systemClock, type Clock } from '@tickfleet/core';
+import { SinkUnavailableError, VenueName, systemClock, type Clock } from '@tickfleet/core';
 import type { Logger, Registry } from '@tickfleet/telemetry';
 import { Batcher, type BatcherOptions } from './batcher.js';
 import { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
@@ -160,7 +160,7 @@ export class Pipeline {
         // Per-record new-vs-duplicate is not known from a bulk insert; the counts are exact.
         return batch.map((_, i) => (i < res.inserted ? 'stored' : 'duplicate'));
       } catch (err) {
-        if (!this.spool || !isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
+        if (!this.spool || !(err instanceof SinkUnavailableError)) throw err;
         this.metrics.batchWriteSeconds.observe({ adapter }, (this.clock.monotonic() - started) / 1000);
         for (const k of batch) this.metrics.ingestErrors.inc({ venue: k.envelope.venue, adapter });
         this.logger?.warn({ err, adapter, records: batch.length }, 'sink unavailable: spooling batch');

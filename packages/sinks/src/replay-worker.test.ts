@@ -1,5 +1,5 @@
 import { tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
-import type { Envelope } from '@tickfleet/core';
+import { SinkUnavailableError, type Envelope } from '@tickfleet/core';
 import { PipelineMetrics, ReplayWorker, Spool, SqliteSink } from './index.js';
 import { trades } from '../test/fixtures/envelopes.js';
 import { holdWriteLock } from '../test/fixtures/sqlite-lock.js';
@@ -59,7 +59,8 @@ describe('ReplayWorker', () => {
     const before = spool.completeSegments();
     const worker = new ReplayWorker(spool, sink, { batchSize: 4 });
     const failed = await worker.drain();
-    expect(failed.error).toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    expect(failed.error).toBeInstanceOf(SinkUnavailableError);
+    expect(failed.error).toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'sqlite' });
     expect(failed.segments).toBe(0);
     expect(spool.completeSegments()).toEqual(before);
     expect(sink.state).toBe('unavailable');

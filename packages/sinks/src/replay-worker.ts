@@ -1,4 +1,4 @@
-import { isTickfleetError } from '@tickfleet/core';
+import { SinkUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { sleep } from './internal/sleep.js';
 import type { PipelineMetrics } from './pipeline-metrics.js';
@@ -25,7 +25,7 @@ export interface DrainResult {
   duplicates: number;
   rejected: number;
   /** Set when the sink failed; the segment being replayed stays on disk. */
-  error?: Error;
+  error?: SinkUnavailableError;
 }
 
 /**
@@ -62,9 +62,19 @@ export class ReplayWorker {
     const signal = this.abort.signal;
     this.loop = (async () => {
       while (!signal.aborted) {
-        const r: DrainResult = await this.drain().catch((err: unknown) => ({ ...EMPTY, error: err instanceof Error ? err : new Error(String(err)) }));
-        if (r.error) this.options.logger?.warn({ err: r.error, adapter: this.sink.adapter }, 'spool replay failed; retrying');
-        if (!signal.aborted && (r.error || r.segments === 0)) await sleep(this.retryIntervalMs, signal);
+        // A sink outage comes back in the result; anything else (a segment that cannot be read or
+        // deleted) is thrown. Either way the loop waits and tries again.
+        let failure: unknown;
+        let replayed = 0;
+        try {
+          const r = await this.drain();
+          failure = r.error;
+          replayed = r.segments;
+        } catch (err) {
+          failure = err;
+        }
+        if (failure !== undefined) this.options.logger?.warn({ err: failure, adapter: this.sink.adapter }, 'spool replay failed; retrying');
+        if (!signal.aborted && (failure !== undefined || replayed === 0)) await sleep(this.retryIntervalMs, signal);
       }
     })();
   }
@@ -108,7 +118,7 @@ export class ReplayWorker {
             result.rejected += res.rejected.length;
             this.options.metrics?.spoolReplayed.inc(batch.length);
           } catch (err) {
-            if (!isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
+            if (!(err instanceof SinkUnavailableError)) throw err;
             result.error = err;
             return result;
           }

@@ -111,7 +111,7 @@ export interface Sink {
   readonly consecutiveFailures: number;
   /**
    * Validates and stores `records`. Malformed ones are returned in `rejected`, the rest stored.
-   * Throws StoreUnavailableError when the sink failed `maxRetries + 1` times.
+   * Throws SinkUnavailableError when the sink failed `maxRetries + 1` times.
    */
   write(records: readonly unknown[], options?: WriteOptions): Promise<WriteResult>;
   /** Appends samples to the errors stream (best effort: failures are swallowed and counted by the caller). */

@@ -1,6 +1,6 @@
 import { appendFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, type Envelope } from '@tickfleet/core';
+import { SpoolLockedError, ValidationError, type Envelope } from '@tickfleet/core';
 import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { PipelineMetrics, Spool, listSegments } from './index.js';
 import { books, trades } from '../test/fixtures/envelopes.js';
@@ -132,11 +132,29 @@ describe('Spool', () => {
     });
   });
 
+  it('refuses to delete the segment being written (or a name that is no segment), naming it', async () => {
+    const spool = Spool.open({ dir: dir.path });
+    await spool.append(trades(2));
+    const current = spool.currentSegment;
+    expect(() => spool.deleteSegment(current)).toThrow(ValidationError);
+    expect(() => spool.deleteSegment(current)).toThrow(`invalid segment: expected a complete segment of spool ${dir.path} (not the one being written), got "${current}"`);
+    expect(() => spool.deleteSegment('spool.lock')).toThrow(ValidationError);
+    expect(listSegments(dir.path).map((s) => s.name)).toEqual([current]);
+    await spool.close();
+  });
+
   it('lets one live process write a directory', async () => {
     const spool = Spool.open({ dir: dir.path });
     writeFileSync(join(dir.path, 'spool.lock'), String(process.ppid));
-    expect(() => Spool.open({ dir: dir.path })).toThrow(ConfigError);
-    expect(() => Spool.open({ dir: dir.path })).toThrow(/spoolDir/);
+    let locked: unknown;
+    try {
+      Spool.open({ dir: dir.path });
+    } catch (err) {
+      locked = err;
+    }
+    expect(locked).toBeInstanceOf(SpoolLockedError);
+    expect(locked).toMatchObject({ code: 'E_SPOOL_LOCKED', dir: dir.path, holderPid: process.ppid, retryable: false });
+    expect((locked as Error).message).toBe(`spool ${dir.path} is locked by pid ${process.ppid}, a live process that writes it`);
     writeFileSync(join(dir.path, 'spool.lock'), String(process.pid));
     await spool.close();
     expect(readdirSync(dir.path)).not.toContain('spool.lock');

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, SpoolFullError, StoreUnavailableError, systemClock, type Candle, type Clock, type Envelope, type SpoolFullReason } from '@tickfleet/core';
+import { SpoolFullError, SpoolLockedError, ValidationError, StoreUnavailableError, systemClock, type Candle, type Clock, type Envelope, type SpoolFullReason } from '@tickfleet/core';
 import { pidAlive } from './internal/pid-alive.js';
 import { encodeFrame, isDiskFull, scanFrames, segmentName, segmentSeq } from './internal/spool-format.js';
 import type { PipelineMetrics } from './pipeline-metrics.js';
@@ -98,7 +98,7 @@ export class Spool {
     this.diskRetryMs = options.diskRetryMs ?? 1000;
     this.retryAfterMs = options.retryAfterMs ?? 5000;
     mkdirSync(this.dir, { recursive: true });
-    lockDir(this.dir);
+    lockDir(this.dir, () => this.clock.now() + this.retryAfterMs);
     try {
       for (const s of listSegments(this.dir)) {
         this.sizes.set(s.seq, s.bytes);
@@ -119,7 +119,7 @@ export class Spool {
   }
 
   /**
-   * Opens (and recovers) the spool in `options.dir`. Throws ConfigError when another live process
+   * Opens (and recovers) the spool in `options.dir`. Throws SpoolLockedError when another live process
    * holds it, SpoolFullError (naming the directory and the errno) when its disk has no room for
    * the lock file or the segment.
    */
@@ -220,7 +220,7 @@ export class Spool {
   /** Deletes a complete segment whose records are all in the sink, waking appends waiting for space. */
   deleteSegment(name: string): void {
     const seq = segmentSeq(name);
-    if (seq === undefined || seq === this.currentSeq) throw new RangeError(`not a complete spool segment: ${name}`);
+    if (seq === undefined || seq === this.currentSeq) throw new ValidationError('segment', `a complete segment of spool ${this.dir} (not the one being written)`, name);
     unlinkSync(join(this.dir, name));
     this.total -= this.sizes.get(seq) ?? 0;
     this.sizes.delete(seq);
@@ -350,19 +350,23 @@ export class Spool {
     }
     const before = fstatSync(this.fd).size;
     const buf = frames.length === 1 ? frames[0]! : Buffer.concat(frames, bytes);
+    let off = 0;
     try {
-      let off = 0;
       while (off < buf.length) {
         const n = writeSync(this.fd, buf, off, buf.length - off);
-        // A regular file only writes nothing when it has no room left.
-        if (n <= 0) throw Object.assign(new Error('write returned 0 bytes'), { code: 'ENOSPC' });
+        // A regular file only writes nothing when it has no room left: refused like ENOSPC.
+        if (n <= 0) break;
         off += n;
       }
-      if (this.fsync) fsyncSync(this.fd);
+      if (off === buf.length && this.fsync) fsyncSync(this.fd);
     } catch (err) {
       this.cutBack(before);
       if (isDiskFull(err)) return this.refused();
       throw this.ioError('write to', err);
+    }
+    if (off < buf.length) {
+      this.cutBack(before);
+      return this.refused();
     }
     this.sizes.set(seq, before + bytes);
     this.total += bytes;
@@ -576,8 +580,10 @@ function readSyncFully(fd: number, buf: Buffer): void {
   }
 }
 
-function lockDir(dir: string): void {
+/** Takes `spool.lock` for this process; `retryAtMs` dates the SpoolFullError of a disk too full for the pid. */
+function lockDir(dir: string, retryAtMs: () => number): void {
   const path = join(dir, LOCK_FILE);
+  const pid = Buffer.from(String(process.pid));
   for (let attempt = 0; attempt < 2; attempt++) {
     let fd: number;
     try {
@@ -586,25 +592,31 @@ function lockDir(dir: string): void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(readFileSync(path, 'utf8').trim());
       if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
-        throw new ConfigError('spoolDir', `a spool directory no other live process writes (${dir} is held by pid ${holder})`);
+        throw new SpoolLockedError(dir, holder);
       }
       // A lock left by a dead process (or an earlier Spool of ours that was not closed): take it over.
       unlinkSync(path);
       continue;
     }
+    let written: number;
     try {
-      const pid = Buffer.from(String(process.pid));
-      if (writeSync(fd, pid) !== pid.length) throw Object.assign(new Error(`short write of ${path}`), { code: 'ENOSPC', syscall: 'write', path });
+      written = writeSync(fd, pid);
     } catch (err) {
       // An empty lock file would be taken for a dead process's: leave none behind.
       closeSync(fd);
       unlinkSync(path);
       throw Object.assign(err as Error, { path });
     }
+    if (written !== pid.length) {
+      // A short write of a few bytes to a fresh file: its disk is full.
+      closeSync(fd);
+      unlinkSync(path);
+      throw new SpoolFullError(dir, 'disk', retryAtMs(), `cannot open spool ${dir}: no space left on its disk (ENOSPC write ${path})`);
+    }
     closeSync(fd);
     return;
   }
-  throw new ConfigError('spoolDir', `a lockable spool directory (${dir})`);
+  throw new SpoolLockedError(dir, undefined);
 }
 
 function unlinkLock(dir: string): void {

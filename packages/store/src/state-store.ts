@@ -168,7 +168,7 @@ export interface GapRecord {
 }
 
 export interface GapsRepo {
-  /** Records a gap; recording the same (jobId, fromMs, toMs) again updates its kind and keeps one record. */
+  /** Records a gap; recording the same (jobId, fromMs, toMs) again updates its kind, reopens it if filled, and keeps one record. */
   record(gap: GapRecord, detectedAt: number): Promise<Gap>;
   list(filter?: { jobId?: string; open?: boolean; kind?: GapKind }): Promise<Gap[]>;
   /** Marks open gaps of `jobId` lying inside [fromMs, toMs) filled at `filledAt`; returns how many. */

@@ -49,7 +49,7 @@ export const METRIC_CATALOG = {
   },
   tickfleet_unit_failures_total: {
     type: 'counter',
-    help: 'Failed unit attempts by cause (server_error, timeout, connection, malformed, store_unavailable, unrecoverable, other); transient causes retry with capped backoff',
+    help: 'Failed unit attempts by cause (server_error, timeout, connection, malformed, store_unavailable: state store or sink unreachable, unrecoverable, other); transient causes retry with capped backoff',
     labelNames: ['venue', 'cause'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Unit failures by cause'],
@@ -205,7 +205,7 @@ export const METRIC_CATALOG = {
   },
   tickfleet_sink_ingest_errors_total: {
     type: 'counter',
-    help: 'Records rejected as malformed or batches the sink failed to take, by venue',
+    help: 'Records rejected as malformed, and records of batches the sink failed to take (then spooled), by venue',
     labelNames: ['venue', 'adapter'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Sink ingest errors'],

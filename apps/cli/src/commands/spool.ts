@@ -1,8 +1,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Command } from 'commander';
-import { formatDurationMs, isTickfleetError, StoreUnavailableError, ValidationError } from '@tickfleet/core';
+import { formatDurationMs, SinkUnavailableError, SpoolLockedError, ValidationError } from '@tickfleet/core';
 import { DEFAULT_SPOOL_DIR, listSegments, oldestReceivedAtMs, ReplayWorker, Spool, type DrainResult, type Sink } from '@tickfleet/sinks';
+import { lockedSpoolError } from '../edge-errors.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { sinkOption, withSink } from './data.js';
 
@@ -57,12 +58,12 @@ export function registerSpool(program: Command): void {
         try {
           s = Spool.open({ dir });
         } catch (err) {
+          if (!(err instanceof SpoolLockedError)) throw err;
           // A live worker holds this slot and replays it itself; with a single spool that is an error.
-          if (dirs.length > 1 && isTickfleetError(err) && err.code === 'E_CONFIG') {
-            held.push({ dir, reason: err.message });
-            continue;
-          }
-          throw err;
+          const locked = lockedSpoolError(err);
+          if (dirs.length === 1) throw locked;
+          held.push({ dir, reason: locked.message });
+          continue;
         }
         try {
           const r = await drainWithProgress(s, sink);
@@ -138,6 +139,9 @@ async function drainWithProgress(s: Spool, sink: Sink): Promise<DrainResult> {
     clearInterval(timer);
     process.stderr.write('\n');
   });
-  if (r.error) throw new StoreUnavailableError(`replay stopped, ${s.dir} keeps ${s.totalBytes} bytes: ${r.error.message}`, { cause: r.error });
+    if (r.error) {
+    const { adapter, attempts, reason } = r.error;
+    throw new SinkUnavailableError(adapter, attempts, reason, `replay stopped, ${s.dir} keeps ${s.totalBytes} bytes: ${r.error.message}`, { cause: r.error });
+  }
   return r;
 }

@@ -1,4 +1,8 @@
-/** Stable error codes; switch over them exhaustively, never over messages. */
+/**
+ * Stable error codes: data for what leaves the process (JSON output, exit codes, metric labels,
+ * job failure causes). Code decides by class (`err instanceof SpoolFullError`), never by code
+ * string or message.
+ */
 export type ErrorCode =
   | 'E_VALIDATION'
   | 'E_CONFIG'
@@ -9,6 +13,8 @@ export type ErrorCode =
   | 'E_UNRECOVERABLE'
   | 'E_MALFORMED_PAYLOAD'
   | 'E_STORE_UNAVAILABLE'
+  | 'E_SINK_UNAVAILABLE'
+  | 'E_SPOOL_LOCKED'
   | 'E_REDIS_UNAVAILABLE'
   | 'E_BUDGET_EXHAUSTED'
   | 'E_SPOOL_FULL';
@@ -33,11 +39,7 @@ export abstract class TickfleetError extends Error {
   }
 }
 
+/** `err instanceof TickfleetError`, for callers that predate the rule above; new code uses instanceof. */
 export function isTickfleetError(err: unknown): err is TickfleetError {
   return err instanceof TickfleetError;
-}
-
-/** Exhaustiveness guard for switches over unions. */
-export function assertNever(value: never, what = 'value'): never {
-  throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
 }

@@ -13,3 +13,11 @@ export class ValidationError extends TickfleetError {
     super(`invalid ${field}: expected ${expected}${received === undefined ? '' : `, got ${JSON.stringify(received)}`}`);
   }
 }
+
+/**
+ * Exhaustiveness guard for switches over unions: types rule the call out, so reaching it means a
+ * value from outside (a stored job, a message) that this version does not know.
+ */
+export function assertNever(value: never, what = 'value'): never {
+  throw new ValidationError(what, 'a value this version of tickfleet handles', value);
+}

@@ -1,4 +1,4 @@
-import { alignDown, lastClosedOpenTime, timeframeMs, type Candle, type Timeframe } from '@tickfleet/core';
+import { alignDown, lastClosedOpenTime, timeframeMs, ValidationError, type Candle, type Timeframe } from '@tickfleet/core';
 import type { Holes } from '../scenario.js';
 import { roundTo, unitFloat } from './random.js';
 
@@ -56,7 +56,7 @@ export interface CandleValues {
 /** The numeric candle of `symbol` opening at `openTimeMs` (must be aligned to `timeframe`). */
 export function candleValuesAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): CandleValues {
   if (alignDown(openTimeMs, timeframe) !== openTimeMs) {
-    throw new RangeError(`openTimeMs ${openTimeMs} is not aligned to ${timeframe}`);
+    throw new ValidationError('openTimeMs', `an open time aligned to ${timeframe}`, openTimeMs);
   }
   const key = canonicalSymbol(symbol);
   const lenMs = timeframeMs(timeframe);

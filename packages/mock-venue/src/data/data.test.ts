@@ -1,4 +1,4 @@
-import { timeframeMs } from '@tickfleet/core';
+import { timeframeMs, ValidationError } from '@tickfleet/core';
 import { bookAt } from './books.js';
 import { candleAt, expectedCandles, isHole } from './candles.js';
 import { marketTokenIds, polymarketMarkets } from './markets.js';
@@ -7,6 +7,11 @@ import { parseXetraFileName, tradesInFile, tradesInMinute, xetraFileName, xetraF
 const T0 = Date.UTC(2024, 0, 15, 8, 0);
 
 describe('deterministic data', () => {
+  test('a candle open time off the timeframe grid is a ValidationError naming openTimeMs', () => {
+    expect(() => candleAt('binance', 'BTC/USDT', '1m', T0 + 1, 42)).toThrow(ValidationError);
+    expect(() => candleAt('binance', 'BTC/USDT', '1h', T0 + 60_000, 42)).toThrow(`invalid openTimeMs: expected an open time aligned to 1h, got ${T0 + 60_000}`);
+  });
+
   test('the same (venue, symbol, time, seed) gives the same candle; another seed gives another', () => {
     const a = candleAt('binance', 'BTC/USDT', '1m', T0, 42);
     expect(candleAt('binance', 'BTC/USDT', '1m', T0, 42)).toEqual(a);

@@ -1,3 +1,4 @@
+import { SinkUnavailableError } from '@tickfleet/core';
 import { freePort } from '@tickfleet/testkit';
 import { MongoSink, PipelineMetrics, type SinkState } from '../index.js';
 import { trades } from '../../test/fixtures/envelopes.js';
@@ -23,11 +24,14 @@ run('MongoSink state machine', () => {
       metrics.setSinkState('mongodb', s);
     });
     expect(sink.state).toBe('ok');
-    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    // No server on the port: the driver's connection failures, retried, surface as SinkUnavailableError.
+    const first = await sink.write(trades(3)).then(() => undefined, (err: unknown) => err);
+    expect(first).toBeInstanceOf(SinkUnavailableError);
+    expect(first).toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'mongodb', attempts: 3, retryable: true });
     expect(sink.state).toBe('unavailable');
-    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'mongodb', attempts: 3 });
     expect(sink.state).toBe('unavailable');
-    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_STORE_UNAVAILABLE' });
+    await expect(sink.write(trades(3))).rejects.toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'mongodb', attempts: 3 });
     expect(sink.state).toBe('degraded');
     expect(sink.consecutiveFailures).toBe(3);
     expect(await metrics.registry.metrics()).toContain('tickfleet_sink_state{adapter="mongodb"} 2');

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '@tickfleet/core';
+import { SinkUnavailableError } from '@tickfleet/core';
 import type { SinkState } from '../sink.js';
 import { sleep } from './sleep.js';
 
@@ -57,7 +57,7 @@ export class SinkHealth {
     this.failures += 1;
     this.set(this.failures >= this.failuresForDegraded ? 'degraded' : 'unavailable');
     const reason = lastError instanceof Error ? lastError.message : String(lastError);
-    throw new StoreUnavailableError(`${this.adapter} sink unavailable after ${maxRetries + 1} attempts: ${reason}`, { cause: lastError });
+    throw new SinkUnavailableError(this.adapter, maxRetries + 1, reason, undefined, { cause: lastError });
   }
 
   private set(state: SinkState): void {

@@ -69,8 +69,8 @@ export async function guardSqliteCall<T>(call: () => Promise<T>, options: Sqlite
 }
 
 /**
- * Wraps every method of a repository in {@link guardSqliteCall}. `fastMethods` get `fastWaitMs`
- * instead of the full wait (calls that have a fallback, such as budget acquires, should learn
+ * Wraps every method of a repository in {@link guardSqliteCall}. The methods named in
+ * `fast.methods` get `fast.waitMs` instead of the full wait (calls that have a fallback, such as budget acquires, should learn
  * quickly that the store is away).
  */
 export function guardRepo<T extends object>(repo: T, options: SqliteGuardOptions, fast: { methods: readonly string[]; waitMs: number } = { methods: [], waitMs: 0 }): T {
