@@ -22,7 +22,7 @@ export interface JobLockHandle {
 }
 
 /**
- * A RedisClient lock per tickfleet job id, taken by every unit of the job (live or backfill chunk) so
+ * A Redis lock per tickfleet job id, taken by every unit of the job (live or backfill chunk) so
  * two units never advance one cursor at the same time. The key sits under the venue's hash tag:
  * `<prefix>:venue:{binance}:lock:<jobId>`.
  */
@@ -82,7 +82,7 @@ export class JobLock {
         (ok) => {
           if (!ok) markLost();
         },
-        // A renewal that cannot reach RedisClient is retried at the next interval; the TTL covers 3.
+        // A renewal that cannot reach Redis is retried at the next interval; the TTL covers 3.
         () => undefined,
       );
     }, this.renewEveryMs);

@@ -75,8 +75,9 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
   };
   client.on('error', onError);
   try {
+    // The timeout rejects with nothing: the catch below builds the one error callers see.
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('timeout')), waitMs);
+      const timer = setTimeout(() => reject(), waitMs);
       client.once('ready', () => {
         clearTimeout(timer);
         resolve();

@@ -5,7 +5,7 @@ import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
 const COMMANDS = new URL('./commands/', import.meta.url);
 
 /**
- * A lease on one RedisClient key: SET NX PX to take it, token-checked Lua to extend and release it, so
+ * A lease on one Redis key: SET NX PX to take it, token-checked Lua to extend and release it, so
  * a holder can never extend or delete a lock it has lost. The base of the scheduler's leader lock
  * and of {@link JobLock}.
  */

@@ -35,7 +35,7 @@ export function registerConnectors(program: Command): void {
     .option('--policy <policy>', 'fixed-window | gcra (default fixed-window on create)', oneOf('--policy', ['fixed-window', 'gcra'] as const))
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
     .option('--max-inflight <n>', 'fleet-wide in-flight units (default 4 on create)', positiveInt('--max-inflight'))
-    .option('--freeze <duration>', 'freeze after a 429 without Retry-After (default 60s)', duration('--freeze'))
+    .option('--freeze <duration>', 'how long a job waits before it is claimed again after its unit failed for good (default 60s)', duration('--freeze'))
     .option('--json', 'print the connector as JSON')
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');

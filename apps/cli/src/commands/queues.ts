@@ -13,7 +13,7 @@ export interface FleetRedisContext {
 }
 
 /**
- * Connects to the running fleet's RedisClient (REDIS_URL or `tickfleet up`'s fleet file), runs `fn`
+ * Connects to the running fleet's Redis (REDIS_URL or `tickfleet up`'s fleet file), runs `fn`
  * with its venue queues, and always disconnects. Commands fail fast instead of retrying forever.
  */
 export async function withFleetRedis<T>(fn: (ctx: FleetRedisContext) => Promise<T>): Promise<T> {
