@@ -1,6 +1,8 @@
 import { type Command } from 'commander';
+import { envWith } from '@tickfleet/config';
 import { ValidationError } from '@tickfleet/core';
 import { integer } from '../args.js';
+import { cliEnv } from '../cli-env.js';
 import { fleetRedis } from '../fleet-context.js';
 import { listenError } from '../edge-errors.js';
 import { guardRole } from '../role-guard.js';
@@ -26,16 +28,17 @@ export function registerDashboard(program: Command): void {
       const { redisUrl, prefix } = fleetRedis();
       const { runDashboard } = await import('@tickfleet/dashboard');
       await withStore(cmd, async () => undefined);
-      const dashboard = await runDashboard({
-        ...process.env,
-        REDIS_URL: redisUrl,
-        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX || prefix,
-        TICKFLEET_STORE_URL: storeUrl(cmd),
-        ...(opts.port !== undefined ? { TICKFLEET_DASHBOARD_PORT: String(opts.port) } : {}),
-        ...(opts.host !== undefined ? { TICKFLEET_DASHBOARD_HOST: opts.host } : {}),
-        ...(opts.allowActions ? { TICKFLEET_DASHBOARD_ALLOW_ACTIONS: '1' } : {}),
-        ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
-      }).catch((err: unknown) => {
+      const dashboard = await runDashboard(
+        envWith({
+          REDIS_URL: redisUrl,
+          TICKFLEET_PREFIX: cliEnv('TICKFLEET_PREFIX').TICKFLEET_PREFIX ?? prefix,
+          TICKFLEET_STORE_URL: storeUrl(cmd),
+          ...(opts.port !== undefined ? { TICKFLEET_DASHBOARD_PORT: String(opts.port) } : {}),
+          ...(opts.host !== undefined ? { TICKFLEET_DASHBOARD_HOST: opts.host } : {}),
+          ...(opts.allowActions ? { TICKFLEET_DASHBOARD_ALLOW_ACTIONS: '1' } : {}),
+          ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
+        }),
+      ).catch((err: unknown) => {
         throw listenError(err, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_DASHBOARD_PORT', host: opts.host !== undefined ? '--host' : 'TICKFLEET_DASHBOARD_HOST' });
       });
       // One line a person (or a test) can read the address from; the logs are JSON.

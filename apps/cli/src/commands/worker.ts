@@ -1,6 +1,8 @@
 import { type Command } from 'commander';
-import { parseEnv, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { envWith, parseConfig } from '@tickfleet/config';
+import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { integer } from '../args.js';
+import { cliEnv } from '../cli-env.js';
 import { listenError, spoolDirError, storeOpenError } from '../edge-errors.js';
 import { fleetRedis } from '../fleet-context.js';
 import { guardRole, preflightRedis } from '../role-guard.js';
@@ -27,20 +29,19 @@ export function registerWorker(program: Command): void {
       }
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
-      const env = {
-        ...process.env,
+      const env = envWith({
         REDIS_URL: redisUrl,
-        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX || prefix,
+        TICKFLEET_PREFIX: cliEnv('TICKFLEET_PREFIX').TICKFLEET_PREFIX ?? prefix,
         TICKFLEET_STORE_URL: storeUrl(cmd),
         ...(opts.venues !== undefined ? { TICKFLEET_VENUES: opts.venues } : {}),
         ...(opts.port !== undefined ? { TICKFLEET_HEALTH_PORT: String(opts.port) } : {}),
         ...(opts.sink !== undefined ? { TICKFLEET_SINK_URL: opts.sink } : {}),
         ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
-      };
+      });
       const { runWorker, WorkerEnv } = await import('@tickfleet/worker');
       // Everything that can be checked is checked before anything runs: the environment, the
       // store, and a Redis that answers within a bounded wait.
-      const config = parseEnv(WorkerEnv, env);
+      const config = parseConfig(WorkerEnv, env);
       await withStore(cmd, async () => undefined);
       await preflightRedis(redisUrl);
       try {
