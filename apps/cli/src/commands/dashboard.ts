@@ -1,5 +1,5 @@
 import { type Command } from 'commander';
-import { envWith } from '@tickfleet/config';
+import { DEFAULTS, envWith } from '@tickfleet/config';
 import { ValidationError } from '@tickfleet/core';
 import { integer } from '../args.js';
 import { cliEnv } from '../cli-env.js';
@@ -20,9 +20,9 @@ export function registerDashboard(program: Command): void {
     .command('dashboard')
     .description('serve bull-board for every venue queue and the fleet overview (env: REDIS_URL, TICKFLEET_DASHBOARD_*)')
     .option('--port <n>', 'HTTP port (env TICKFLEET_DASHBOARD_PORT, default 3000; 0 = a free port)', integer('--port'))
-    .option('--host <host>', 'address to listen on (env TICKFLEET_DASHBOARD_HOST, default 127.0.0.1)')
+    .option('--host <host>', `address to listen on (env TICKFLEET_DASHBOARD_HOST, default ${DEFAULTS.listenHost})`)
     .option('--allow-actions', 'let bull-board retry, promote and clean units; needs TICKFLEET_DASHBOARD_TOKEN or _USER + _PASSWORD')
-    .option('--spool-dir <dir>', 'spool base directory for the spool depth (env TICKFLEET_SPOOL_DIR, default .tickfleet/spool)')
+    .option('--spool-dir <dir>', `spool base directory for the spool depth (env TICKFLEET_SPOOL_DIR, default ${DEFAULTS.spoolDir})`)
     .action(async (opts: DashboardOptions, cmd: Command) => {
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();

@@ -9,7 +9,7 @@ import { cliEnv } from '../cli-env.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
-/** `--sink <url>`: env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db. */
+/** `--sink <url>`: env TICKFLEET_SINK_URL, else the shared default sink. */
 export function sinkOption(cmd: Command): Command {
   return cmd.option('--sink <url>', 'data sink URL (sqlite://path, mongodb://…, jsonl://dir)', cliEnv('TICKFLEET_SINK_URL').TICKFLEET_SINK_URL);
 }

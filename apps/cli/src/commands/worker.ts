@@ -1,5 +1,5 @@
 import { type Command } from 'commander';
-import { envWith, parseConfig } from '@tickfleet/config';
+import { DEFAULTS, envWith, parseConfig } from '@tickfleet/config';
 import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { integer } from '../args.js';
 import { cliEnv } from '../cli-env.js';
@@ -21,8 +21,8 @@ export function registerWorker(program: Command): void {
     .description('run a worker: one BullMQ worker per served venue, sharing fleet-wide budgets (env: REDIS_URL, TICKFLEET_*)')
     .option('--venues <list>', 'comma-separated venues to serve (default: every connector)')
     .option('--port <n>', 'port of /metrics /healthz /readyz (default TICKFLEET_HEALTH_PORT or a free one)', integer('--port'))
-    .option('--sink <url>', 'sink URL (env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db)')
-    .option('--spool-dir <dir>', 'spool base directory (env TICKFLEET_SPOOL_DIR, default .tickfleet/spool)')
+    .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
+    .option('--spool-dir <dir>', `spool base directory (env TICKFLEET_SPOOL_DIR, default ${DEFAULTS.spoolDir})`)
     .action(async (opts: WorkerOptions, cmd: Command) => {
       if (opts.venues !== undefined) {
         for (const v of opts.venues.split(',')) parseOrThrow(VenueName, v, '--venues');
