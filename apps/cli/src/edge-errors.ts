@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { ConfigError, NotFoundError, type SpoolLockedError, TickfleetError, ValidationError } from '@tickfleet/core';
+import { cliEnv } from './cli-env.js';
 
 /**
  * Turning errors into what an operator reads at the process edge: one line naming the argument or
@@ -16,11 +17,21 @@ export function errorExitCode(err: unknown): number {
 /** The message on one line; a stack only when LOG_LEVEL asks for debugging. */
 export function oneLineError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
-  const debug = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
-  if (debug && !(err instanceof TickfleetError) && err.stack) return err.stack;
+  if (debugging() && !(err instanceof TickfleetError) && err.stack) return err.stack;
   const code = (err as SystemError).code;
   const text = err.message.replace(/\s*\n\s*/g, ' ');
   return err instanceof TickfleetError || code === undefined || text.includes(code) ? text : `${text} (${code})`;
+}
+
+function debugging(): boolean {
+  try {
+    const { LOG_LEVEL } = cliEnv('LOG_LEVEL');
+    return LOG_LEVEL === 'debug' || LOG_LEVEL === 'trace';
+  } catch (err) {
+    // A bad LOG_LEVEL is itself reported as the command's error; here it only means no stack.
+    if (err instanceof ConfigError) return false;
+    throw err;
+  }
 }
 
 /** Driver and system codes meaning the path names something that is not a usable database file. */

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { ConfigError, REDIS_PREFIX_EXPECTED, REDIS_PREFIX_PATTERN } from '@tickfleet/core';
-import { requireRedisUrl } from './role-guard.js';
+import { DEFAULTS } from '@tickfleet/config';
+import { ConfigError } from '@tickfleet/core';
+import { cliEnv } from './cli-env.js';
 
 /** Written by `tickfleet up` while it runs, so other commands find its private Redis. */
 export const FLEET_FILE = '.tickfleet/fleet.json';
@@ -23,11 +24,10 @@ export interface FleetInfo {
 
 /** The running fleet's Redis: `REDIS_URL`, else the one `tickfleet up` recorded in `.tickfleet/fleet.json`. */
 export function fleetRedis(): { redisUrl: string; prefix: string } {
-  const prefix = process.env.TICKFLEET_PREFIX || 'tickfleet';
   // Checked before anything connects: a bad value must end the command with one line, not
   // leave an open connection retrying behind an error.
-  if (!REDIS_PREFIX_PATTERN.test(prefix)) throw new ConfigError('TICKFLEET_PREFIX', `${REDIS_PREFIX_EXPECTED}, got ${JSON.stringify(prefix)}`);
-  if (process.env.REDIS_URL) return { redisUrl: requireRedisUrl(process.env.REDIS_URL), prefix };
+  const env = cliEnv('TICKFLEET_PREFIX', 'REDIS_URL');
+  if (env.REDIS_URL) return { redisUrl: env.REDIS_URL, prefix: env.TICKFLEET_PREFIX ?? DEFAULTS.prefix };
   const info = readFleetInfo();
   if (info) return { redisUrl: info.redisUrl, prefix: info.prefix };
   throw new ConfigError('REDIS_URL', `the fleet's Redis URL (redis://host:port), or a running \`tickfleet up\` in this directory (${FLEET_FILE})`);

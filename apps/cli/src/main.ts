@@ -1,10 +1,11 @@
 import { Command, CommanderError } from 'commander';
+import { cliEnv } from './cli-env.js';
 import { registerCommands } from './commands/index.js';
 import { errorExitCode, oneLineError } from './edge-errors.js';
 
 const program = new Command('tickfleet')
   .description('tickfleet: a market-data collection fleet with fleet-wide rate budgets')
-  .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', process.env.TICKFLEET_STORE_URL ?? 'sqlite://.tickfleet/state.db')
+  .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', cliEnv('TICKFLEET_STORE_URL').TICKFLEET_STORE_URL)
   // One line and a hint, not the whole help, after a mistyped command or option.
   .showHelpAfterError('(run tickfleet --help, or tickfleet <command> --help, for usage)')
   .exitOverride();

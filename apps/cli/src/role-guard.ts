@@ -1,4 +1,4 @@
-import { ConfigError, REDIS_URL_EXPECTED, REDIS_URL_PATTERN } from '@tickfleet/core';
+import { cliEnv, type CliEnv } from './cli-env.js';
 
 /** How long a role (or command) waits for its Redis at start before exiting with one line. */
 export const REDIS_CONNECT_WAIT_MS = 10_000;
@@ -10,14 +10,7 @@ export const REDIS_CONNECT_WAIT_MS = 10_000;
 export const REDIS_GIVE_UP_MS = 60_000;
 
 /** Set by `tickfleet up` on its roles: the pid they belong to; they stop when it is gone. */
-export const PARENT_PID_ENV = 'TICKFLEET_PARENT_PID';
-
-/** A REDIS_URL checked before anything connects to it (`notaurl` would otherwise retry silently). */
-export function requireRedisUrl(url: string | undefined, variable = 'REDIS_URL'): string {
-  if (url === undefined || url === '') throw new ConfigError(variable, `${variable} to be set (${REDIS_URL_EXPECTED})`);
-  if (!REDIS_URL_PATTERN.test(url)) throw new ConfigError(variable, `${REDIS_URL_EXPECTED}, got ${JSON.stringify(url)}`);
-  return url;
-}
+export const PARENT_PID_ENV = 'TICKFLEET_PARENT_PID' satisfies keyof CliEnv;
 
 /** Fails with one line (RedisUnavailableError) unless Redis answers within the bounded wait. */
 export async function preflightRedis(url: string): Promise<void> {
@@ -38,10 +31,10 @@ function exitWith(line: string, code: number): void {
  * with SIGKILL, which gives it no chance to stop its children.
  */
 export async function guardRole(role: string, redisUrl: string): Promise<void> {
+  const parent = cliEnv(PARENT_PID_ENV)[PARENT_PID_ENV];
   const { watchRedis } = await import('@tickfleet/queues');
   watchRedis(redisUrl, { giveUpMs: REDIS_GIVE_UP_MS, onLost: (err) => exitWith(`${role}: ${err.message}; exiting`, 1) });
-  const parent = Number(process.env[PARENT_PID_ENV]);
-  if (Number.isInteger(parent) && parent > 1) {
+  if (parent !== undefined && parent > 1) {
     const timer = setInterval(() => {
       // Orphans are re-parented (to init or a subreaper), so a changed ppid means `up` died.
       if (process.ppid === parent) return;

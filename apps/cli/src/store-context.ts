@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { storeOpenError } from './edge-errors.js';
 
-/** The `--store` URL given on the root program (env TICKFLEET_STORE_URL, default sqlite://.tickfleet/state.db). */
+/** The `--store` URL given on the root program (env TICKFLEET_STORE_URL, else the shared default store). */
 export function storeUrl(cmd: Command): string {
   return (cmd.optsWithGlobals() as { store: string }).store;
 }

@@ -1,4 +1,4 @@
-import { parseEnv } from '@tickfleet/core';
+import { parseConfig, type Env } from '@tickfleet/config';
 import { connectRedis } from '@tickfleet/queues';
 import { openStore } from '@tickfleet/store';
 import { createLogger, onShutdown, rateLimitedLog, type Logger } from '@tickfleet/telemetry';
@@ -25,13 +25,13 @@ export interface RunDashboardOptions {
 }
 
 /**
- * The dashboard process: parses its environment once (credentials are checked before anything
- * is opened), opens the store and Redis, serves the overview, bull-board and health endpoints,
- * and on SIGTERM stops cleanly (unless `handleSignals` is false: then the caller calls `close`).
+ * The dashboard process: parses `env` once (the process environment by default; credentials are
+ * checked before anything is opened), opens the store and Redis, serves the overview, bull-board
+ * and health endpoints, and on SIGTERM stops cleanly (unless `handleSignals` is false: then the caller calls `close`).
  */
-export async function runDashboard(env: Record<string, string | undefined> = process.env, options: RunDashboardOptions = {}): Promise<RunningDashboard> {
-  const config = parseEnv(DashboardEnv, env);
-  const logger = options.logger ?? createLogger({ role: 'dashboard' });
+export async function runDashboard(env?: Env, options: RunDashboardOptions = {}): Promise<RunningDashboard> {
+  const config = parseConfig(DashboardEnv, env);
+  const logger = options.logger ?? createLogger({ role: 'dashboard', level: config.LOG_LEVEL });
   const credentials = {
     token: config.TICKFLEET_DASHBOARD_TOKEN,
     user: config.TICKFLEET_DASHBOARD_USER,

@@ -2,5 +2,5 @@ export { Scheduler, type SchedulerOptions, type TickResult } from './scheduler.j
 export { LeaderElection, type LeaderElectionOptions } from './leader-election.js';
 export { SchedulerMetrics } from './scheduler-metrics.js';
 export { DEFAULT_CADENCE, nextRunAt, unitKindFor, periodMsOf, jitterOf, dailyFilesRange, type CadenceOptions } from './cadence.js';
-export { SchedulerEnv, parseSchedulerEnv } from './env.js';
+export { SchedulerEnv } from './env.js';
 export { runScheduler, type RunSchedulerOptions, type RunningScheduler } from './run-scheduler.js';

@@ -1,6 +1,7 @@
+import { DEFAULTS, parseConfig, type Env } from '@tickfleet/config';
 import { openStore } from '@tickfleet/store';
 import { createLogger, createRegistry, HealthServer, onShutdown, type Logger } from '@tickfleet/telemetry';
-import { parseSchedulerEnv, type SchedulerEnv } from './env.js';
+import { SchedulerEnv } from './env.js';
 import { Scheduler } from './scheduler.js';
 
 export interface RunSchedulerOptions {
@@ -20,12 +21,12 @@ export interface RunningScheduler {
 }
 
 /**
- * The `scheduler` role: parses the environment (a bad variable throws a ConfigError naming it),
- * opens the store, serves /metrics /healthz /readyz, and ticks until stopped.
+ * The `scheduler` role: parses `env` (the process environment by default; a bad variable throws a
+ * ConfigError naming it), opens the store, serves /metrics /healthz /readyz, and ticks until stopped.
  */
-export async function runScheduler(env: Record<string, string | undefined>, options: RunSchedulerOptions = {}): Promise<RunningScheduler> {
-  const config = parseSchedulerEnv(env);
-  const logger = options.logger ?? createLogger({ role: 'scheduler' });
+export async function runScheduler(env?: Env, options: RunSchedulerOptions = {}): Promise<RunningScheduler> {
+  const config = parseConfig(SchedulerEnv, env);
+  const logger = options.logger ?? createLogger({ role: 'scheduler', level: config.LOG_LEVEL });
   const registry = createRegistry('scheduler');
   const store = await openStore(config.TICKFLEET_STORE_URL);
   const scheduler = new Scheduler({
@@ -50,7 +51,7 @@ export async function runScheduler(env: Record<string, string | undefined>, opti
   });
   const health = new HealthServer({
     registry,
-    port: config.TICKFLEET_HEALTH_PORT ?? config.PORT ?? 0,
+    port: config.TICKFLEET_HEALTH_PORT ?? config.PORT ?? DEFAULTS.healthPort,
     host: config.TICKFLEET_HEALTH_HOST,
     liveness: { ticking: () => scheduler.isLive() },
     readiness: {

@@ -4,7 +4,8 @@ import { createRedisConnection, type QueuedUnit } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { parseSchedulerEnv } from './env.js';
+import { parseConfig, type Env } from '@tickfleet/config';
+import { SchedulerEnv } from './env.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
 
 let redis: TestRedis;
@@ -293,7 +294,9 @@ describe('Scheduler', () => {
   });
 });
 
-describe('parseSchedulerEnv', () => {
+const parseSchedulerEnv = (env: Env) => parseConfig(SchedulerEnv, env);
+
+describe('the scheduler environment', () => {
   it('reads durations and defaults', () => {
     const env = parseSchedulerEnv({ REDIS_URL: 'redis://127.0.0.1:6379', TICKFLEET_SCHEDULER_TICK_MS: '250ms', PORT: '9100' });
     expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 500, TICKFLEET_PREFIX: 'tickfleet' });

@@ -1,4 +1,4 @@
-import { parseEnv } from '@tickfleet/core';
+import { parseConfig, type Env } from '@tickfleet/config';
 import { Pipeline, PipelineMetrics, openSink } from '@tickfleet/sinks';
 import { openStore } from '@tickfleet/store';
 import { createLogger, createRegistry, HealthServer, onShutdown } from '@tickfleet/telemetry';
@@ -12,9 +12,9 @@ import { openWorkerSpool } from './worker-spool.js';
  * /metrics /healthz /readyz, and on SIGTERM stops taking units, lets in-flight ones finish
  * within the grace period (then returns them), flushes the pipeline and exits 0.
  */
-export async function runWorker(env: Record<string, string | undefined> = process.env): Promise<void> {
-  const config = parseEnv(WorkerEnv, env);
-  const logger = createLogger({ role: 'worker' });
+export async function runWorker(env?: Env): Promise<void> {
+  const config = parseConfig(WorkerEnv, env);
+  const logger = createLogger({ role: 'worker', level: config.LOG_LEVEL });
   const registry = createRegistry('worker');
   // One set of pipeline metrics shared by the spool and the pipeline, so the spool's bytes,
   // segments and drops reach /metrics (and the spool alerts can fire).

@@ -1,5 +1,4 @@
 import type { z } from 'zod';
-import { ConfigError } from './errors/config-error.js';
 import { ValidationError } from './errors/validation-error.js';
 
 /**
@@ -17,13 +16,3 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
   throw new ValidationError(path, (issue?.message ?? 'a valid value').replace(/^expected\s+/i, ''), received);
 }
 
-/**
- * Parses environment variables once at the process edge: a bad value throws a ConfigError
- * naming the variable and what was expected.
- */
-export function parseEnv<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
-  const result = schema.safeParse(env);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new ConfigError(String(issue?.path[0] ?? 'environment'), issue?.message ?? 'a valid value');
-}

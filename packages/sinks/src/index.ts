@@ -17,14 +17,14 @@ export {
   type WriteResult,
 } from './sink.js';
 export type { RetryOptions } from './internal/sink-health.js';
-export { DEFAULT_SINK_URL, openSink, type OpenSinkOptions } from './open-sink.js';
+export { openSink, type OpenSinkOptions } from './open-sink.js';
 export { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
 export { MongoSink, type MongoSinkOptions } from './adapters/mongo-sink.js';
 export { JsonlSink, utcDate, type JsonlSinkOptions } from './adapters/jsonl-sink.js';
 export { Batcher, type BatcherOptions } from './batcher.js';
 export { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
 export { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';
-export { DEFAULT_SPOOL_DIR, ON_FULL_POLICIES, type OnFullPolicy, type SpoolOptions } from './spool-options.js';
+export { ON_FULL_POLICIES, type OnFullPolicy, type SpoolOptions } from './spool-options.js';
 export { Spool, inspectSpool, listSegments, oldestReceivedAtMs, type AppendResult, type SpoolInspection, type SpoolRecovery, type SpoolSegmentInfo } from './spool.js';
 export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './replay-worker.js';
 export { PipelineMetrics } from './pipeline-metrics.js';

@@ -5,9 +5,6 @@ import { MongoSink, type MongoSinkOptions } from './adapters/mongo-sink.js';
 import { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
 import type { Sink } from './sink.js';
 
-/** The sink URL when neither `--sink` nor `TICKFLEET_SINK_URL` is given. */
-export const DEFAULT_SINK_URL = 'sqlite://.tickfleet/data.db';
-
 export interface OpenSinkOptions {
   sqlite?: SqliteSinkOptions;
   mongodb?: MongoSinkOptions;

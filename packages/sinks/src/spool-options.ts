@@ -33,6 +33,3 @@ export interface SpoolOptions {
   /** When a caller refused by a full spool should come back (SpoolFullError.retryAtMs). @defaultValue 5000 */
   retryAfterMs?: number;
 }
-
-/** The spool directory when neither `--spool-dir` nor `TICKFLEET_SPOOL_DIR` is given. */
-export const DEFAULT_SPOOL_DIR = '.tickfleet/spool';

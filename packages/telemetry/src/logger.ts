@@ -1,13 +1,13 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
-import { ConfigError, LOG_LEVELS } from '@tickfleet/core';
+import { LOG_LEVELS, ValidationError } from '@tickfleet/core';
 
 export type { Logger } from 'pino';
 
 export interface LoggerFactoryOptions {
   /** Role of the process (`worker`, `scheduler`, …); set as `role` on every line. */
   role: string;
-  /** @defaultValue process.env.LOG_LEVEL ?? 'info' */
-  level?: string;
+  /** The caller's configured level (a role's LOG_LEVEL). @defaultValue 'info' */
+  level?: (typeof LOG_LEVELS)[number];
   /** Where to write; defaults to stdout. Tests pass a stream to capture lines. */
   destination?: NodeJS.WritableStream;
   base?: Record<string, unknown>;
@@ -15,9 +15,9 @@ export interface LoggerFactoryOptions {
 
 /** JSON logs with pino: ISO time, `role` and `pid` on every line, errors serialised with their code. */
 export function createLogger(options: LoggerFactoryOptions): Logger {
-  const level = options.level ?? (process.env.LOG_LEVEL || 'info');
-  // pino throws a bare Error with a stack for an unknown level; name the variable instead.
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError('LOG_LEVEL', `one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  const level = options.level ?? 'info';
+  // pino throws a bare Error with a stack for an unknown level (an untyped caller); name the option instead.
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ValidationError('level', `one of ${LOG_LEVELS.join(', ')}`, level);
   const pinoOptions: LoggerOptions = {
     level,
     base: { role: options.role, pid: process.pid, ...options.base },

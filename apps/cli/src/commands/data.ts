@@ -3,14 +3,15 @@ import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command } from 'commander';
 import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
-import { DEFAULT_SINK_URL, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
+import { openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
+import { cliEnv } from '../cli-env.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
-/** `--sink <url>`: env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db. */
+/** `--sink <url>`: env TICKFLEET_SINK_URL, else the shared default sink. */
 export function sinkOption(cmd: Command): Command {
-  return cmd.option('--sink <url>', 'data sink URL (sqlite://path, mongodb://…, jsonl://dir)', process.env.TICKFLEET_SINK_URL ?? DEFAULT_SINK_URL);
+  return cmd.option('--sink <url>', 'data sink URL (sqlite://path, mongodb://…, jsonl://dir)', cliEnv('TICKFLEET_SINK_URL').TICKFLEET_SINK_URL);
 }
 
 /** Opens the sink named by `--sink`, runs `fn`, and always closes it; a bad URL is reported as `--sink`. */

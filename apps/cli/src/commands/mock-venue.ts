@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ValidationError } from '@tickfleet/core';
 import { loadScenarioFile, MOCK_VENUES, startMockVenue, type MockVenueName, type Scenario } from '@tickfleet/mock-venue';
 import { createLogger, onShutdown } from '@tickfleet/telemetry';
+import { cliEnv } from '../cli-env.js';
 
 interface MockVenueCliOptions {
   port: string;
@@ -24,7 +25,7 @@ export function registerMockVenue(program: Command): void {
     .action(async (opts: MockVenueCliOptions) => {
       const port = parsePort(opts.port);
       const scenario: Scenario = opts.scenario ? loadScenarioFile(opts.scenario, '--scenario') : {};
-      const logger = createLogger({ role: 'mock-venue', destination: process.stderr });
+      const logger = createLogger({ role: 'mock-venue', level: cliEnv('LOG_LEVEL').LOG_LEVEL, destination: process.stderr });
       const mv = await startMockVenue({ port, host: opts.host, scenario }).catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE' || err.code === 'EACCES') throw new ValidationError('--port', `a port free to bind on ${opts.host} (${err.code})`, port);
         if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') throw new ValidationError('--host', `a local interface address (${err.code})`, opts.host);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { envWith, parseConfig } from '@tickfleet/config';
 import { duration, integer } from '../args.js';
 import { listenError } from '../edge-errors.js';
 import { guardRole, preflightRedis } from '../role-guard.js';
@@ -19,14 +20,16 @@ export function registerScheduler(program: Command): void {
     .option('--port <n>', 'port of /metrics /healthz /readyz (env TICKFLEET_HEALTH_PORT or PORT; 0 = any free port)', integer('--port'))
     .option('--redis <url>', 'Redis URL (env REDIS_URL)')
     .action(async (opts: SchedulerCliOptions, cmd: Command) => {
-      const env: Record<string, string | undefined> = { ...process.env, TICKFLEET_STORE_URL: storeUrl(cmd) };
-      if (opts.tick !== undefined) env.TICKFLEET_SCHEDULER_TICK_MS = String(opts.tick);
-      if (opts.port !== undefined) env.TICKFLEET_HEALTH_PORT = String(opts.port);
-      if (opts.redis !== undefined) env.REDIS_URL = opts.redis;
-      const { parseSchedulerEnv, runScheduler } = await import('@tickfleet/scheduler');
+      const env = envWith({
+        TICKFLEET_STORE_URL: storeUrl(cmd),
+        ...(opts.tick !== undefined ? { TICKFLEET_SCHEDULER_TICK_MS: String(opts.tick) } : {}),
+        ...(opts.port !== undefined ? { TICKFLEET_HEALTH_PORT: String(opts.port) } : {}),
+        ...(opts.redis !== undefined ? { REDIS_URL: opts.redis } : {}),
+      });
+      const { SchedulerEnv, runScheduler } = await import('@tickfleet/scheduler');
       // Everything that can be checked is checked before anything runs: the environment, the
       // store, and a Redis that answers within a bounded wait.
-      const config = parseSchedulerEnv(env);
+      const config = parseConfig(SchedulerEnv, env);
       await withStore(cmd, async () => undefined);
       await preflightRedis(config.REDIS_URL);
       // Keeps running after this returns (health server and tick timer hold the process);

@@ -2,7 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Command } from 'commander';
 import { formatDurationMs, SinkUnavailableError, SpoolLockedError, ValidationError } from '@tickfleet/core';
-import { DEFAULT_SPOOL_DIR, listSegments, oldestReceivedAtMs, ReplayWorker, Spool, type DrainResult, type Sink } from '@tickfleet/sinks';
+import { listSegments, oldestReceivedAtMs, ReplayWorker, Spool, type DrainResult, type Sink } from '@tickfleet/sinks';
+import { cliEnv } from '../cli-env.js';
 import { lockedSpoolError } from '../edge-errors.js';
 import { isoOrDash, printJson, printTable } from '../output.js';
 import { sinkOption, withSink } from './data.js';
@@ -13,7 +14,7 @@ interface SpoolDirOptions {
 }
 
 function spoolDirOption(cmd: Command): Command {
-  return cmd.option('--spool-dir <dir>', 'spool directory', process.env.TICKFLEET_SPOOL_DIR ?? DEFAULT_SPOOL_DIR);
+  return cmd.option('--spool-dir <dir>', 'spool directory', cliEnv('TICKFLEET_SPOOL_DIR').TICKFLEET_SPOOL_DIR);
 }
 
 export function registerSpool(program: Command): void {

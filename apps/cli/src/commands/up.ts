@@ -3,11 +3,13 @@ import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, rmSync, 
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
+import { DEFAULTS, envWith, type Env } from '@tickfleet/config';
 import type { RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
+import { cliEnv } from '../cli-env.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
 import { storeUrl, withStore } from '../store-context.js';
@@ -30,7 +32,7 @@ export function registerUp(program: Command): void {
     .option('--demo', 'also start the venue emulations and seed connectors and jobs, so data flows within seconds')
     .option('--workers <n>', 'worker processes', positiveInt('--workers'), 2)
     .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), 3000)
-    .option('--sink <url>', 'sink URL (env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db)')
+    .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
     .action(async (opts: UpOptions, cmd: Command) => {
       if (opts.workers > 32) throw new ValidationError('--workers', 'at most 32 worker processes on one machine', opts.workers);
       await runUp(opts, cmd);
@@ -39,10 +41,11 @@ export function registerUp(program: Command): void {
 
 async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   const { freePort, startRedisServer } = await import('@tickfleet/queues');
-  const logger = createLogger({ role: 'up' });
+  const config = cliEnv('TICKFLEET_PREFIX', 'REDIS_URL', 'TICKFLEET_SINK_URL', 'LOG_LEVEL', 'POLYGON_API_KEY');
+  const logger = createLogger({ role: 'up', level: config.LOG_LEVEL });
   const store = storeUrl(cmd);
-  const sink = opts.sink ?? process.env.TICKFLEET_SINK_URL ?? 'sqlite://.tickfleet/data.db';
-  const prefix = process.env.TICKFLEET_PREFIX ?? 'tickfleet';
+  const sink = opts.sink ?? config.TICKFLEET_SINK_URL;
+  const prefix = config.TICKFLEET_PREFIX ?? DEFAULTS.prefix;
   mkdirSync('.tickfleet/logs', { recursive: true });
 
   const cleanups: Array<() => Promise<void>> = [];
@@ -71,7 +74,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
 
   try {
     let redis: RedisServer | undefined;
-    let redisUrl = process.env.REDIS_URL;
+    let redisUrl = config.REDIS_URL;
     const rolePids: Record<string, number> = {};
     const info: FleetInfo = { redisUrl: redisUrl ?? '', prefix, storeUrl: store, sinkUrl: sink, pid: process.pid, rolePids };
     if (!redisUrl) {
@@ -83,16 +86,15 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     }
 
     info.redisUrl = redisUrl;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
+    const env = envWith({
       REDIS_URL: redisUrl,
       TICKFLEET_PREFIX: prefix,
       TICKFLEET_STORE_URL: store,
       TICKFLEET_SINK_URL: sink,
       TICKFLEET_HEALTH_HOST: '127.0.0.1',
       [PARENT_PID_ENV]: String(process.pid),
-      POLYGON_API_KEY: process.env.POLYGON_API_KEY ?? (opts.demo ? 'demo' : ''),
-    };
+      POLYGON_API_KEY: config.POLYGON_API_KEY ?? (opts.demo ? 'demo' : ''),
+    });
 
     if (opts.demo) {
       const { startMockVenue } = await import('@tickfleet/mock-venue');
@@ -118,7 +120,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     }
 
     const { runDashboard } = await import('@tickfleet/dashboard');
-    const dashboardOptions = { handleSignals: false, logger: createLogger({ role: 'dashboard', destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }) };
+    const dashboardOptions = { handleSignals: false, logger: createLogger({ role: 'dashboard', level: config.LOG_LEVEL, destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }) };
     const dashboard = await runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions).catch(
       async (err: unknown) => {
         if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
@@ -165,7 +167,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
 }
 
 /** Starts `tickfleet <args>` as a child process logging to `.tickfleet/logs/<name>.log`. */
-function startRole(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+function startRole(name: string, args: string[], env: Env): ChildProcess {
   // The role writes its log file itself (not through a pipe to `up`), so it keeps logging, and
   // can say why it stops, when `up` is gone.
   const log = openSync(`.tickfleet/logs/${name}.log`, 'a');

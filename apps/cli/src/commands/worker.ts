@@ -1,6 +1,8 @@
 import { type Command } from 'commander';
-import { parseEnv, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { DEFAULTS, envWith, parseConfig } from '@tickfleet/config';
+import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { integer } from '../args.js';
+import { cliEnv } from '../cli-env.js';
 import { listenError, spoolDirError, storeOpenError } from '../edge-errors.js';
 import { fleetRedis } from '../fleet-context.js';
 import { guardRole, preflightRedis } from '../role-guard.js';
@@ -19,28 +21,27 @@ export function registerWorker(program: Command): void {
     .description('run a worker: one BullMQ worker per served venue, sharing fleet-wide budgets (env: REDIS_URL, TICKFLEET_*)')
     .option('--venues <list>', 'comma-separated venues to serve (default: every connector)')
     .option('--port <n>', 'port of /metrics /healthz /readyz (default TICKFLEET_HEALTH_PORT or a free one)', integer('--port'))
-    .option('--sink <url>', 'sink URL (env TICKFLEET_SINK_URL, default sqlite://.tickfleet/data.db)')
-    .option('--spool-dir <dir>', 'spool base directory (env TICKFLEET_SPOOL_DIR, default .tickfleet/spool)')
+    .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
+    .option('--spool-dir <dir>', `spool base directory (env TICKFLEET_SPOOL_DIR, default ${DEFAULTS.spoolDir})`)
     .action(async (opts: WorkerOptions, cmd: Command) => {
       if (opts.venues !== undefined) {
         for (const v of opts.venues.split(',')) parseOrThrow(VenueName, v, '--venues');
       }
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
-      const env = {
-        ...process.env,
+      const env = envWith({
         REDIS_URL: redisUrl,
-        TICKFLEET_PREFIX: process.env.TICKFLEET_PREFIX || prefix,
+        TICKFLEET_PREFIX: cliEnv('TICKFLEET_PREFIX').TICKFLEET_PREFIX ?? prefix,
         TICKFLEET_STORE_URL: storeUrl(cmd),
         ...(opts.venues !== undefined ? { TICKFLEET_VENUES: opts.venues } : {}),
         ...(opts.port !== undefined ? { TICKFLEET_HEALTH_PORT: String(opts.port) } : {}),
         ...(opts.sink !== undefined ? { TICKFLEET_SINK_URL: opts.sink } : {}),
         ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
-      };
+      });
       const { runWorker, WorkerEnv } = await import('@tickfleet/worker');
       // Everything that can be checked is checked before anything runs: the environment, the
       // store, and a Redis that answers within a bounded wait.
-      const config = parseEnv(WorkerEnv, env);
+      const config = parseConfig(WorkerEnv, env);
       await withStore(cmd, async () => undefined);
       await preflightRedis(redisUrl);
       try {

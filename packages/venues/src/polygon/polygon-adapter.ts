@@ -15,7 +15,7 @@ import { VenueHttpClient } from '../venue-http-client.js';
 import { PolygonAggs } from './polygon-schemas.js';
 
 export interface PolygonAdapterOptions extends VenueAdapterOptions {
-  /** API key; falls back to the POLYGON_API_KEY environment variable. */
+  /** API key (the worker passes its POLYGON_API_KEY); required before the first request. */
   apiKey?: string;
   /** `limit` per aggregates request (Polygon allows up to 50000). @defaultValue 5000 */
   maxCandlesPerPage?: number;
@@ -58,7 +58,7 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
 
   constructor(options: PolygonAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.apiKey = options.apiKey ?? process.env.POLYGON_API_KEY;
+    this.apiKey = options.apiKey;
     this.clock = options.clock ?? systemClock;
     this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, 5000, 1, 50_000);
     const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
@@ -85,7 +85,7 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
    * only on the base URL's own origin so the key never leaves for another host.
    */
   async *fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
-    if (!this.apiKey) throw new ConfigError('POLYGON_API_KEY', 'a Polygon API key (adapter option apiKey or env POLYGON_API_KEY)');
+    if (!this.apiKey) throw new ConfigError('POLYGON_API_KEY', 'a Polygon API key (the adapter option apiKey, which the worker takes from POLYGON_API_KEY)');
     if (fromMs >= toMs) return;
     const [multiplier, timespan] = RANGES[timeframe];
     const lenMs = timeframeMs(timeframe);

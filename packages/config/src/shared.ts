@@ -1,0 +1,56 @@
+import { duration, logLevel, port, positiveInt, redisPrefix, redisUrl, text } from './fields.js';
+
+/**
+ * Defaults of the settings several roles (and the CLI) share. Every role's schema and every CLI
+ * option default takes them from here, so a default changes in one place.
+ */
+export const DEFAULTS = {
+  prefix: 'tickfleet',
+  storeUrl: 'sqlite://.tickfleet/state.db',
+  sinkUrl: 'sqlite://.tickfleet/data.db',
+  spoolDir: '.tickfleet/spool',
+  spoolOnFull: 'block',
+  spoolMaxBytes: 1024 * 1024 * 1024,
+  spoolBlockTimeoutMs: 30_000,
+  healthPort: 0,
+  /** Where every role's server listens unless told otherwise. */
+  listenHost: '127.0.0.1',
+  graceMs: 25_000,
+  logLevel: 'info',
+} as const;
+
+/**
+ * The variables several roles read, with their types and defaults. A role composes its schema
+ * from these and its own (`z.object({ REDIS_URL: SHARED.REDIS_URL, …, TICKFLEET_X: duration() })`)
+ * and parses it with parseConfig.
+ */
+export const SHARED = {
+  /** The fleet's Redis; the Cluster form is `redis+cluster://host1:port1,host2:port2`. Required. */
+  REDIS_URL: redisUrl(),
+  /** Key prefix of queues, budgets and locks; the same for every role of one fleet. */
+  TICKFLEET_PREFIX: redisPrefix().default(DEFAULTS.prefix),
+  /** State store: `sqlite://path` or `mongodb://…`. */
+  TICKFLEET_STORE_URL: text().default(DEFAULTS.storeUrl),
+  /** Data sink: `sqlite://path`, `mongodb://…` or `jsonl://dir`. */
+  TICKFLEET_SINK_URL: text().default(DEFAULTS.sinkUrl),
+  /** Base directory of worker spools; each worker takes a free `worker-<n>` slot under it. */
+  TICKFLEET_SPOOL_DIR: text().default(DEFAULTS.spoolDir),
+  /** Cap on one worker's spool segments together, in bytes. */
+  TICKFLEET_SPOOL_MAX_BYTES: positiveInt().default(DEFAULTS.spoolMaxBytes),
+  /** A blocked spool append gives up after this long; its unit returns to the queue without burning an attempt. */
+  TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: duration().default(DEFAULTS.spoolBlockTimeoutMs),
+  /** Port of a role's /metrics, /healthz, /readyz; 0 picks a free port. */
+  TICKFLEET_HEALTH_PORT: port().default(DEFAULTS.healthPort),
+  /**
+   * Address of a role's health server. Loopback: /metrics and /status are not for the network
+   * unless asked for (0.0.0.0 in a container, as the manifests set).
+   */
+  TICKFLEET_HEALTH_HOST: text().default(DEFAULTS.listenHost),
+  /** In-flight work gets this long to finish on SIGTERM. */
+  TICKFLEET_GRACE_MS: duration().default(DEFAULTS.graceMs),
+  LOG_LEVEL: logLevel().default(DEFAULTS.logLevel),
+  /** Key of the Polygon API; it travels only in Polygon requests (never logged or stored). */
+  POLYGON_API_KEY: text().optional(),
+  /** Set by `tickfleet up` on the roles it starts: the pid they belong to; they stop when it is gone. */
+  TICKFLEET_PARENT_PID: positiveInt().optional(),
+};
