@@ -3,13 +3,13 @@ import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, rmSync, 
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
-import type { RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {
@@ -38,7 +38,6 @@ export function registerUp(program: Command): void {
 }
 
 async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
-  const { freePort, startRedisServer } = await import('@tickfleet/queues');
   const logger = createLogger({ role: 'up' });
   const store = storeUrl(cmd);
   const sink = opts.sink ?? process.env.TICKFLEET_SINK_URL ?? 'sqlite://.tickfleet/data.db';
@@ -70,12 +69,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    let redis: RedisServer | undefined;
+    let redis: EmbeddedRedis | undefined;
     let redisUrl = process.env.REDIS_URL;
     const rolePids: Record<string, number> = {};
     const info: FleetInfo = { redisUrl: redisUrl ?? '', prefix, storeUrl: store, sinkUrl: sink, pid: process.pid, rolePids };
     if (!redisUrl) {
-      redis = await startRedisServer({ dir: resolve('.tickfleet') });
+      redis = await startEmbeddedRedis({ dir: resolve('.tickfleet') });
       cleanups.push(() => redis!.stop());
       redisUrl = redis.url;
       info.redisPid = await redisPid(redisUrl);
