@@ -12,7 +12,7 @@
  */
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '@tickfleet/worker/testing';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {

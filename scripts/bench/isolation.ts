@@ -10,7 +10,7 @@
  * warmed up by a discarded backfill; medians over the rounds are printed.
  */
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '@tickfleet/worker/testing';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {

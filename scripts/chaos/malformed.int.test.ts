@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
 import type { VenueStats } from '@tickfleet/mock-venue';
 import { spawnCli, tempDir, waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type CandleReport } from '../../apps/worker/src/testing/index.js';
+import { FleetHarness, type CandleReport } from '@tickfleet/testkit/fleet';
 import { healthPort, metricSum } from './fixtures/store-outage.js';
 
 const MIN = 60_000;

@@ -2,7 +2,7 @@ import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
 import { alignDown } from '@tickfleet/core';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type CandleReport, type FleetProcess } from '../../apps/worker/src/testing/index.js';
+import { FleetHarness, type CandleReport, type FleetProcess } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 const MIN = 60_000;
@@ -50,12 +50,7 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
   const liveSince = alignDown(Date.now() - 3 * 3_600_000, '1m');
   await fleet.ok('jobs', 'add', 'binance', 'ohlcv', LIVE_SYMBOL, '--timeframe', '1m', '--since', new Date(liveSince).toISOString());
 
-  const scheduler = fleet.spawn('scheduler', ['scheduler'], {
-    TICKFLEET_SCHEDULER_TICK_MS: '500',
-    TICKFLEET_SCHEDULER_LEADER_TTL_MS: '2000',
-    TICKFLEET_SCHEDULER_LEASE_MS: '15s',
-    TICKFLEET_SCHEDULER_REPAIR_MS: '2s',
-  });
+  const scheduler = fleet.spawnScheduler();
   const workers: FleetProcess[] = [fleet.spawn('worker-1', ['worker']), fleet.spawn('worker-2', ['worker'])];
   await fleet.ready(scheduler, 'scheduler started');
   for (const w of workers) await fleet.ready(w);

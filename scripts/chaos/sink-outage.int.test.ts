@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { freePort, waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../../apps/worker/src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 import { fixture, runTs, type Proc } from '../../packages/sinks/test/fixtures/processes.js';
 import { mountTmpfs, tmpfsUnsupported, type Tmpfs } from '../../packages/sinks/test/fixtures/tmpfs.js';
 import { metricSum, scrape, spoolOnDisk, storedOpenTimes } from './fixtures/sink-chaos.js';

@@ -1,4 +1,4 @@
-import { FleetHarness } from '../../apps/worker/src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 import { runStoreOutage, sqliteLockFault, type OutageResult } from './fixtures/store-outage.js';
 
 const SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'BNB/USDT'];

@@ -1,6 +1,6 @@
 import { alignDown } from '@tickfleet/core';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type CandleReport, type FleetProcess } from '../../apps/worker/src/testing/index.js';
+import { FleetHarness, type CandleReport, type FleetProcess } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 const MIN = 60_000;
@@ -37,12 +37,7 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
     const liveSince = alignDown(Date.now() - 6 * 3_600_000, '1m');
     await fleet.ok('jobs', 'add', 'binance', 'ohlcv', LIVE_SYMBOL, '--timeframe', '1m', '--since', new Date(liveSince).toISOString());
 
-    const scheduler = fleet.spawn('scheduler', ['scheduler'], {
-      TICKFLEET_SCHEDULER_TICK_MS: '500',
-      TICKFLEET_SCHEDULER_LEADER_TTL_MS: '2000',
-      TICKFLEET_SCHEDULER_LEASE_MS: '15s',
-      TICKFLEET_SCHEDULER_REPAIR_MS: '2s',
-    });
+    const scheduler = fleet.spawnScheduler();
     await fleet.ready(scheduler, 'scheduler started');
     let generation = 0;
     const spawnWorker = (slot: number): FleetProcess => fleet.spawn(`worker-${slot}.${generation++}`, ['worker'], { LOG_LEVEL: 'debug' });

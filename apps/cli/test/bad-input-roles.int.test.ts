@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
-import { startRedisServer } from '@tickfleet/queues';
-import { freePort, spawnCli, waitFor } from '@tickfleet/testkit';
+import { freePort, spawnCli, startRestartableRedis, waitFor } from '@tickfleet/testkit';
 import { expectOneLine, inBatches, openBadInputFleet, type BadInputCase, type BadInputFleet } from './bad-input-fixture.js';
 
 /**
@@ -141,7 +140,8 @@ describe('bad role environment', () => {
   }, 180_000);
 
   it('roles whose Redis is gone for good exit 1 with one line, logging connection errors at a bounded rate', async () => {
-    const redis = await startRedisServer();
+    // A private server this test owns (never REDIS_URL): it is stopped for good below.
+    const redis = await startRestartableRedis();
     const env = { ...fleet.env, REDIS_URL: redis.url, LOG_LEVEL: 'info' };
     const roles = ROLES.map((r) => ({ role: r, p: start(r === 'dashboard' ? [r, '--port', '0'] : [r], env, fleet.dir.path) }));
     let stopped = false;

@@ -1,5 +1,5 @@
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 

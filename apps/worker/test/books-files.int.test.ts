@@ -2,7 +2,7 @@ import { alignDown, jobId } from '@tickfleet/core';
 import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, tradesInFile, xetraFileName } from '@tickfleet/mock-venue';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 

@@ -1,7 +1,7 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const LIMIT = 120;
 const WINDOW_MS = 10_000;

@@ -1,7 +1,7 @@
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const HOUR = 3_600_000;
 const SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'BNB/USDT'];

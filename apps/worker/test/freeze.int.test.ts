@@ -1,7 +1,7 @@
 import { FleetVenueControl } from '@tickfleet/budget';
 import { createRedisConnection } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 const STORM_MS = 8000;

@@ -1,6 +1,6 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 const MIN = 60_000;

@@ -1,6 +1,6 @@
 import { VenueQueues, createRedisConnection } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 

@@ -3,7 +3,7 @@ import { alignDown } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { createRedisConnection, JobLock, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '../src/testing/index.js';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

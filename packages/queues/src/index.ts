@@ -24,5 +24,4 @@ export {
 export { applyConcurrency, type ConcurrencySource } from './concurrency-source.js';
 export { RedisMutex } from './redis-mutex.js';
 export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
-export { luaCommand, type LuaCommand } from './internal/lua-commands.js';
-export { freePort, startRedisServer, type RedisServer } from './redis-server.js';
+export { luaCommand, type LuaCommand } from './lua-command.js';

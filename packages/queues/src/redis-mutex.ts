@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from './redis-connection.js';
-import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
+import { luaCommand, type LuaCommand } from './lua-command.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 

@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis-connection.js';
-import { luaCommand, type LuaCommand } from './internal/lua-commands.js';
+import { luaCommand, type LuaCommand } from './lua-command.js';
 import { UNIT_JOB_OPTIONS } from './job-options.js';
 import { assertPrefix, QUEUE_PREFIX, queueNameFor } from './names.js';
 import { unitPriority } from './priorities.js';

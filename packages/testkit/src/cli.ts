@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { repoRoot } from './repo-root.js';
+import { WaitTimeoutError } from './testkit-error.js';
 
 export interface CliResult {
   code: number | null;
@@ -43,7 +44,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`tickfleet ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new WaitTimeoutError(`tickfleet ${args.join(' ')}`, timeoutMs, `tickfleet ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code, signal) => {

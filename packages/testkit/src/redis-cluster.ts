@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '@tickfleet/queues';
+import { freePort } from './free-port.js';
+import { FixtureError } from './testkit-error.js';
 
 const run = promisify(execFile);
 
@@ -66,7 +67,7 @@ async function waitPing(port: number): Promise<void> {
     if (ok) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error(`redis-server on ${port} did not answer`);
+  throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} did not answer`);
 }
 
 async function waitClusterOk(port: number): Promise<void> {
@@ -78,5 +79,5 @@ async function waitClusterOk(port: number): Promise<void> {
     if (info.includes('cluster_state:ok')) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error(`redis cluster node ${port} did not reach cluster_state:ok`);
+  throw new FixtureError(`redis cluster node ${port}`, `redis cluster node ${port} did not reach cluster_state:ok`);
 }

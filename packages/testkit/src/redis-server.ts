@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { freePort, startRedisServer } from '@tickfleet/queues';
+import { freePort } from './free-port.js';
+import { FixtureError } from './testkit-error.js';
 
 export interface TestRedis {
   /** `redis://127.0.0.1:<port>` */
@@ -42,7 +43,9 @@ export async function startRedis(): Promise<TestRedis> {
     const u = new URL(external);
     return { url: external, port: Number(u.port || 6379), namespace, stop: async () => undefined };
   }
-  const server = await startRedisServer();
+  // The same private server a chaos test restarts, without the restart controls: a test that
+  // only needs a Redis cannot kill it by mistake.
+  const server = await startRestartableRedis();
   return { url: server.url, port: server.port, namespace, stop: () => server.stop() };
 }
 
@@ -53,7 +56,7 @@ export async function startRedis(): Promise<TestRedis> {
  */
 export async function startRestartableRedis(options: RestartableRedisOptions = {}): Promise<RestartableRedis> {
   const aof = options.aof ?? false;
-  if (aof && !options.dir) throw new Error('startRestartableRedis: `dir` is required with `aof: true` (the AOF must survive the restart)');
+  if (aof && !options.dir) throw new FixtureError('startRestartableRedis', 'startRestartableRedis: `dir` is required with `aof: true` (the AOF must survive the restart)');
   if (options.dir) mkdirSync(options.dir, { recursive: true });
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'no', '--loglevel', 'warning'];
@@ -64,15 +67,15 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
   let exited: Promise<void> = Promise.resolve();
 
   const start = async (): Promise<void> => {
-    if (child && child.exitCode === null && child.signalCode === null) throw new Error(`redis-server on ${port} is already running`);
+    if (child && child.exitCode === null && child.signalCode === null) throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} is already running`);
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = proc;
     let stderr = '';
     proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     exited = new Promise<void>((r) => proc.once('exit', () => r()));
     const failed = new Promise<never>((_, reject) => {
-      proc.once('error', (err) => reject(new Error(`cannot start redis-server (install it): ${err.message}`)));
-      proc.once('exit', (code, signal) => reject(new Error(`redis-server on ${port} exited (${code ?? signal}): ${stderr.trim()}`)));
+      proc.once('error', (err) => reject(new FixtureError('redis-server', `cannot start redis-server (install it): ${err.message}`, { cause: err })));
+      proc.once('exit', (code, signal) => reject(new FixtureError(`redis-server on ${port}`, `redis-server on ${port} exited (${code ?? signal}): ${stderr.trim()}`)));
     });
     failed.catch(() => undefined);
     // The port was just released by the killed server; a restart may need a moment to bind it.
@@ -81,7 +84,7 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
       if (await Promise.race([canPing(port), failed])) return;
       if (Date.now() > deadline) {
         proc.kill('SIGKILL');
-        throw new Error(`redis-server did not answer PING on ${port} within 20 s (loading the AOF?): ${stderr.trim()}`);
+        throw new FixtureError(`redis-server on ${port}`, `redis-server did not answer PING on ${port} within 20 s (loading the AOF?): ${stderr.trim()}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }

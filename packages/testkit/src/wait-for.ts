@@ -1,3 +1,5 @@
+import { WaitTimeoutError } from './testkit-error.js';
+
 /** Polls `predicate` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
 export async function waitFor<T>(
   predicate: () => Promise<T> | T,
@@ -15,5 +17,5 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+  throw new WaitTimeoutError(what, timeoutMs, `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }

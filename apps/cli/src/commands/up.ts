@@ -4,7 +4,6 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command } from 'commander';
 import { DEFAULTS, envWith, type Env } from '@tickfleet/config';
-import type { RedisServer } from '@tickfleet/queues';
 import { jobId, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger } from '@tickfleet/telemetry';
@@ -12,6 +11,7 @@ import { integer, positiveInt } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
+import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {
@@ -40,7 +40,6 @@ export function registerUp(program: Command): void {
 }
 
 async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
-  const { freePort, startRedisServer } = await import('@tickfleet/queues');
   const config = cliEnv('TICKFLEET_PREFIX', 'REDIS_URL', 'TICKFLEET_SINK_URL', 'LOG_LEVEL', 'POLYGON_API_KEY');
   const logger = createLogger({ role: 'up', level: config.LOG_LEVEL });
   const store = storeUrl(cmd);
@@ -73,12 +72,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    let redis: RedisServer | undefined;
+    let redis: EmbeddedRedis | undefined;
     let redisUrl = config.REDIS_URL;
     const rolePids: Record<string, number> = {};
     const info: FleetInfo = { redisUrl: redisUrl ?? '', prefix, storeUrl: store, sinkUrl: sink, pid: process.pid, rolePids };
     if (!redisUrl) {
-      redis = await startRedisServer({ dir: resolve('.tickfleet') });
+      redis = await startEmbeddedRedis({ dir: resolve('.tickfleet') });
       cleanups.push(() => redis!.stop());
       redisUrl = redis.url;
       info.redisPid = await redisPid(redisUrl);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { openStore } from '../open-store.js';
-import { describeStoreContract } from '../testing/store-contract.js';
+import { describeStoreContract } from '../../test/store-contract.js';
 
 /**
  * Runs against a real MongoDB when MONGO_URL is set, else against the in-repo wire-protocol test

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openStore } from '../open-store.js';
-import { describeStoreContract } from '../testing/store-contract.js';
+import { describeStoreContract } from '../../test/store-contract.js';
 import { SCHEMA_VERSION } from './migrations.js';
 
 let dir: TempDir;

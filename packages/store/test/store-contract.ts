@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type ConnectorInput, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
-import type { AcquireResult, StateStore } from '../state-store.js';
+import type { AcquireResult, StateStore } from '../src/index.js';
 
 /**
  * Opens a store in the namespace `namespace` (a fresh one for an unseen name; the same data for a

@@ -3,19 +3,12 @@ import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type Ven
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { randomUUID } from 'node:crypto';
-import {
-  runCli,
-  spawnCli,
-  startRedis,
-  startRedisCluster,
-  startRestartableRedis,
-  tempDir,
-  waitFor,
-  type CliResult,
-  type RestartableRedis,
-  type TempDir,
-  type TestRedis,
-} from '@tickfleet/testkit';
+import { runCli, spawnCli, type CliResult } from './cli.js';
+import { startRedisCluster } from './redis-cluster.js';
+import { startRedis, startRestartableRedis, type RestartableRedis, type TestRedis } from './redis-server.js';
+import { tempDir, type TempDir } from './temp-dir.js';
+import { FixtureError } from './testkit-error.js';
+import { waitFor } from './wait-for.js';
 
 /** What the sink holds of one series against what the emulation says exists. */
 export interface CandleReport {
@@ -76,7 +69,7 @@ export class FleetHarness {
   }
 
   private get restartable(): RestartableRedis {
-    if (!('kill' in this.redis)) throw new Error('FleetHarness: start it with { restartableRedis: { aof } } to kill and restart Redis');
+    if (!('kill' in this.redis)) throw new FixtureError('FleetHarness', 'FleetHarness: start it with { restartableRedis: { aof } } to kill and restart Redis');
     return this.redis as RestartableRedis;
   }
 
@@ -95,7 +88,7 @@ export class FleetHarness {
     const res = await fetch(new URL('/_mock/stats', this.mock.url));
     const stats = (await res.json()) as { venues: Record<string, VenueStats | undefined> };
     const v = stats.venues[venue];
-    if (!v) throw new Error(`/_mock/stats has no venue ${venue}`);
+    if (!v) throw new FixtureError('mock venue', `/_mock/stats has no venue ${venue}`);
     return v;
   }
 
@@ -141,7 +134,7 @@ export class FleetHarness {
   /** Runs a CLI command that must succeed; returns its stdout. */
   async ok(...args: string[]): Promise<string> {
     const r = await this.cli(args);
-    if (r.code !== 0) throw new Error(`tickfleet ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+    if (r.code !== 0) throw new FixtureError(`tickfleet ${args[0] ?? ''}`, `tickfleet ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
     return r.stdout;
   }
 
@@ -157,10 +150,26 @@ export class FleetHarness {
     return proc;
   }
 
+  /**
+   * Starts a scheduler that reacts within seconds, for tests that kill workers or Redis and
+   * check what the fleet repairs: 500 ms ticks, a 2 s leader lease (a new leader soon after the
+   * old one is gone), 15 s unit leases and a repair pass every 2 s (units owed by a dead worker
+   * or lost with Redis are found again quickly). `extraEnv` overrides any of them.
+   */
+  spawnScheduler(extraEnv: Record<string, string> = {}, name = 'scheduler'): FleetProcess {
+    return this.spawn(name, ['scheduler'], {
+      TICKFLEET_SCHEDULER_TICK_MS: '500',
+      TICKFLEET_SCHEDULER_LEADER_TTL_MS: '2000',
+      TICKFLEET_SCHEDULER_LEASE_MS: '15s',
+      TICKFLEET_SCHEDULER_REPAIR_MS: '2s',
+      ...extraEnv,
+    });
+  }
+
   /** Waits until a worker process logged that it is ready. */
   async ready(proc: FleetProcess, what = 'worker ready'): Promise<void> {
     await waitFor(() => proc.output().includes(what) || proc.child.exitCode !== null, `${proc.name}: ${what}`, { timeoutMs: 30_000 });
-    if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited ${proc.child.exitCode}:\n${proc.output()}`);
+    if (proc.child.exitCode !== null) throw new FixtureError(proc.name, `${proc.name} exited ${proc.child.exitCode}:\n${proc.output()}`);
   }
 
   async stopProcess(proc: FleetProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
@@ -171,7 +180,7 @@ export class FleetHarness {
   /** SIGTERM, then fails with the end of the process's output unless it exited 0. */
   async stopCleanly(proc: FleetProcess): Promise<void> {
     const code = await this.stopProcess(proc);
-    if (code !== 0) throw new Error(`${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
+    if (code !== 0) throw new FixtureError(proc.name, `${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
   }
 
   async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {

@@ -1,1 +1,0 @@
-export { FleetHarness, type CandleReport, type FleetProcess } from './fleet-harness.js';

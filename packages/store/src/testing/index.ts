@@ -1,1 +1,0 @@
-export { describeStoreContract, type OpenStoreInNamespace } from './store-contract.js';
