@@ -1,7 +1,6 @@
 export { bookEnvelope, keyEnvelope, parseEnvelope, tradeEnvelope, type KeyedEnvelope } from './records.js';
 export { candleEnvelope } from '@tickfleet/core';
 export {
-  SINK_STATES,
   type CandleQuery,
   type CandleSummary,
   type DataReader,

@@ -6,7 +6,6 @@ import type { Channel, Envelope, Timeframe, ValidationError } from '@tickfleet/c
  * (`failuresForDegraded` consecutive exhausted batches) -> `ok` on the next success.
  */
 export type SinkState = 'ok' | 'unavailable' | 'degraded';
-export const SINK_STATES: readonly SinkState[] = ['ok', 'unavailable', 'degraded'];
 
 export type SinkAdapter = 'sqlite' | 'mongodb' | 'jsonl';
 

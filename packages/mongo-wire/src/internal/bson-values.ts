@@ -232,17 +232,6 @@ export function valuesAtPath(doc: unknown, path: string): unknown[] {
   return current;
 }
 
-/** The single value at a dotted path without descending arrays (missing -> undefined). */
-export function valueAtPath(doc: unknown, path: string): unknown {
-  let current: unknown = doc;
-  for (const part of path.split('.')) {
-    if (Array.isArray(current) && /^\d+$/.test(part)) current = current[Number(part)];
-    else if (isPlainDocument(current)) current = current[part];
-    else return undefined;
-  }
-  return current;
-}
-
 /** Sets a dotted path, creating embedded documents on the way (used to seed upserts). */
 export function setAtPath(doc: Document, path: string, value: unknown): void {
   const parts = path.split('.');

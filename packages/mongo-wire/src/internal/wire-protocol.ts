@@ -3,7 +3,6 @@ import { type Document, deserialize, serialize } from 'bson';
 /** Opcodes (MongoDB wire protocol spec). */
 export const OP_REPLY = 1;
 export const OP_QUERY = 2004;
-export const OP_COMPRESSED = 2012;
 export const OP_MSG = 2013;
 
 const HEADER_BYTES = 16;
