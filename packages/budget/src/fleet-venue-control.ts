@@ -4,7 +4,9 @@ import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
-export type FreezeCause = '429' | '418' | 'budget' | 'manual';
+/** Every cause a freeze record can carry (bounded: metrics export one series per cause). */
+export const FREEZE_CAUSES = ['429', '418', 'budget', 'manual'] as const;
+export type FreezeCause = (typeof FREEZE_CAUSES)[number];
 
 /** What one AIMD step did to the concurrency. */
 export type AimdChange = 'increase' | 'decrease' | 'halve' | 'none';

@@ -21,6 +21,7 @@ export {
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 export {
   FleetVenueControl,
+  FREEZE_CAUSES,
   type AimdChange,
   type AimdOutcome,
   type BookBackoffOptions,
