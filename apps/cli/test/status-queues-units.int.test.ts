@@ -82,7 +82,6 @@ describe('tickfleet status / queues / units', () => {
     await failOne('binance');
     const until = Date.now() + 600_000;
     await new FleetVenueControl(conn, { prefix }).freeze('polygon', until, '429');
-    await queues.freeze('polygon', until);
 
     const res = await cli('status', '--json');
     expect(res.stderr).toBe('');
@@ -116,7 +115,7 @@ describe('tickfleet status / queues / units', () => {
   });
 
   it('queues lists units by state, the rate-limit TTL and global concurrency per venue', async () => {
-    await queues.freeze('polygon', Date.now() + 60_000);
+    await new FleetVenueControl(conn, { prefix }).freeze('polygon', Date.now() + 60_000, 'manual');
     const res = await cli('queues', '--json');
     expect(res.code).toBe(0);
     const rows = JSON.parse(res.stdout) as Array<Record<string, unknown> & { rateLimitTtlMs: number }>;

@@ -1,9 +1,8 @@
-import type { FreezeCause } from '@tickfleet/budget';
+import { FREEZE_CAUSES } from '@tickfleet/budget';
 import { registerMetric, type CatalogMetric, type Registry } from '@tickfleet/telemetry';
 import type { FleetStatus } from './fleet-status.js';
 
 const QUEUE_STATES = ['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
-const FREEZE_CAUSES: readonly FreezeCause[] = ['429', '418', 'budget', 'manual'];
 
 /**
  * The dashboard role's fleet gauges (rows of the metric catalog, role `dashboard`), set from one

@@ -33,7 +33,7 @@ export interface VenueBudgetStatus {
 }
 
 export interface VenueFreezeStatus {
-  /** Why the venue is frozen: a 429, a 418 ban, an exhausted budget or an operator. */
+  /** Why the venue is frozen, as recorded by whoever froze it: a 429, a 418 ban, its budget or an operator. */
   cause: FreezeCause;
   untilMs: number;
   remainingMs: number;
@@ -131,23 +131,18 @@ async function venueStatus(
   // The dashboard may run without any worker having configured this venue's limits in memory;
   // the connector is the source of the AIMD floor and ceiling.
   control.configure(venue, aimdLimitsFor(connector));
-  const [snapshot, usage, counts, queueFrozenMs, globalConcurrency, live] = await Promise.all([
+  const [snapshot, usage, counts, globalConcurrency, live] = await Promise.all([
     control.snapshot(venue),
     store.budgets.usage(venue),
     queues.counts(venue),
-    queues.frozenForMs(venue),
     queues.globalConcurrency(venue),
     liveness ? liveness.liveWorkers(venue) : Promise.resolve(null),
   ]);
 
-  let freeze: VenueFreezeStatus | null = null;
-  if (snapshot.frozen && snapshot.frozen.untilMs > now) {
-    freeze = { cause: snapshot.frozen.cause, untilMs: snapshot.frozen.untilMs, remainingMs: snapshot.frozen.untilMs - now };
-  } else if (queueFrozenMs > 0) {
-    // A limiter freeze with no control record: the worker's budget yield sets only the queue's
-    // limiter (VenueQueues.freeze), so that is the cause.
-    freeze = { cause: 'budget', untilMs: now + queueFrozenMs, remainingMs: queueFrozenMs };
-  }
+  // The venue's one freeze record (the queue limiter BullMQ obeys is derived from it by
+  // FleetVenueControl.freeze, so it says nothing the record does not).
+  const frozen = snapshot.frozen;
+  const freeze: VenueFreezeStatus | null = frozen && frozen.untilMs > now ? { cause: frozen.cause, untilMs: frozen.untilMs, remainingMs: frozen.untilMs - now } : null;
 
   const budget: VenueBudgetStatus | null = usage
     ? {

@@ -78,7 +78,6 @@ describe('dashboard actions with a token', () => {
   it("never lifts a venue's freeze (a 418 ban) nor the limiter it relies on", async () => {
     const until = Date.now() + 120_000;
     await fleet.control.freeze('binance', until, '418');
-    await fleet.queues.freeze('binance', until);
     expect(await fleet.queues.frozenForMs('binance')).toBeGreaterThan(60_000);
 
     const release = await put(`${q('binance')}/rate-limit/release`);

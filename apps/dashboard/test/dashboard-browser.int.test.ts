@@ -76,7 +76,6 @@ describe('dashboard in a real browser', () => {
     const { control, queues } = fleet;
     const until = Date.now() + 5 * 60_000;
     await control.freeze('polygon', until, '418');
-    await queues.freeze('polygon', until);
     await queues.enqueue(liveUnits('binance', 'ETH/USDT', 2, fleet.now));
 
     await waitFor(async () => (await cell(page, 'polygon', 'freeze-cause').textContent()) === '418', 'the polygon freeze on the page', { timeoutMs: 10_000 });

@@ -29,7 +29,7 @@ afterEach(async () => {
  * - binance: budget has room, no freeze: every waiting unit is runnable;
  * - coinbase: budget nearly spent: runnable capped by the weight left, the rest blocked;
  * - polygon: banned (418) with the budget spent: nothing runnable;
- * - kraken: only the queue limiter is set (a worker's budget yield): cause `budget`;
+ * - kraken: frozen for its budget: cause `budget`;
  * - okx: paused connector: its units are blocked.
  */
 async function seed(): Promise<{ btcCursor: number }> {
@@ -68,8 +68,7 @@ async function seed(): Promise<{ btcCursor: number }> {
     ...liveUnits('okx', 'BTC/USDT', 1, now),
   ]);
   await control.freeze('polygon', now + 120_000, '418');
-  await queues.freeze('polygon', now + 120_000, now);
-  await queues.freeze('kraken', Date.now() + 30_000);
+  await control.freeze('kraken', now + 30_000, 'budget');
   await queues.setGlobalConcurrency('binance', 8);
 
   for (const id of ['w1', 'w2']) await new WorkerHeartbeat(fleet.redis, id, { prefix: fleet.prefix, clock: fixedClock(now) }).beat('binance');

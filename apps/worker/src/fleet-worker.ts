@@ -1,12 +1,11 @@
 import { hostname } from 'node:os';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
-import { FleetVenueControl, LocalFallbackBudget, WorkerHeartbeat } from '@tickfleet/budget';
+import { BudgetGate, FleetVenueControl, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
 import { hasVenueAdapter } from '@tickfleet/venues';
-import { BudgetGate } from './budget-gate.js';
 import { UnitExecutor } from './unit-executor.js';
 import { VenueRunner } from './venue-runner.js';
 import { WorkerMetrics } from './worker-metrics.js';
@@ -48,8 +47,7 @@ export class FleetWorker {
   private connection: RedisClient | undefined;
   private queues: VenueQueues | undefined;
   private control: FleetVenueControl | undefined;
-  private liveness: WorkerHeartbeat | undefined;
-  private readonly fallbacks = new Map<string, LocalFallbackBudget>();
+  private fallback: StoreOutageFallback | undefined;
   private gate: BudgetGate | undefined;
   private executor: UnitExecutor | undefined;
   private jobLock: JobLock | undefined;
@@ -73,7 +71,8 @@ export class FleetWorker {
     this.connection = connection;
     this.queues = new VenueQueues(connection, { prefix: this.prefix });
     this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
-    this.liveness = new WorkerHeartbeat(connection, options.workerId ?? `${hostname()}-${process.pid}`, { prefix: this.prefix, clock: this.clock });
+    const liveness = new WorkerHeartbeat(connection, options.workerId ?? `${hostname()}-${process.pid}`, { prefix: this.prefix, clock: this.clock });
+    this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
     this.jobLock = new JobLock(connection, { prefix: this.prefix });
     const reader = options.pipeline.sink.reader;
     this.executor = new UnitExecutor({
@@ -84,29 +83,12 @@ export class FleetWorker {
       ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
-    const queues = this.queues;
     this.gate = new BudgetGate({
-      store: options.store,
+      budgets: options.store.budgets,
       clock: this.clock,
       metrics: this.metrics,
-      freezes: { frozenForMs: (venue) => queues.frozenForMs(venue) },
-      fallback: {
-        tryAcquire: (venue, weight) => {
-          const budget = this.fallbacks.get(venue);
-          if (!budget) return { ok: false, retryAtMs: this.clock.now() + 1000 };
-          budget.activate();
-          const result = budget.tryAcquire(weight);
-          if (result.ok) this.markFallbackWindow(venue, budget);
-          return result;
-        },
-        fleetFallbackUntil: async (venue) => Number((await connection.get(this.fallbackKey(venue))) ?? 0),
-        isActive: (venue) => this.fallbacks.get(venue)?.active ?? false,
-        deactivate: (venue) => this.fallbacks.get(venue)?.deactivate(),
-        fleetAllowance: (venue) => {
-          const budget = this.fallbacks.get(venue);
-          return budget ? budget.share * budget.liveWorkers : 0;
-        },
-      },
+      freezes: this.control,
+      fallback: this.fallback,
       logger: options.logger,
     });
     await this.refreshConnectors();
@@ -132,8 +114,7 @@ export class FleetWorker {
     for (const connector of connectors) {
       if (!this.serves(connector)) continue;
       const runner = this.runners.get(connector.venue);
-      this.fallbackFor(connector);
-      await this.liveness!.beat(connector.venue);
+      await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs);
       if (runner) {
         runner.update(connector);
         continue;
@@ -144,33 +125,6 @@ export class FleetWorker {
       await created.start();
       this.options.logger.info({ venue: connector.venue, maxInflight: connector.maxInflight }, 'serving venue');
     }
-  }
-
-  private fallbackKey(venue: string): string {
-    return `${this.prefix}:venue:{${venue}}:budget-fallback-until`;
-  }
-
-  /**
-   * Tells the fleet (through Redis) that this worker spent fallback weight in the current window,
-   * so a worker that reaches the store in that window marks it spent there first.
-   */
-  private markFallbackWindow(venue: string, budget: LocalFallbackBudget): void {
-    const now = this.clock.now();
-    const periodMs = budget.period;
-    const windowEnd = Math.floor(now / periodMs) * periodMs + periodMs;
-    void this.connection!.set(this.fallbackKey(venue), String(windowEnd), 'PX', windowEnd - now + periodMs).catch(() => undefined);
-  }
-
-  /** Keeps the venue's fallback budget at its connector's limit and the live-worker count. */
-  private fallbackFor(connector: Connector): void {
-    let budget = this.fallbacks.get(connector.venue);
-    if (!budget) {
-      budget = new LocalFallbackBudget({ limit: effectiveLimit(connector.rateLimit), periodMs: connector.rateLimit.periodMs, clock: this.clock });
-      this.fallbacks.set(connector.venue, budget);
-    }
-    budget.setLimit(effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs);
-    const venue = connector.venue;
-    void this.liveness!.liveWorkers(venue).then((n) => budget.setLiveWorkers(n), () => undefined);
   }
 
   private serves(connector: Connector): boolean {
@@ -207,7 +161,7 @@ export class FleetWorker {
     for (const runner of this.runners.values()) {
       const venue = runner.venue;
       const [freezeMs, usage, concurrency] = await Promise.all([
-        this.queues!.frozenForMs(venue),
+        this.control!.frozenForMs(venue),
         this.options.store.budgets.usage(venue).catch(() => null),
         this.control!.concurrency(venue),
       ]);
@@ -253,7 +207,7 @@ export class FleetWorker {
       const settleBy = Date.now() + 2000;
       while (runners.some((r) => r.inflightUnits > 0) && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 50));
     }
-    await Promise.all([...this.runners.keys()].map((venue) => this.liveness?.leave(venue).catch(() => undefined)));
+    await this.fallback?.leave();
     this.runners.clear();
     await this.queues?.close();
     this.connection?.disconnect();

@@ -1,4 +1,3 @@
-export { BudgetGate, type BudgetGateOptions, type FallbackBudget, type FreezeSource } from './budget-gate.js';
 export { FleetWorker, type FleetWorkerOptions } from './fleet-worker.js';
 export { runWorker } from './run-worker.js';
 export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutcome } from './unit-executor.js';

@@ -21,6 +21,12 @@ import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface UnitContext {
   unit: QueuedUnit;
+  /**
+   * The venue's adapter. Every request it sends spends its weight from the venue's shared budget
+   * first (the budget gate is attached to its requests in `VenueRunner.makeAdapter`), so a page
+   * fetch may wait briefly, or end the unit with BudgetExhaustedError (the unit yields) or
+   * RequestTooHeavyError (the unit fails for good).
+   */
   adapter: VenueAdapter;
   signal: AbortSignal;
   /** Renews the unit's job lock and BullMQ lock; call between pages of long units. */

@@ -12,12 +12,11 @@ import {
   StoreUnavailableError,
   TransientError,
 } from '@tickfleet/core';
-import { aimdLimitsFor, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
+import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
 import { type JobLock, type JobLockHandle, QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
-import { createVenueAdapter, type VenueAdapter } from '@tickfleet/venues';
-import type { BudgetGate } from './budget-gate.js';
+import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { UnitExecutor } from './unit-executor.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -69,6 +68,8 @@ export class VenueRunner {
   private connector: Connector;
   /** Aborted on shutdown: units stop at their next page boundary and go back to the queue. */
   private readonly shutdown = new AbortController();
+  /** Per-instrument backoff after a failed book snapshot (counted fleet-wide by the venue control). */
+  private readonly bookBackoff: { baseMs?: number; maxMs?: number };
   /** Bounded logging of repeated failures: one line per kind per minute, with a suppressed count. */
   private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
 
@@ -77,6 +78,10 @@ export class VenueRunner {
     this.connector = options.connector;
     this.adapter = this.makeAdapter(options.connector);
     this.sampleLog = rateLimitedLog(options.logger, 60_000);
+    this.bookBackoff = {
+      ...(options.bookBackoffBaseMs !== undefined ? { baseMs: options.bookBackoffBaseMs } : {}),
+      ...(options.bookBackoffMaxMs !== undefined ? { maxMs: options.bookBackoffMaxMs } : {}),
+    };
   }
 
   get inflightUnits(): number {
@@ -129,10 +134,22 @@ export class VenueRunner {
     await this.worker?.close(force);
   }
 
+  /**
+   * The venue's adapter, with the budget attached to every request it sends: before each one the
+   * gate spends the request's weight from the venue's shared budget (waiting out a short refusal,
+   * throwing BudgetExhaustedError to yield the unit, or RequestTooHeavyError to fail it), and after
+   * each answer it records latency and raises the shared count to the weight the venue reports.
+   * This is where a unit spends budget: the adapter only calls the hooks it is given.
+   */
   private makeAdapter(connector: Connector): VenueAdapter {
+    const { gate } = this.options;
+    const spendBudget: RequestHooks = {
+      beforeRequest: (request) => gate.beforeRequest(request),
+      afterResponse: (response) => gate.afterResponse(response),
+    };
     return createVenueAdapter(connector.venue, {
       baseUrl: connector.baseUrl,
-      hooks: this.options.gate.hooks(),
+      hooks: spendBudget,
       clock: this.options.clock,
       // Binance reports used weight per minute; an emulation or another venue may use another window.
       usedWeightWindowMs: connector.rateLimit.periodMs,
@@ -168,7 +185,7 @@ export class VenueRunner {
         });
         if (unit.kind !== 'backfill') {
           await store.jobs.complete(unit.jobId, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
-          if (unit.kind === 'book-poll') await this.resetBookBackoff(unit.jobId);
+          if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }
         return result;
       };
@@ -214,7 +231,7 @@ export class VenueRunner {
     latencyMs: number,
     progressed = false,
   ): Promise<never> {
-    const { clock, metrics, control, queues, store } = this.options;
+    const { clock, metrics, control, store } = this.options;
     if (err instanceof BudgetExhaustedError) {
       // Yield: free the slot until the budget resets or the freeze ends; no attempt is burned.
       this.counters.yielded += 1;
@@ -242,10 +259,10 @@ export class VenueRunner {
       this.counters.rateLimited += 1;
       metrics.rateLimited.inc({ venue: this.venue, status: cause });
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'rate_limited' });
-      // Freeze the venue fleet-wide until the time it gave, halve its concurrency, and put the
-      // unit back without burning an attempt; other venues' queues are untouched.
+      // Freeze the venue fleet-wide until the time it gave (one record, from which the control
+      // derives the queue limiter that stops every worker taking its units), halve its
+      // concurrency, and put the unit back without burning an attempt; other venues are untouched.
       const step = await control.onRateLimited(this.venue, untilMs, cause);
-      await queues.freeze(this.venue, step.frozenUntilMs, clock.now());
       await this.applyConcurrency(step, true);
       logger.warn({ untilMs, cause, until: new Date(untilMs).toISOString() }, 'venue rate limited: frozen fleet-wide');
       await job.moveToDelayed(Math.max(untilMs, clock.now() + 1), token);
@@ -265,7 +282,7 @@ export class VenueRunner {
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
       // Per-instrument exponential backoff: the job waits, the venue's other instruments go on.
-      const retryAtMs = clock.now() + (await this.bookBackoffMs(unit.jobId));
+      const retryAtMs = clock.now() + (await control.bookBackoffMs(this.venue, unit.jobId, this.bookBackoff));
       await store.jobs.fail(unit.jobId, message, retryAtMs);
       logger.warn({ err, retryAt: new Date(retryAtMs).toISOString() }, 'book snapshot failed; instrument backing off');
       throw new BullUnrecoverableError(message);
@@ -323,22 +340,6 @@ export class VenueRunner {
     const value = Math.min(step.concurrency, this.connector.maxInflight);
     await this.options.queues.setGlobalConcurrency(this.venue, value);
     this.options.metrics.concurrency.set({ venue: this.venue }, value);
-  }
-
-  private bookBackoffKey(): string {
-    return `${this.options.prefix}:venue:{${this.venue}}:book-backoff`;
-  }
-
-  private async bookBackoffMs(jobId: string): Promise<number> {
-    const streak = await this.options.connection.hincrby(this.bookBackoffKey(), jobId, 1);
-    const base = this.options.bookBackoffBaseMs ?? 5000;
-    const max = this.options.bookBackoffMaxMs ?? 300_000;
-    const capped = Math.min(max, base * 2 ** Math.min(20, streak - 1));
-    return Math.round(capped / 2 + Math.random() * (capped / 2));
-  }
-
-  private async resetBookBackoff(jobId: string): Promise<void> {
-    await this.options.connection.hdel(this.bookBackoffKey(), jobId);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { BudgetGateMetrics } from '@tickfleet/budget';
 import { registerMetric, type Counter, type Gauge, type Histogram, type Registry } from '@tickfleet/telemetry';
 
 /**
@@ -5,8 +6,9 @@ import { registerMetric, type Counter, type Gauge, type Histogram, type Registry
  * buckets live there; docs/metrics.md is generated from it). Labels are venue, endpoint, kind,
  * outcome and status class: bounded sets. The one per-job series,
  * `tickfleet_cursor_lag_seconds{job}`, is bounded by the number of candle jobs a fleet runs.
+ * The budget gate writes its series through the {@link BudgetGateMetrics} part.
  */
-export class WorkerMetrics {
+export class WorkerMetrics implements BudgetGateMetrics {
   readonly units: Counter<'venue' | 'kind' | 'outcome'>;
   readonly unitSeconds: Histogram<'venue' | 'kind'>;
   readonly requestSeconds: Histogram<'venue' | 'endpoint'>;

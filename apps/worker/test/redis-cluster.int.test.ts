@@ -57,7 +57,7 @@ describe('fleet on Redis Cluster', () => {
       const until = Date.now() + 3000;
       await control.onRateLimited('polygon', until, '429');
       expect((await control.freezeOf('polygon'))?.cause).toBe('429');
-      expect(await queues.freeze('polygon', until)).toBeGreaterThan(1000);
+      expect(await queues.frozenForMs('polygon')).toBeGreaterThan(1000);
       expect(await queues.frozenForMs('binance')).toBe(0);
       const lock = new JobLock(redis, { prefix: fleet.prefix, ttlMs: 2000 });
       const token = await lock.acquire('polygon:AAPL:1m:ohlcv');

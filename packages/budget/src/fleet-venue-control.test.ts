@@ -1,9 +1,11 @@
 import { Redis } from 'ioredis';
 import { ManualClock } from '@tickfleet/core';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
-import { AimdController } from './aimd-controller.js';
-import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
-import { FleetVenueControl } from './fleet-venue-control.js';
+import { Worker } from 'bullmq';
+import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
+import { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
+import { FleetVenueControl, type AimdChange } from './fleet-venue-control.js';
 
 let redis: TestRedis;
 const clients: Redis[] = [];
@@ -20,8 +22,7 @@ afterAll(async () => {
 const LIMITS: AimdLimits = { ...DEFAULT_AIMD_LIMITS, min: 1, max: 16, increaseAfterMs: 1000, minSamples: 20 };
 
 /** One FleetVenueControl per Redis client, as N worker processes would have. */
-function fleet(clock: ManualClock, limits: AimdLimits = LIMITS): FleetVenueControl[] {
-  const prefix = redis.namespace();
+function fleet(clock: ManualClock, limits: AimdLimits = LIMITS, prefix = redis.namespace()): FleetVenueControl[] {
   return clients.map((c) => {
     const control = new FleetVenueControl(c, { prefix, clock });
     control.configure('binance', limits);
@@ -89,26 +90,141 @@ describe('FleetVenueControl', () => {
     expect(snap).toMatchObject({ concurrency: 13, min: 1, max: 16, windowOutcomes: 0 });
   });
 
-  it('agrees with the in-process AimdController step by step', async () => {
-    const clock = new ManualClock();
-    const limits: AimdLimits = { ...LIMITS, max: 10, minSamples: 5, maxP95LatencyMs: 400, increaseAfterMs: 700 };
-    const [control] = fleet(clock, limits) as [FleetVenueControl];
-    const local = new AimdController(limits, clock);
-    let seed = 7;
-    const rand = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-    for (let i = 0; i < 400; i++) {
-      clock.advance(Math.floor(rand() * 120));
-      const r = rand();
-      if (r < 0.02) {
-        const until = clock.now() + Math.floor(rand() * 1500);
-        const remote = await control.onRateLimited('binance', until);
-        expect(remote.concurrency).toBe(local.onRateLimited(until).concurrency);
-      } else {
-        const outcome = { ok: rand() > (i % 100 < 50 ? 0.05 : 0.4), latencyMs: Math.floor(rand() * (i % 60 < 30 ? 300 : 600)) };
-        const remote = await control.reportOutcome('binance', outcome);
-        const mine = local.reportOutcome(outcome);
-        expect(remote).toEqual(mine);
-      }
+  it('derives the limiter BullMQ obeys from the freeze record, in one step, and reset clears both', async () => {
+    const clock = new ManualClock(Date.now());
+    const prefix = redis.namespace();
+    const [control] = fleet(clock, LIMITS, prefix) as [FleetVenueControl];
+    const queues = new VenueQueues(clients[0]!, { prefix });
+    try {
+      const t = clock.now();
+      expect(await control.freeze('binance', t + 30_000, '418')).toEqual({ untilMs: t + 30_000, cause: '418' });
+      expect(await queues.frozenForMs('binance')).toBeGreaterThan(25_000);
+      expect(await queues.frozenForMs('binance')).toBeLessThanOrEqual(30_000);
+      // The queue got the never-tripping rate limit BullMQ needs before it honours the limiter.
+      expect((await queues.queue('binance').getGlobalRateLimit())?.max).toBeGreaterThan(1e9);
+      expect(await control.frozenForMs('binance')).toBe(30_000);
+      // A shorter freeze changes neither the record nor the limiter.
+      expect(await control.onRateLimited('binance', t + 1000, '429')).toMatchObject({ frozenUntilMs: t + 30_000 });
+      expect(await queues.frozenForMs('binance')).toBeGreaterThan(25_000);
+      expect(await control.freeze('kraken', t - 1, 'manual')).toBeNull();
+      expect(await queues.frozenForMs('kraken')).toBe(0);
+      await control.reset('binance');
+      expect(await control.freezeOf('binance')).toBeNull();
+      expect(await queues.frozenForMs('binance')).toBe(0);
+    } finally {
+      await queues.close();
     }
+  });
+
+  it("holds the venue's units on every worker until the freeze ends, other venues untouched", async () => {
+    const prefix = redis.namespace();
+    const control = new FleetVenueControl(clients[0]!, { prefix });
+    const queues = new VenueQueues(clients[1]!, { prefix });
+    const workers: Worker[] = [];
+    try {
+      const now = Date.now();
+      expect(await control.freeze('binance', now + 3000, '429')).toEqual({ untilMs: now + 3000, cause: '429' });
+      const startedAt: Record<string, number> = {};
+      for (const venue of ['binance', 'kraken']) {
+        workers.push(new Worker<QueuedUnit>(queueNameFor(venue), async (job) => void (startedAt[job.data.venue] = Date.now()), { connection: { url: redis.url }, prefix }));
+      }
+      const unit = (venue: string): QueuedUnit => ({ kind: 'incremental', venue, jobId: `${venue}:BTC/USDT:1m:ohlcv`, dueAt: 1, nextRunAt: 2, enqueuedAt: 0 });
+      await queues.enqueue([unit('binance'), unit('kraken')]);
+      await waitFor(() => startedAt.binance, 'binance unit to run after the freeze', { timeoutMs: 60_000 });
+      // kraken is untouched by binance's freeze (it ran first); binance waited the freeze out (the
+      // limiter key's expiry, less Redis's 1 ms expiry resolution).
+      expect(startedAt.kraken).toBeLessThan(startedAt.binance!);
+      expect(startedAt.binance).toBeGreaterThanOrEqual(now + 2990);
+    } finally {
+      await Promise.all(workers.map((w) => w.close()));
+      await queues.close();
+    }
+  });
+
+  it('backs off a failing book instrument fleet-wide, doubling up to the cap, until it succeeds', async () => {
+    const prefix = redis.namespace();
+    const [a, b] = clients.slice(0, 2).map((c) => new FleetVenueControl(c, { prefix, random: () => 0.999_999 })) as [FleetVenueControl, FleetVenueControl];
+    const job = 'binance:BTC/USDT:book';
+    const opts = { baseMs: 1000, maxMs: 6000 };
+    expect(await a.bookBackoffMs('binance', job, opts)).toBe(1000);
+    expect(await b.bookBackoffMs('binance', job, opts)).toBe(2000);
+    expect(await a.bookBackoffMs('binance', job, opts)).toBe(4000);
+    expect(await b.bookBackoffMs('binance', job, opts)).toBe(6000);
+    expect(await a.bookBackoffMs('binance', 'binance:ETH/USDT:book', opts)).toBe(1000);
+    await b.resetBookBackoff('binance', job);
+    expect(await a.bookBackoffMs('binance', job, opts)).toBe(1000);
+  });
+});
+
+/**
+ * The AIMD rules on the one instance that runs them (the Lua scripts behind FleetVenueControl),
+ * step by step on a manual clock with one worker.
+ */
+describe('FleetVenueControl AIMD rules', () => {
+  const limits = (over: Partial<AimdLimits> = {}): AimdLimits => ({ ...DEFAULT_AIMD_LIMITS, max: 16, increaseAfterMs: 1000, ...over });
+  const one = (clock: ManualClock, l: AimdLimits): FleetVenueControl => fleet(clock, l)[0]!;
+
+  it('halves on a rate limit down to the floor, once per incident', async () => {
+    const clock = new ManualClock();
+    const aimd = one(clock, limits({ min: 3 }));
+    expect(await aimd.concurrency('binance')).toBe(16);
+    expect(await aimd.onRateLimited('binance')).toMatchObject({ concurrency: 8, change: 'halve' });
+    // Same incident (requests that were already in flight): no second halving.
+    expect(await aimd.onRateLimited('binance')).toMatchObject({ concurrency: 8, change: 'none' });
+    clock.advance(1000);
+    expect((await aimd.onRateLimited('binance')).concurrency).toBe(4);
+    clock.advance(1000);
+    expect((await aimd.onRateLimited('binance')).concurrency).toBe(3);
+    clock.advance(1000);
+    expect((await aimd.onRateLimited('binance')).concurrency).toBe(3);
+  });
+
+  it('adds one per increaseAfterMs of clean operation, up to the ceiling, not while frozen', async () => {
+    const clock = new ManualClock();
+    const aimd = one(clock, limits({ max: 6 }));
+    await aimd.onRateLimited('binance', clock.now() + 2500); // 6 -> 3, frozen 2.5 s
+    const changes: AimdChange[] = [];
+    for (let i = 0; i < 80; i++) {
+      clock.advance(100);
+      changes.push((await aimd.reportOutcome('binance', { ok: true, latencyMs: 50 })).change);
+    }
+    // No increase while frozen (until 2.5 s) although 1 s passed; then +1 at 2.5 s, 3.5 s, 4.5 s; 6 is the ceiling.
+    expect(changes.filter((c) => c === 'increase')).toHaveLength(3);
+    expect(changes.indexOf('increase')).toBe(24);
+    expect(changes.lastIndexOf('increase')).toBe(44);
+    expect(await aimd.concurrency('binance')).toBe(6);
+  });
+
+  it('subtracts one when the failure ratio or the p95 latency is too high', async () => {
+    const clock = new ManualClock();
+    const aimd = one(clock, limits({ minSamples: 10, maxFailureRatio: 0.2, maxP95LatencyMs: 500 }));
+    const steps = [];
+    for (let i = 0; i < 10; i++) steps.push(await aimd.reportOutcome('binance', { ok: i % 3 !== 0, latencyMs: 10 }));
+    expect(steps.map((s) => s.change).filter((c) => c === 'decrease')).toHaveLength(1);
+    expect(await aimd.concurrency('binance')).toBe(15);
+    for (let i = 0; i < 10; i++) await aimd.reportOutcome('binance', { ok: true, latencyMs: i === 0 ? 10 : 900 });
+    expect(await aimd.concurrency('binance')).toBe(14);
+    // A clean window of 9 outcomes keeps it.
+    for (let i = 0; i < 9; i++) await aimd.reportOutcome('binance', { ok: false, latencyMs: 10 });
+    expect(await aimd.concurrency('binance')).toBe(14);
+  });
+
+  it('judges latency by a nearest-rank p95 (the value at rank ceil(0.95 n))', async () => {
+    // Latencies 1..100: the p95 is 95. A threshold of 95 keeps the concurrency, 94 subtracts one.
+    for (const [threshold, expected] of [
+      [95, 16],
+      [94, 15],
+    ] as const) {
+      const clock = new ManualClock();
+      const aimd = one(clock, limits({ minSamples: 100, maxFailureRatio: 1, maxP95LatencyMs: threshold }));
+      for (let latencyMs = 1; latencyMs <= 100; latencyMs++) await aimd.reportOutcome('binance', { ok: true, latencyMs });
+      expect(await aimd.concurrency('binance')).toBe(expected);
+    }
+  });
+
+  it('derives limits from a connector', () => {
+    const l = aimdLimitsFor({ maxInflight: 8, aimd: { min: 2, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 } });
+    expect(l).toMatchObject({ min: 2, max: 8, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 });
+    expect(aimdLimitsFor({ maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } }).max).toBe(3);
   });
 });

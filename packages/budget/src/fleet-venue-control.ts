@@ -1,11 +1,37 @@
 import { systemClock, type Clock } from '@tickfleet/core';
+import { luaCommand, QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
-import type { AimdChange, AimdOutcome } from './aimd-controller.js';
-import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
-export type FreezeCause = '429' | '418' | 'budget' | 'manual';
+/** Every cause a freeze record can carry (bounded: metrics export one series per cause). */
+export const FREEZE_CAUSES = ['429', '418', 'budget', 'manual'] as const;
+export type FreezeCause = (typeof FREEZE_CAUSES)[number];
+
+/** What one AIMD step did to the concurrency. */
+export type AimdChange = 'increase' | 'decrease' | 'halve' | 'none';
+
+/** One finished request or unit, as AIMD sees it. */
+export interface AimdOutcome {
+  ok: boolean;
+  latencyMs: number;
+}
+
+/** Per-instrument backoff of a failed book snapshot. */
+export interface BookBackoffOptions {
+  /** Delay scale of the first failure. @defaultValue 5000 */
+  baseMs?: number;
+  /** Upper bound of any delay. @defaultValue 300000 */
+  maxMs?: number;
+}
+
+/**
+ * BullMQ holds a queue's units while its limiter key lives only when the queue has a global rate
+ * limit; this one is so high it never limits by count. The limiter value is at least any max.
+ */
+const LIMITER_FULL = Number.MAX_SAFE_INTEGER;
+const UNLIMITED_RATE_MAX = 1_000_000_000_000;
+const UNLIMITED_RATE_DURATION_MS = 1000;
 
 export interface FleetVenueControlOptions {
   /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
@@ -14,6 +40,8 @@ export interface FleetVenueControlOptions {
   clock?: Clock;
   /** Limits of venues not given to {@link FleetVenueControl.configure}. @defaultValue DEFAULT_AIMD_LIMITS */
   defaults?: AimdLimits;
+  /** Uniform random source in [0, 1) for the book backoff's jitter. @defaultValue Math.random */
+  random?: () => number;
 }
 
 export interface VenueFreeze {
@@ -38,11 +66,21 @@ export interface ControlStep {
 }
 
 /**
- * Fleet-wide control of each venue in RedisClient: its freeze and its AIMD concurrency, one hash per
- * venue under the venue's hash tag. Every change is one Lua script, so any number of workers can
- * report 429s and outcomes at once and the venue sees one controller, not N fighting ones.
- * The caller applies a changed concurrency to the venue's queue (`applyConcurrency` in
- * `@tickfleet/queues`) and a freeze to its limiter (`VenueQueues.freeze`).
+ * The one venue-control API of the fleet: each venue's freeze, its AIMD concurrency and the
+ * backoff of its book instruments, in Redis under the venue's hash tag (one Cluster slot). Every
+ * change is one Lua script, so any number of workers can report 429s and outcomes at once and the
+ * venue sees one controller, not N fighting ones. These rules run only here (in the scripts):
+ * - a rate limit (429/418) halves the concurrency (floor `min`), once per `halveCooldownMs`;
+ * - once `minSamples` outcomes are in the window, a failure ratio above `maxFailureRatio` or a
+ *   nearest-rank p95 latency above `maxP95LatencyMs` subtracts one (floor `min`) and starts a new window;
+ * - `increaseAfterMs` of clean operation since the window began, while not frozen, adds one
+ *   (ceiling `max`) and starts a new window, so the fleet adds at most one per `increaseAfterMs`.
+ *
+ * A freeze has one record, the control hash's `fu`/`fc` fields. {@link freeze} is its only
+ * writer and, in the same script, derives the venue queue's BullMQ limiter key from it (so
+ * workers stop taking the venue's units); everything that asks whether a venue is frozen (the
+ * budget gate, the worker heartbeat, the status page) reads the record. The caller applies a
+ * changed concurrency (a returned {@link ControlStep}) to the venue's queue.
  */
 export class FleetVenueControl {
   private readonly prefix: string;
@@ -52,6 +90,7 @@ export class FleetVenueControl {
   private readonly freezeCmd: LuaCommand;
   private readonly rateLimitedCmd: LuaCommand;
   private readonly outcomeCmd: LuaCommand;
+  private readonly random: () => number;
 
   constructor(
     private readonly redis: RedisClient,
@@ -60,7 +99,8 @@ export class FleetVenueControl {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
-    this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-1.lua');
+    this.random = options.random ?? Math.random;
+    this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-3.lua');
     this.rateLimitedCmd = luaCommand(redis, COMMANDS, 'rateLimitedVenue-2.lua');
     this.outcomeCmd = luaCommand(redis, COMMANDS, 'reportOutcome-2.lua');
   }
@@ -74,10 +114,17 @@ export class FleetVenueControl {
     return this.limits.get(venue) ?? this.defaults;
   }
 
-  /** Freezes `venue` until `untilMs`; never shortens a freeze already in place. Returns the freeze in force. */
-  async freeze(venue: string, untilMs: number, cause: FreezeCause): Promise<VenueFreeze> {
-    const [fu, fc] = (await this.freezeCmd([this.key(venue, 'control')], [Math.ceil(untilMs), cause])) as [number, string, number];
-    return { untilMs: Number(fu), cause: fc as FreezeCause };
+  /**
+   * Freezes `venue` until `untilMs` (on this instance's clock); never shortens a freeze already
+   * in place. Writes the freeze record and, in the same step, the queue limiter derived from it.
+   * Returns the freeze in force, or null when there is none (an `untilMs` already past).
+   */
+  async freeze(venue: string, untilMs: number, cause: FreezeCause): Promise<VenueFreeze | null> {
+    const [fu, fc] = (await this.freezeCmd(
+      [this.key(venue, 'control'), queueKey(this.prefix, venue, 'limiter'), queueKey(this.prefix, venue, 'meta')],
+      [this.clock.now(), Math.ceil(untilMs), cause, LIMITER_FULL, UNLIMITED_RATE_MAX, UNLIMITED_RATE_DURATION_MS],
+    )) as [number, string, number];
+    return Number(fu) > 0 ? { untilMs: Number(fu), cause: fc as FreezeCause } : null;
   }
 
   /** The end of the venue's freeze, or null when it is not frozen now. */
@@ -85,6 +132,13 @@ export class FleetVenueControl {
     return (await this.freezeOf(venue))?.untilMs ?? null;
   }
 
+  /** Remaining freeze of the venue in ms (0 when it is not frozen): the budget gate's check. */
+  async frozenForMs(venue: string): Promise<number> {
+    const untilMs = await this.frozenUntil(venue);
+    return untilMs === null ? 0 : untilMs - this.clock.now();
+  }
+
+  /** The freeze in force (the record), or null. */
   async freezeOf(venue: string): Promise<VenueFreeze | null> {
     const [fu, fc] = await this.redis.hmget(this.key(venue, 'control'), 'fu', 'fc');
     const untilMs = Number(fu ?? 0);
@@ -92,17 +146,18 @@ export class FleetVenueControl {
   }
 
   /**
-   * The venue answered 429/418: halves its concurrency (floor `min`, once per
-   * `halveCooldownMs` however many workers report the same incident) and, when `freezeUntilMs` is
-   * given, freezes it.
+   * The venue answered 429/418: halves its concurrency (floor `min`, once per `halveCooldownMs`
+   * however many workers report the same incident) and, when `freezeUntilMs` is given, freezes
+   * it ({@link freeze}). `frozenUntilMs` is the freeze in force afterwards (0 when none).
    */
   async onRateLimited(venue: string, freezeUntilMs = 0, cause: FreezeCause = '429'): Promise<ControlStep & { frozenUntilMs: number }> {
     const l = this.limitsOf(venue);
-    const [c, halved, fu] = (await this.rateLimitedCmd(
-      [this.key(venue, 'control'), this.key(venue, 'latency')],
-      [this.clock.now(), l.min, l.max, l.halveCooldownMs, Math.ceil(freezeUntilMs), cause],
-    )) as [number, number, number];
-    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: Number(fu) };
+    const [c, halved] = (await this.rateLimitedCmd([this.key(venue, 'control'), this.key(venue, 'latency')], [this.clock.now(), l.min, l.max, l.halveCooldownMs])) as [
+      number,
+      number,
+    ];
+    const frozen = await this.freeze(venue, freezeUntilMs, cause);
+    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: frozen?.untilMs ?? 0 };
   }
 
   /** Feeds one outcome into the venue's fleet-wide window; may add or subtract one. */
@@ -148,9 +203,27 @@ export class FleetVenueControl {
     };
   }
 
-  /** Forgets a venue's state (operator reset): concurrency back to its ceiling, no freeze. */
+  /**
+   * A book snapshot of `jobId` failed: how long that instrument waits before its next one. The
+   * failure streak is counted per instrument in Redis (fleet-wide), the delay doubles with it up
+   * to `maxMs`, drawn from [capped/2, capped) so instruments that failed together spread out.
+   */
+  async bookBackoffMs(venue: string, jobId: string, options: BookBackoffOptions = {}): Promise<number> {
+    const streak = await this.redis.hincrby(this.key(venue, 'book-backoff'), jobId, 1);
+    const base = options.baseMs ?? 5000;
+    const max = options.maxMs ?? 300_000;
+    const capped = Math.min(max, base * 2 ** Math.min(20, streak - 1));
+    return Math.round(capped / 2 + this.random() * (capped / 2));
+  }
+
+  /** A book snapshot of `jobId` succeeded: its failure streak starts over. */
+  async resetBookBackoff(venue: string, jobId: string): Promise<void> {
+    await this.redis.hdel(this.key(venue, 'book-backoff'), jobId);
+  }
+
+  /** Forgets a venue's state (operator reset): concurrency back to its ceiling, no freeze (record and queue limiter). */
   async reset(venue: string): Promise<void> {
-    await this.redis.del(this.key(venue, 'control'), this.key(venue, 'latency'));
+    await this.redis.del(this.key(venue, 'control'), this.key(venue, 'latency'), queueKey(this.prefix, venue, 'limiter'));
   }
 
   private key(venue: string, suffix: string): string {

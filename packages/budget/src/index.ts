@@ -1,7 +1,30 @@
-export { AimdController, p95, type AimdChange, type AimdStep, type AimdOutcome } from './aimd-controller.js';
+export type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
+export {
+  CLOCK_SKEW_TOLERANCE_MS,
+  PAUSED_RETRY_MS,
+  emissionIntervalMs,
+  onCallerClock,
+  toAcquireResult,
+  toBudgetUsage,
+  type AcquireDecision,
+  type BudgetState,
+} from './acquire-math.js';
+export {
+  BudgetGate,
+  boundaryGuardMs,
+  type BudgetGateMetrics,
+  type BudgetGateOptions,
+  type BudgetRequest,
+  type BudgetResponse,
+  type FreezeSource,
+} from './budget-gate.js';
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 export {
   FleetVenueControl,
+  FREEZE_CAUSES,
+  type AimdChange,
+  type AimdOutcome,
+  type BookBackoffOptions,
   type FleetVenueControlOptions,
   type FreezeCause,
   type VenueFreeze,
@@ -9,5 +32,5 @@ export {
   type ControlStep,
 } from './fleet-venue-control.js';
 export { backoffMs, retryAtFromHeaders, type BackoffOptions } from './backoff.js';
-export { LocalFallbackBudget, type LocalFallbackBudgetOptions, type FallbackAcquire } from './local-fallback-budget.js';
+export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';

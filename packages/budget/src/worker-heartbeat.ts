@@ -13,7 +13,7 @@ export interface WorkerHeartbeatOptions {
 
 /**
  * Which workers serve a venue: each beats into a RedisClient sorted set per venue (score = last beat),
- * which is how {@link LocalFallbackBudget} knows `liveWorkers` when the state store is down.
+ * which is how {@link StoreOutageFallback} knows `liveWorkers` when the state store is down.
  */
 export class WorkerHeartbeat {
   private readonly prefix: string;

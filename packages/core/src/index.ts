@@ -19,6 +19,7 @@ export * from './errors/rate-limited-error.js';
 export * from './errors/banned-error.js';
 export * from './errors/transient-error.js';
 export * from './errors/unrecoverable-error.js';
+export * from './errors/request-too-heavy-error.js';
 export * from './errors/malformed-payload-error.js';
 export * from './errors/store-unavailable-error.js';
 export * from './errors/sink-unavailable-error.js';

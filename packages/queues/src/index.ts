@@ -15,6 +15,7 @@ export {
 } from './redis-connection.js';
 export {
   VenueQueues,
+  queueKey,
   type VenueQueuesOptions,
   type EnqueueOptions,
   type EnqueueOutcome,

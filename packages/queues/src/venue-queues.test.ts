@@ -79,7 +79,6 @@ describe('VenueQueues', () => {
     const queues = fresh();
     await queues.enqueue([unit(1), unit(2, 'kraken')]);
     await queues.setGlobalConcurrency('binance', 3);
-    await queues.freeze('kraken', Date.now() + 5000);
     const keys = await conn.keys(`${queues.prefix}:*`);
     expect(keys.length).toBeGreaterThan(4);
     for (const key of keys) expect(key).toMatch(/^[^{]*\{(binance|kraken)\}/);
@@ -106,26 +105,6 @@ describe('VenueQueues', () => {
     await queues.enqueue(Array.from({ length: 12 }, (_, i) => unit(i + 1)));
     await waitFor(() => done === 12, '12 units done', { timeoutMs: 15_000 });
     expect(peak).toBe(2);
-  });
-
-  it('freezes a venue until a time, only ever lengthening the freeze', async () => {
-    const queues = fresh();
-    const now = Date.now();
-    expect(await queues.freeze('binance', now + 3000, now)).toBe(3000);
-    // A shorter freeze leaves the longer one in place.
-    expect(await queues.freeze('binance', now + 200, now)).toBeGreaterThan(200);
-    expect(await queues.frozenForMs('binance')).toBeGreaterThan(200);
-    expect(await queues.frozenForMs('kraken')).toBe(0);
-
-    const startedAt: Record<string, number> = {};
-    worker(queues, 'binance', async (job) => void (startedAt[job.data.venue] = Date.now()));
-    worker(queues, 'kraken', async (job) => void (startedAt[job.data.venue] = Date.now()));
-    await queues.enqueue([unit(1), unit(1, 'kraken')]);
-    await waitFor(() => startedAt.binance, 'binance unit to run after the freeze', { timeoutMs: 60_000 });
-    // kraken is untouched by binance's freeze (it ran first); binance waited the freeze out (the
-    // limiter key's expiry, less Redis's 1 ms expiry resolution).
-    expect(startedAt.kraken).toBeLessThan(startedAt.binance!);
-    expect(startedAt.binance).toBeGreaterThanOrEqual(now + 2990);
   });
 
   it('serves live units before backfill chunks, then by job priority', async () => {

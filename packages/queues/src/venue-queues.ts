@@ -1,21 +1,19 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from './redis-connection.js';
-import { luaCommand, type LuaCommand } from './lua-command.js';
 import { UNIT_JOB_OPTIONS } from './job-options.js';
 import { assertPrefix, QUEUE_PREFIX, queueNameFor } from './names.js';
 import { unitPriority } from './priorities.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { unitJobId } from './unit-job-id.js';
 
-const COMMANDS = new URL('./commands/', import.meta.url);
-
 /**
- * A global rate limit so high it never limits by count. BullMQ only honours a queue's limiter key
- * (what {@link VenueQueues.freeze} sets) when a rate-limit max is configured, so freezing a venue
- * installs this one first.
+ * Redis key of one BullMQ key of a venue's queue: `<prefix>:{<venue>}:<suffix>` (BullMQ's
+ * `Queue.toKey`), e.g. its `limiter` or `meta`. For scripts outside BullMQ that must write a
+ * queue key in the same step as their own (the venue freeze in `@tickfleet/budget`).
  */
-const UNLIMITED_RATE_MAX = 1_000_000_000_000;
-const UNLIMITED_RATE_DURATION_MS = 1000;
+export function queueKey(prefix: string, venue: string, suffix: string): string {
+  return `${assertPrefix(prefix)}:${queueNameFor(venue)}:${suffix}`;
+}
 
 export interface VenueQueuesOptions {
   /** Key prefix of every queue. Tests pass a fresh one. @defaultValue QUEUE_PREFIX ('tickfleet') */
@@ -64,7 +62,6 @@ export class VenueQueues {
   readonly prefix: string;
   private readonly queues = new Map<string, Queue<QueuedUnit>>();
   private readonly jobOptions: JobsOptions;
-  private readonly extendFreezeCmd: LuaCommand;
   private readonly onError: (err: Error, venue: string) => void;
 
   constructor(
@@ -73,7 +70,6 @@ export class VenueQueues {
   ) {
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
     this.jobOptions = { ...UNIT_JOB_OPTIONS, ...options.jobOptions };
-    this.extendFreezeCmd = luaCommand(connection, COMMANDS, 'extendFreeze-1.lua');
     this.onError = options.onError ?? (() => undefined);
   }
 
@@ -95,7 +91,7 @@ export class VenueQueues {
 
   /** The RedisClient key of the BullMQ job hash of a unit id. */
   jobKey(venue: string, id: string): string {
-    return `${this.prefix}:${queueNameFor(venue)}:${id}`;
+    return queueKey(this.prefix, venue, id);
   }
 
   /** BullMQ options of one unit: its deterministic id, its priority, the trimming defaults. */
@@ -172,20 +168,10 @@ export class VenueQueues {
   }
 
   /**
-   * Stops every worker from taking units of `venue` until `untilMs` (BullMQ's limiter key), only
-   * ever lengthening a freeze already in place. Returns the remaining freeze in ms.
+   * Remaining TTL of the venue queue's limiter key in ms (0 when unset): what BullMQ obeys. It is
+   * derived from the venue's freeze record by `FleetVenueControl` (`@tickfleet/budget`), the one
+   * writer of freezes; read the record there, this is the queue-level view (`tickfleet queues`).
    */
-  async freeze(venue: string, untilMs: number, nowMs: number = Date.now()): Promise<number> {
-    const ms = Math.ceil(untilMs - nowMs);
-    if (ms <= 0) return Math.max(0, await this.queue(venue).getRateLimitTtl());
-    const queue = this.queue(venue);
-    if ((await queue.getGlobalRateLimit()) === null) {
-      await queue.setGlobalRateLimit(UNLIMITED_RATE_MAX, UNLIMITED_RATE_DURATION_MS);
-    }
-    return Number(await this.extendFreezeCmd([queue.toKey('limiter')], [ms, Number.MAX_SAFE_INTEGER]));
-  }
-
-  /** Remaining freeze of the venue's queue in ms (0 when not frozen). */
   async frozenForMs(venue: string): Promise<number> {
     return Math.max(0, await this.queue(venue).getRateLimitTtl());
   }

@@ -23,9 +23,11 @@ export interface AfterResponseInfo {
 }
 
 /**
- * The two places the worker plugs into every upstream request: `beforeRequest` spends the weight
- * from the fleet budget (and may throw, e.g. BudgetExhaustedError, to abort the request before it
- * is sent); `afterResponse` corrects the budget and feeds latency/failure statistics.
+ * The two hooks a caller attaches to every upstream request of an adapter; this package only
+ * declares them and calls them. The worker attaches its budget gate (`@tickfleet/budget`, in
+ * `VenueRunner.makeAdapter`): `beforeRequest` spends the weight from the fleet budget (and may
+ * throw, e.g. BudgetExhaustedError, to abort the request before it is sent); `afterResponse`
+ * corrects the budget and feeds latency/failure statistics.
  */
 export interface RequestHooks {
   beforeRequest?(info: BeforeRequestInfo): Promise<void>;

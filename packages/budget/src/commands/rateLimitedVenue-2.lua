@@ -1,6 +1,7 @@
 --[[
-  A venue answered 429/418: halve its fleet-wide concurrency (floor min) once per incident,
-  start a new observation window, and extend its freeze.
+  A venue answered 429/418: halve its fleet-wide concurrency (floor min) once per incident and
+  start a new observation window. The freeze the venue asked for is written by freezeVenue-3.lua
+  (FleetVenueControl.onRateLimited runs both), the one writer of the freeze record.
 
   Input:
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
@@ -10,14 +11,11 @@
     ARGV[3] max concurrency
     ARGV[4] halve cooldown ms: 429s within it after a halving (requests already in flight when
             the venue started refusing) do not halve again
-    ARGV[5] freeze end, epoch ms (0: no freeze)
-    ARGV[6] freeze cause
 
-  Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving,
-               fu frozen until, fc freeze cause.
+  Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving.
 
   Output:
-    { concurrency, halved (1 | 0), frozenUntilMs }
+    { concurrency, halved (1 | 0) }
 ]]
 local now = tonumber(ARGV[1])
 local minC = tonumber(ARGV[2])
@@ -33,10 +31,4 @@ if now - lastHalved >= tonumber(ARGV[4]) then
 end
 redis.call("HSET", KEYS[1], "c", c, "cs", now, "n", 0, "f", 0)
 redis.call("DEL", KEYS[2])
-local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
-local untilMs = tonumber(ARGV[5])
-if untilMs > fu then
-  fu = untilMs
-  redis.call("HSET", KEYS[1], "fu", fu, "fc", ARGV[6])
-end
-return { c, halved, fu }
+return { c, halved }

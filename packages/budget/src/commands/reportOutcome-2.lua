@@ -6,7 +6,6 @@
   - else, once increaseAfterMs have passed since the window started and the venue is not frozen,
     a clean window (ratio and p95 within bounds) adds 1 (ceiling max); either way a new window
     starts, so the fleet adds at most 1 per increaseAfterMs.
-  Mirrors AimdController.reportOutcome.
 
   Input:
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)

@@ -1,7 +1,6 @@
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type Document } from 'mongodb';
 import { type Clock, StoreUnavailableError, ValidationError } from '@tickfleet/core';
-import type { AcquireResult, BudgetUsage, BudgetsRepo } from '../state-store.js';
-import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '../internal/acquire-math.js';
+import { type AcquireResult, type BudgetUsage, type BudgetsRepo, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget';
 import type { BudgetDoc, MongoCollections } from './documents.js';
 
 /** Server time of the decision, never earlier than this venue's previous decision. */
@@ -139,15 +138,29 @@ export class MongoBudgetsRepo implements BudgetsRepo {
 }
 
 /**
+ * Socket errors the driver lets through unwrapped: a command written to a pooled connection the
+ * server has just closed fails with the socket's own EPIPE/ECONNRESET before the pool notices.
+ */
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT']);
+
+/**
  * Runs a driver call, turning "the server cannot be reached" (network errors, no server selected,
- * a closed client) into StoreUnavailableError, so a worker can fall back to its local budget share.
+ * a closed client, a socket the server closed) into StoreUnavailableError, so a worker can fall
+ * back to its local budget share.
  */
 export async function unavailableOnNetworkError<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (err instanceof MongoNetworkError || err instanceof MongoServerSelectionError || err instanceof MongoNotConnectedError || err instanceof MongoTopologyClosedError) {
-      throw new StoreUnavailableError(`MongoDB store unreachable: ${err.message}`, { cause: err });
+    const socketCode = (err as NodeJS.ErrnoException | null)?.code;
+    if (
+      err instanceof MongoNetworkError ||
+      err instanceof MongoServerSelectionError ||
+      err instanceof MongoNotConnectedError ||
+      err instanceof MongoTopologyClosedError ||
+      (typeof socketCode === 'string' && SOCKET_ERROR_CODES.has(socketCode))
+    ) {
+      throw new StoreUnavailableError(`MongoDB store unreachable: ${(err as Error).message}`, { cause: err });
     }
     throw err;
   }

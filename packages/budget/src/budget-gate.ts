@@ -1,36 +1,74 @@
-import { BudgetExhaustedError, type Clock, isTickfleetError, StoreUnavailableError } from '@tickfleet/core';
-import { type AcquireResult, CLOCK_SKEW_TOLERANCE_MS, type StateStore } from '@tickfleet/store';
+import { BudgetExhaustedError, type Clock, isTickfleetError, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
-import type { AfterResponseInfo, BeforeRequestInfo, RequestHooks } from '@tickfleet/venues';
-import type { WorkerMetrics } from './worker-metrics.js';
+import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
+import type { AcquireResult, BudgetsRepo } from './budget-types.js';
+import type { FallbackBudget } from './store-outage-fallback.js';
 
-/** What the gate needs to know about fleet-wide venue state (freezes live in Redis). */
+/** What the gate needs to know about fleet-wide venue state (`FleetVenueControl` reads the freeze record). */
 export interface FreezeSource {
   /** Remaining fleet-wide freeze of the venue in ms (0 when not frozen). */
   frozenForMs(venue: string): Promise<number>;
 }
 
-/** In-process allowance used only while the state store is unreachable. */
-export interface FallbackBudget {
-  tryAcquire(venue: string, weight: number): { ok: true } | { ok: false; retryAtMs: number };
-  /** Whether the venue is budgeted locally now (the store failed and has not answered since). */
-  isActive(venue: string): boolean;
-  /** The store answered again: the shared budget takes over. */
-  deactivate(venue: string): void;
-  /** Weight every live worker together may have spent locally in one window (limit-bounded). */
-  fleetAllowance(venue: string): number;
-  /**
-   * End (epoch ms) of the latest window in which any worker of the fleet spent weight from its
-   * fallback share (shared through Redis, which stays up while the store is away); 0 when none.
-   */
-  fleetFallbackUntil(venue: string): Promise<number>;
+/** One upstream request about to be sent (what a venue adapter's `beforeRequest` hook receives). */
+export interface BudgetRequest {
+  venue: string;
+  /** Name of the endpoint in the adapter's weights table, e.g. `klines`. */
+  endpoint: string;
+  /** Weight the request costs in the venue's budget. */
+  weight: number;
+}
+
+/** One upstream request's answer (what a venue adapter's `afterResponse` hook receives). */
+export interface BudgetResponse {
+  venue: string;
+  endpoint: string;
+  /** HTTP status; 0 when no response arrived. */
+  status: number;
+  latencyMs: number;
+  /** Weight the venue says this client has used in its current window. */
+  usedWeight?: number;
+  /** Start (epoch ms) of the venue window `usedWeight` refers to. */
+  usedWeightWindowStartMs?: number;
+}
+
+type Labels<L extends string> = Partial<Record<L, string | number>>;
+interface CounterLike<L extends string> {
+  inc(labels: Labels<L>, value?: number): void;
+}
+interface GaugeLike<L extends string> {
+  set(labels: Labels<L>, value: number): void;
+}
+interface HistogramLike<L extends string> {
+  observe(labels: Labels<L>, value: number): void;
+}
+
+/** The series the gate writes (names in the telemetry metric catalog; the worker's `WorkerMetrics` has them all). */
+export interface BudgetGateMetrics {
+  /** `tickfleet_request_duration_seconds` */
+  requestSeconds: HistogramLike<'venue' | 'endpoint'>;
+  /** `tickfleet_responses_total` */
+  responses: CounterLike<'venue' | 'status'>;
+  /** `tickfleet_budget_used` */
+  budgetUsed: GaugeLike<'venue'>;
+  /** `tickfleet_budget_limit` */
+  budgetLimit: GaugeLike<'venue'>;
+  /** `tickfleet_budget_yields_total` */
+  budgetYields: CounterLike<'venue'>;
+  /** `tickfleet_budget_waits_total` */
+  budgetWaits: CounterLike<'venue'>;
+  /** `tickfleet_budget_fallback_active` */
+  fallbackActive: GaugeLike<'venue'>;
+  /** `tickfleet_budget_clock_offset_seconds` */
+  budgetClockOffset: GaugeLike<'venue'>;
 }
 
 export interface BudgetGateOptions {
-  store: StateStore;
+  /** The shared budgets (the state store's `budgets`). */
+  budgets: BudgetsRepo;
   freezes: FreezeSource;
   clock: Clock;
-  metrics: WorkerMetrics;
+  metrics: BudgetGateMetrics;
   /** Fallback while the store is unreachable; without one, an unreachable store fails the request. */
   fallback?: FallbackBudget;
   /**
@@ -38,8 +76,6 @@ export interface BudgetGateOptions {
    * unit (moving a unit to delayed and back costs more than a short sleep). @defaultValue 1000
    */
   maxInlineWaitMs?: number;
-  /** Called with each response, for AIMD and statistics. */
-  onResponse?: (info: AfterResponseInfo) => void | Promise<void>;
   /** For the clock-skew and fallback warnings (one line per change of state, never per request). */
   logger?: Logger;
 }
@@ -83,15 +119,12 @@ export class BudgetGate {
     this.maxInlineWaitMs = options.maxInlineWaitMs ?? 1000;
   }
 
-  /** Request hooks for one venue adapter. */
-  hooks(): RequestHooks {
-    return {
-      beforeRequest: (info) => this.beforeRequest(info),
-      afterResponse: (info) => this.afterResponse(info),
-    };
-  }
-
-  async beforeRequest({ venue, weight }: BeforeRequestInfo): Promise<void> {
+  /**
+   * Spends `weight` from the venue's budget before one request is sent: returns when the request
+   * may go, throws BudgetExhaustedError (yield the unit until its `retryAtMs`) or
+   * RequestTooHeavyError (the request can never fit the venue's window).
+   */
+  async beforeRequest({ venue, weight }: BudgetRequest): Promise<void> {
     const { clock, freezes } = this.options;
     for (;;) {
       const frozenMs = await freezes.frozenForMs(venue);
@@ -116,18 +149,18 @@ export class BudgetGate {
     }
   }
 
-  async afterResponse(info: AfterResponseInfo): Promise<void> {
-    const { metrics, store } = this.options;
+  /** Records one answer: latency and status metrics, and a venue-reported usage above the shared count. */
+  async afterResponse(info: BudgetResponse): Promise<void> {
+    const { metrics, budgets } = this.options;
     metrics.requestSeconds.observe({ venue: info.venue, endpoint: info.endpoint }, info.latencyMs / 1000);
     metrics.responses.inc({ venue: info.venue, status: statusClass(info.status) });
     if (info.usedWeight !== undefined && info.usedWeightWindowStartMs !== undefined && this.venueReportsMore(info.venue, info.usedWeight, info.usedWeightWindowStartMs)) {
       try {
-        await store.budgets.observe(info.venue, info.usedWeight, info.usedWeightWindowStartMs);
+        await budgets.observe(info.venue, info.usedWeight, info.usedWeightWindowStartMs);
       } catch (err) {
         if (!isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
       }
     }
-    await this.options.onResponse?.(info);
   }
 
   /**
@@ -144,7 +177,7 @@ export class BudgetGate {
   }
 
   private async acquire(venue: string, weight: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
-    const { store, fallback, metrics } = this.options;
+    const { budgets, fallback, metrics } = this.options;
     try {
       if (fallback?.isActive(venue)) {
         await this.endFallback(venue, fallback);
@@ -157,7 +190,7 @@ export class BudgetGate {
           this.markedSpent.set(venue, until);
         }
       }
-      const r = await store.budgets.acquire(venue, weight);
+      const r = await budgets.acquire(venue, weight);
       metrics.fallbackActive.set({ venue }, 0);
       this.noteClockOffset(venue, r);
       if (r.ok) {
@@ -174,9 +207,10 @@ export class BudgetGate {
         }
         return { ok: true };
       }
+      if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
       if (r.reason !== 'exhausted') {
-        // Paused, disabled or unknown venue (or a request heavier than the whole window): yield the
-        // unit for a while instead of polling the store from a held slot.
+        // Paused, disabled or unknown venue: yield the unit for a while instead of polling the
+        // store from a held slot.
         throw new BudgetExhaustedError(venue, Math.max(r.retryAtMs, this.options.clock.now() + PAUSED_RECHECK_MS));
       }
       return { ok: false, retryAtMs: r.retryAtMs };
@@ -184,7 +218,7 @@ export class BudgetGate {
       if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
       if (!fallback.isActive(venue)) this.options.logger?.warn({ venue, err: err.message }, 'state store unavailable: budgeting locally on this worker\'s share (limit / live workers)');
       metrics.fallbackActive.set({ venue }, 1);
-      return fallback.tryAcquire(venue, weight);
+      return await fallback.tryAcquire(venue, weight);
     }
   }
 
@@ -205,15 +239,24 @@ export class BudgetGate {
 
   /** Raises the store's current window by the fleet's fallback allowance (at most to the limit). */
   private async markWindowSpent(venue: string, fallback: FallbackBudget): Promise<void> {
-    const { store } = this.options;
-    const usage = await store.budgets.usage(venue);
+    const { budgets } = this.options;
+    const usage = await budgets.usage(venue);
     if (!usage) return;
     const allowance = Math.min(usage.limit, fallback.fleetAllowance(venue));
     if (usage.policy === 'fixed-window' && usage.windowStartMs !== null) {
-      await store.budgets.observe(venue, Math.min(usage.limit, usage.used + allowance), usage.windowStartMs);
+      await budgets.observe(venue, Math.min(usage.limit, usage.used + allowance), usage.windowStartMs);
     } else if (allowance > 0) {
-      await store.budgets.acquire(venue, allowance);
+      await budgets.acquire(venue, allowance);
     }
+  }
+
+  /**
+   * The request weighs more than the venue's whole window allows: no wait can ever grant it, so
+   * the unit fails for good with what to change (the window's length read from the store).
+   */
+  private async tooHeavy(venue: string, weight: number, limit: number): Promise<RequestTooHeavyError> {
+    const periodMs = (await this.options.budgets.usage(venue))?.periodMs ?? null;
+    return new RequestTooHeavyError(venue, weight, limit, periodMs);
   }
 
   /** Exports how far this worker's clock is off the budget's timeline, and warns once per change. */

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { ManualClock } from '@tickfleet/core';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
 import { backoffMs, retryAtFromHeaders } from './backoff.js';
-import { LocalFallbackBudget } from './local-fallback-budget.js';
+import { LocalFallbackBudget, StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './worker-heartbeat.js';
 
 let redis: TestRedis;
@@ -53,6 +53,26 @@ describe('LocalFallbackBudget', () => {
     expect(budget.share).toBe(1140);
     budget.deactivate();
     expect(budget.active).toBe(false);
+  });
+});
+
+describe('StoreOutageFallback', () => {
+  it("keeps each venue's share at limit / live workers from the heartbeats it beats, and leaves on shutdown", async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 30));
+    const prefix = redis.namespace();
+    const workers = ['w1', 'w2', 'w3'].map((id) => new StoreOutageFallback(conn, new WorkerHeartbeat(conn, id, { prefix, clock }), { prefix, clock }));
+    for (const w of workers) await w.configure('binance', 1140, 60_000);
+    expect(workers.map((w) => w.shareOf('binance'))).toEqual([1140, 570, 380]);
+    await workers[0]!.configure('binance', 1140, 60_000);
+    expect(workers[0]!.shareOf('binance')).toBe(380);
+    expect(workers[0]!.fleetAllowance('binance')).toBe(1140);
+    // A venue this worker was never configured for: nothing to spend, come back shortly.
+    expect(await workers[0]!.tryAcquire('kraken', 1)).toEqual({ ok: false, retryAtMs: clock.now() + 1000 });
+    expect(workers[0]!.isActive('kraken')).toBe(false);
+    await workers[1]!.leave();
+    await workers[2]!.leave();
+    await workers[0]!.configure('binance', 1140, 60_000);
+    expect(workers[0]!.shareOf('binance')).toBe(1140);
   });
 });
 

@@ -1,12 +1,56 @@
-import { LocalFallbackBudget } from '@tickfleet/budget';
-import { BudgetExhaustedError, ManualClock, systemClock } from '@tickfleet/core';
+import { Redis } from 'ioredis';
+import { BudgetExhaustedError, type Clock, ManualClock, RequestTooHeavyError, systemClock } from '@tickfleet/core';
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { createRegistry } from '@tickfleet/telemetry';
-import { tempDir, waitFor } from '@tickfleet/testkit';
+import { createRegistry, registerMetric } from '@tickfleet/telemetry';
+import { startRedis, tempDir, waitFor, type TestRedis } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
-import { BudgetGate, boundaryGuardMs, type FallbackBudget } from './budget-gate.js';
-import { WorkerMetrics } from './worker-metrics.js';
+import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
+import { StoreOutageFallback } from './store-outage-fallback.js';
+import { WorkerHeartbeat } from './worker-heartbeat.js';
+
+let redis: TestRedis;
+const conns: Redis[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(conns.map((c) => c.quit()));
+  await redis.stop();
+});
+
+/** The gate's series, registered from the metric catalog as the worker registers them. */
+function gateMetrics() {
+  const registry = createRegistry('worker', { defaultMetrics: false });
+  return {
+    requestSeconds: registerMetric(registry, 'tickfleet_request_duration_seconds'),
+    responses: registerMetric(registry, 'tickfleet_responses_total'),
+    budgetUsed: registerMetric(registry, 'tickfleet_budget_used'),
+    budgetLimit: registerMetric(registry, 'tickfleet_budget_limit'),
+    budgetYields: registerMetric(registry, 'tickfleet_budget_yields_total'),
+    budgetWaits: registerMetric(registry, 'tickfleet_budget_waits_total'),
+    fallbackActive: registerMetric(registry, 'tickfleet_budget_fallback_active'),
+    budgetClockOffset: registerMetric(registry, 'tickfleet_budget_clock_offset_seconds'),
+  };
+}
+
+/**
+ * The store-outage fallback of worker `workerIds[0]` for binance (limit `limit` per minute), in a
+ * fleet of `workerIds.length` live workers that all beat their heartbeat in Redis, as FleetWorker
+ * wires it. Each worker has its own Redis connection.
+ */
+async function fleetFallbacks(clock: Clock, limit: number, workerIds: readonly string[], prefix = redis.namespace()): Promise<StoreOutageFallback[]> {
+  const fallbacks = workerIds.map((id) => {
+    const conn = new Redis(redis.url);
+    conns.push(conn);
+    return new StoreOutageFallback(conn, new WorkerHeartbeat(conn, id, { prefix, clock }), { prefix, clock });
+  });
+  for (const f of fallbacks) await f.configure('binance', limit, 60_000);
+  // The first ones beat before the others: bring every worker up to the fleet's final count.
+  for (const f of fallbacks) await f.configure('binance', limit, 60_000);
+  return fallbacks;
+}
 
 /**
  * The budget gate against a real MongoDB store (the wire test server) that goes away: while the
@@ -20,18 +64,17 @@ describe('BudgetGate', () => {
     try {
       store = await openStore(`${server.url}gate${Date.now()}`, { serverSelectionTimeoutMs: 300 });
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
-      const registry = createRegistry('worker', { defaultMetrics: false });
-      const metrics = new WorkerMetrics(registry);
+      const metrics = gateMetrics();
       // Mid-window on a fixed clock, so the window's end is never within the gate's inline wait.
       const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
-      const fallback = new LocalFallbackBudget({ limit: 20, periodMs: 60_000, clock });
-      fallback.setLiveWorkers(4);
+      const [fallback] = (await fleetFallbacks(clock, 20, ['w1', 'w2', 'w3', 'w4'])) as [StoreOutageFallback];
+      expect(fallback.shareOf('binance')).toBe(5);
       const gate = new BudgetGate({
-        store,
+        budgets: store.budgets,
         clock,
         metrics,
         freezes: { frozenForMs: async () => 0 },
-        fallback: fallbackFor(fallback),
+        fallback,
       });
       const fallbackGauge = async (): Promise<number | undefined> => (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
 
@@ -47,7 +90,7 @@ describe('BudgetGate', () => {
       for (let i = 0; i < 5; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
       await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
       expect(await fallbackGauge()).toBe(1);
-      expect(fallback.active).toBe(true);
+      expect(fallback.isActive('binance')).toBe(true);
     } finally {
       await store?.close().catch(() => undefined);
       await server.stop().catch(() => undefined);
@@ -61,10 +104,9 @@ describe('BudgetGate', () => {
     let locker: Database.Database | undefined;
     try {
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
-      const metrics = new WorkerMetrics(createRegistry('worker', { defaultMetrics: false }));
-      const fallback = new LocalFallbackBudget({ limit: 20, periodMs: 60_000, clock });
-      fallback.setLiveWorkers(2);
-      const gate = new BudgetGate({ store, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback: fallbackFor(fallback) });
+      const metrics = gateMetrics();
+      const [fallback] = (await fleetFallbacks(clock, 20, ['w1', 'w2'])) as [StoreOutageFallback];
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback });
       const fallbackGauge = async (): Promise<number | undefined> => (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
 
@@ -98,7 +140,7 @@ describe('BudgetGate', () => {
       // marked spent (fallback allowance 10 x 2 workers) and the request waits for the next one.
       await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
       expect(await fallbackGauge()).toBe(0);
-      expect(fallback.active).toBe(false);
+      expect(fallback.isActive('binance')).toBe(false);
       expect((await store.budgets.usage('binance'))?.used).toBe(20);
       clock.advance(60_000);
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 3 });
@@ -112,24 +154,20 @@ describe('BudgetGate', () => {
 
   it('a worker that reaches the store while another spends its fallback share marks that window spent first', async () => {
     const dir = tempDir('tickfleet-gate-fleet-fallback-');
-    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    // Worker b lost the store a window earlier: its fallback share starts in the window after that.
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30) - 60_000);
     const store = await openStore(dir.sqliteUrl('state.db'), { clock });
     try {
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
-      const budget = new LocalFallbackBudget({ limit: 20, periodMs: 60_000, clock });
-      budget.setLiveWorkers(2);
-      let fleetFallbackUntil = 0;
-      const gate = new BudgetGate({
-        store,
-        clock,
-        metrics: new WorkerMetrics(createRegistry('worker', { defaultMetrics: false })),
-        freezes: { frozenForMs: async () => 0 },
-        fallback: { ...fallbackFor(budget), fleetFallbackUntil: async () => fleetFallbackUntil },
-      });
+      const [a, b] = (await fleetFallbacks(clock, 20, ['a', 'b'])) as [StoreOutageFallback, StoreOutageFallback];
+      expect(await b.tryAcquire('binance', 1)).toMatchObject({ ok: false });
+      clock.advance(60_000);
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, fallback: a });
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
       expect((await store.budgets.usage('binance'))?.used).toBe(2);
-      // Another worker, cut off from the store, spends its share in this window (told via Redis).
-      fleetFallbackUntil = Date.UTC(2030, 0, 1, 0, 1);
+      // Worker b, cut off from the store, spends its share in this window (told via Redis).
+      expect(await b.tryAcquire('binance', 1)).toEqual({ ok: true, used: 1, share: 10 });
+      await waitFor(async () => (await a.fleetFallbackUntil('binance')) === Date.UTC(2030, 0, 1, 0, 1), 'the fleet-wide fallback mark');
       await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
       expect((await store.budgets.usage('binance'))?.used).toBe(20);
       clock.advance(60_000);
@@ -141,12 +179,31 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('fails a request heavier than the whole window at once, naming the venue, the weight and the limit', async () => {
+    const dir = tempDir('tickfleet-gate-heavy-');
+    const store = await openStore(dir.sqliteUrl());
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 10, periodMs: 60_000, headroom: 0.95 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock: systemClock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 } });
+      const err = await gate.beforeRequest({ venue: 'binance', endpoint: 'depth', weight: 50 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RequestTooHeavyError);
+      expect(err).toMatchObject({ venue: 'binance', weight: 50, limit: 9, periodMs: 60_000, retryable: false, code: 'E_UNRECOVERABLE' });
+      expect((err as Error).message).toMatch(/^binance: a request of weight 50 can never be sent: the venue's effective budget is 9 per 1m window/);
+      // Nothing was spent: lighter requests still go.
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
+      expect((await store.budgets.usage('binance'))?.used).toBe(2);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('raises the shared count to what the venue reports, never lowers it', async () => {
     const dir = tempDir('tickfleet-gate-');
     const store = await openStore(dir.sqliteUrl());
     try {
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 1000, periodMs: 3_600_000, headroom: 1 } });
-      const gate = new BudgetGate({ store, clock: systemClock, metrics: new WorkerMetrics(createRegistry('worker', { defaultMetrics: false })), freezes: { frozenForMs: async () => 0 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock: systemClock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 } });
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
       const usage = await store.budgets.usage('binance');
       expect(usage?.used).toBe(2);
@@ -176,8 +233,7 @@ describe('BudgetGate', () => {
       expect(boundaryGuardMs(60_000)).toBe(1000);
       expect(boundaryGuardMs(10_000)).toBe(500);
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
-      const metrics = new WorkerMetrics(createRegistry('worker', { defaultMetrics: false }));
-      const gate = new BudgetGate({ store, clock, metrics, freezes: { frozenForMs: async () => 0 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 } });
       let sent = 0;
       const first = gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 }).then(() => (sent += 1));
       await waitFor(async () => (await store.budgets.usage('binance'))?.used === 2, 'the grant made inside the guard');
@@ -198,17 +254,3 @@ describe('BudgetGate', () => {
     }
   });
 });
-
-/** The gate's view of one venue's LocalFallbackBudget, as FleetWorker wires it. */
-function fallbackFor(budget: LocalFallbackBudget): FallbackBudget {
-  return {
-    tryAcquire: (_venue, weight) => {
-      budget.activate();
-      return budget.tryAcquire(weight);
-    },
-    isActive: () => budget.active,
-    deactivate: () => budget.deactivate(),
-    fleetAllowance: () => budget.share * budget.liveWorkers,
-    fleetFallbackUntil: async () => 0,
-  };
-}

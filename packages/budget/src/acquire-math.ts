@@ -1,5 +1,5 @@
 import type { ConnectorStatus, RateLimitPolicyName } from '@tickfleet/core';
-import type { AcquireResult, BudgetUsage } from '../state-store.js';
+import type { AcquireResult, BudgetUsage } from './budget-types.js';
 
 /** Poll interval handed to callers refused because the connector is paused or disabled. */
 export const PAUSED_RETRY_MS = 1000;

@@ -1,0 +1,215 @@
+import { systemClock, type Clock } from '@tickfleet/core';
+import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
+import type { WorkerHeartbeat } from './worker-heartbeat.js';
+
+export interface LocalFallbackBudgetOptions {
+  /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */
+  limit: number;
+  periodMs: number;
+  /**
+   * Live workers assumed before any heartbeat count arrived. Never 1 by default: a worker that
+   * cannot see the fleet must not assume it owns the whole limit. @defaultValue 2
+   */
+  assumedWorkers?: number;
+  clock?: Clock;
+}
+
+export type FallbackAcquire = { ok: true; used: number; share: number } | { ok: false; retryAtMs: number; share: number };
+
+/**
+ * One venue's window of {@link StoreOutageFallback}: a clock-aligned fixed window of
+ * `floor(limit / liveWorkers)` weight, so the fleet as a whole stays within the venue's limit
+ * without coordination (never the full limit per worker). Only used while {@link active}.
+ *
+ * The window in which the fallback begins grants nothing: the shared budget may already have
+ * spent part or all of it, and with the store away no worker can know how much, so a share of it
+ * could push the venue over its limit. Shares start with the next window.
+ */
+export class LocalFallbackBudget {
+  private readonly clock: Clock;
+  private limit: number;
+  private periodMs: number;
+  private workers: number;
+  private windowStartMs = Number.NaN;
+  private used = 0;
+  private activeSinceMs: number | null = null;
+  /** Start of the window the fallback began in (no grants in it). */
+  private blockedWindowStartMs = Number.NaN;
+
+  constructor(options: LocalFallbackBudgetOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.limit = options.limit;
+    this.periodMs = options.periodMs;
+    this.workers = Math.max(1, options.assumedWorkers ?? 2);
+  }
+
+  /** Latest live-worker count (from `WorkerHeartbeat`); at least 1. */
+  setLiveWorkers(n: number): void {
+    this.workers = Math.max(1, Math.floor(n));
+  }
+
+  get liveWorkers(): number {
+    return this.workers;
+  }
+
+  setLimit(limit: number, periodMs: number): void {
+    this.limit = limit;
+    this.periodMs = periodMs;
+  }
+
+  /** Length of the budget window in ms. */
+  get period(): number {
+    return this.periodMs;
+  }
+
+  /** This worker's weight per window: `floor(limit / liveWorkers)`. */
+  get share(): number {
+    return Math.floor(this.limit / this.workers);
+  }
+
+  get active(): boolean {
+    return this.activeSinceMs !== null;
+  }
+
+  /** When fallback began (epoch ms), or null. */
+  get activeSince(): number | null {
+    return this.activeSinceMs;
+  }
+
+  /** The store became unreachable: budget locally from now on. */
+  activate(): void {
+    if (this.activeSinceMs !== null) return;
+    this.activeSinceMs = this.clock.now();
+    this.blockedWindowStartMs = Math.floor(this.activeSinceMs / this.periodMs) * this.periodMs;
+  }
+
+  /** The store is back: the shared budget takes over again. */
+  deactivate(): void {
+    this.activeSinceMs = null;
+  }
+
+  /** Spends `weight` from this worker's share of the current window. */
+  tryAcquire(weight: number): FallbackAcquire {
+    const now = this.clock.now();
+    const windowStart = Math.floor(now / this.periodMs) * this.periodMs;
+    if (windowStart !== this.windowStartMs) {
+      this.windowStartMs = windowStart;
+      this.used = 0;
+    }
+    const share = this.share;
+    if (windowStart === this.blockedWindowStartMs || this.used + weight > share) return { ok: false, retryAtMs: windowStart + this.periodMs, share };
+    this.used += weight;
+    return { ok: true, used: this.used, share };
+  }
+}
+
+/** What the budget gate asks of the fallback while the state store is unreachable. */
+export interface FallbackBudget {
+  tryAcquire(venue: string, weight: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }>;
+  /** Whether the venue is budgeted locally now (the store failed and has not answered since). */
+  isActive(venue: string): boolean;
+  /** The store answered again: the shared budget takes over. */
+  deactivate(venue: string): void;
+  /** Weight every live worker together may have spent locally in one window (limit-bounded). */
+  fleetAllowance(venue: string): number;
+  /**
+   * End (epoch ms) of the latest window in which any worker of the fleet spent weight from its
+   * fallback share (shared through Redis, which stays up while the store is away); 0 when none.
+   */
+  fleetFallbackUntil(venue: string): Promise<number>;
+}
+
+export interface StoreOutageFallbackOptions {
+  /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
+  prefix?: string;
+  clock?: Clock;
+}
+
+/**
+ * The store-outage fallback of one worker: per served venue a {@link LocalFallbackBudget} kept at
+ * the connector's limit and the venue's live-worker count (from this worker's heartbeat), and the
+ * fleet-wide mark in Redis (`<prefix>:venue:{<venue>}:budget-fallback-until`) of the latest window
+ * in which any worker spent fallback weight, so a worker that reaches the store in that window
+ * marks it spent there before using it (the store never saw that weight).
+ */
+export class StoreOutageFallback implements FallbackBudget {
+  private readonly budgets = new Map<string, LocalFallbackBudget>();
+  private readonly prefix: string;
+  private readonly clock: Clock;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly heartbeat: WorkerHeartbeat,
+    options: StoreOutageFallbackOptions = {},
+  ) {
+    this.prefix = options.prefix ?? QUEUE_PREFIX;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Beats this worker's heartbeat for `venue` and keeps the venue's fallback share at `limit`
+   * (the connector's effective limit) per `periodMs` over the live workers counted by that beat.
+   * Call on every connector refresh.
+   */
+  async configure(venue: string, limit: number, periodMs: number): Promise<void> {
+    let budget = this.budgets.get(venue);
+    if (!budget) {
+      budget = new LocalFallbackBudget({ limit, periodMs, clock: this.clock });
+      this.budgets.set(venue, budget);
+    }
+    budget.setLimit(limit, periodMs);
+    budget.setLiveWorkers(await this.heartbeat.beat(venue));
+  }
+
+  /** This worker's fallback weight per window for `venue` (0 for a venue never configured). */
+  shareOf(venue: string): number {
+    return this.budgets.get(venue)?.share ?? 0;
+  }
+
+  async tryAcquire(venue: string, weight: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
+    const budget = this.budgets.get(venue);
+    if (!budget) return { ok: false, retryAtMs: this.clock.now() + 1000 };
+    budget.activate();
+    const result = budget.tryAcquire(weight);
+    if (result.ok) this.markFallbackWindow(venue, budget);
+    return result;
+  }
+
+  isActive(venue: string): boolean {
+    return this.budgets.get(venue)?.active ?? false;
+  }
+
+  deactivate(venue: string): void {
+    this.budgets.get(venue)?.deactivate();
+  }
+
+  fleetAllowance(venue: string): number {
+    const budget = this.budgets.get(venue);
+    return budget ? budget.share * budget.liveWorkers : 0;
+  }
+
+  async fleetFallbackUntil(venue: string): Promise<number> {
+    return Number((await this.redis.get(this.key(venue))) ?? 0);
+  }
+
+  /** Leaves every configured venue's live-worker set at once (clean shutdown), so the others' share grows now. */
+  async leave(): Promise<void> {
+    await Promise.all([...this.budgets.keys()].map((venue) => this.heartbeat.leave(venue).catch(() => undefined)));
+  }
+
+  /**
+   * Tells the fleet (through Redis) that this worker spent fallback weight in the current window.
+   * Not awaited: the request goes out on the local share either way, and with Redis away as well
+   * the write could only delay it.
+   */
+  private markFallbackWindow(venue: string, budget: LocalFallbackBudget): void {
+    const now = this.clock.now();
+    const periodMs = budget.period;
+    const windowEnd = Math.floor(now / periodMs) * periodMs + periodMs;
+    void this.redis.set(this.key(venue), String(windowEnd), 'PX', windowEnd - now + periodMs).catch(() => undefined);
+  }
+
+  private key(venue: string): string {
+    return venueKey(this.prefix, venue, 'budget-fallback-until');
+  }
+}
