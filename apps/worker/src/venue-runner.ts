@@ -3,13 +3,14 @@ import {
   BannedError,
   BudgetExhaustedError,
   type Clock,
+  JobLockLostError,
   type Connector,
-  isTickfleetError,
   MalformedPayloadError,
   RateLimitedError,
   SinkUnavailableError,
   SpoolFullError,
   StoreUnavailableError,
+  TickfleetError,
   TransientError,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
@@ -180,7 +181,7 @@ export class VenueRunner {
           logger,
           heartbeat: async () => {
             progressed = true;
-            if (lock?.lost) throw new Error(`lost the job lock of ${unit.jobId}`);
+            if (lock?.lost) throw new JobLockLostError(unit.jobId);
           },
         });
         if (unit.kind !== 'backfill') {
@@ -277,7 +278,7 @@ export class VenueRunner {
     }
     await this.applyConcurrency(await control.reportOutcome(this.venue, { ok: false, latencyMs }));
     const message = err instanceof Error ? err.message : String(err);
-    const retryable = isTickfleetError(err) ? err.retryable : true;
+    const retryable = err instanceof TickfleetError ? err.retryable : true;
     if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause)) return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
@@ -371,6 +372,6 @@ export function failureCause(err: unknown): FailureCause {
     if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
     return err.cause === undefined ? 'other' : 'connection';
   }
-  if (isTickfleetError(err) && !err.retryable) return 'unrecoverable';
+  if (err instanceof TickfleetError && !err.retryable) return 'unrecoverable';
   return 'other';
 }

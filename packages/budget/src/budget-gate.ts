@@ -1,4 +1,4 @@
-import { BudgetExhaustedError, type Clock, isTickfleetError, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
+import { BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
@@ -158,7 +158,7 @@ export class BudgetGate {
       try {
         await budgets.observe(info.venue, info.usedWeight, info.usedWeightWindowStartMs);
       } catch (err) {
-        if (!isTickfleetError(err) || err.code !== 'E_STORE_UNAVAILABLE') throw err;
+        if (!(err instanceof StoreUnavailableError)) throw err;
       }
     }
   }

@@ -1,3 +1,4 @@
+import { JobLockLostError } from '@tickfleet/core';
 import type { RedisClient } from './redis-connection.js';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
 import { JobLock } from './job-lock.js';
@@ -83,6 +84,9 @@ describe('JobLock', () => {
     const result = await la.withLock(JOB, async (lock) => {
       await b.del(la.key(JOB)); // an operator (or an expiry) removes the lock
       await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve()));
+      // The reason is what a request aborted by the signal throws: typed, naming the job.
+      expect(lock.signal.reason).toBeInstanceOf(JobLockLostError);
+      expect((lock.signal.reason as JobLockLostError).jobId).toBe(JOB);
       return lock.lost;
     });
     expect(result).toEqual({ acquired: true, value: true });

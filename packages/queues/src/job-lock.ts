@@ -1,3 +1,4 @@
+import { JobLockLostError } from '@tickfleet/core';
 import type { RedisClient } from './redis-connection.js';
 import { parseJobId } from '@tickfleet/core';
 import { assertPrefix, venueKey } from './names.js';
@@ -75,7 +76,7 @@ export class JobLock {
     const handle = { jobId, token, lost: false, signal: controller.signal };
     const markLost = (): void => {
       handle.lost = true;
-      controller.abort(new Error(`job lock of ${jobId} lost`));
+      controller.abort(new JobLockLostError(jobId));
     };
     const timer = setInterval(() => {
       this.renew(jobId, token).then(

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'E_STORE_UNAVAILABLE'
   | 'E_SINK_UNAVAILABLE'
   | 'E_SPOOL_LOCKED'
+  | 'E_JOB_LOCK_LOST'
   | 'E_REDIS_UNAVAILABLE'
   | 'E_BUDGET_EXHAUSTED'
   | 'E_SPOOL_FULL';
@@ -37,9 +38,4 @@ export abstract class TickfleetError extends Error {
   toJSON(): Record<string, unknown> {
     return { name: this.name, code: this.code, message: this.message, retryable: this.retryable };
   }
-}
-
-/** `err instanceof TickfleetError`, for callers that predate the rule above; new code uses instanceof. */
-export function isTickfleetError(err: unknown): err is TickfleetError {
-  return err instanceof TickfleetError;
 }
