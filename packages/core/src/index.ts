@@ -25,6 +25,7 @@ export * from './errors/store-unavailable-error.js';
 export * from './errors/sink-unavailable-error.js';
 export * from './errors/spool-locked-error.js';
 export * from './errors/job-lock-lost-error.js';
+export * from './errors/pipeline-closed-error.js';
 export * from './errors/redis-unavailable-error.js';
 export * from './errors/budget-exhausted-error.js';
 export * from './errors/spool-full-error.js';

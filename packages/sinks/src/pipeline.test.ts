@@ -1,4 +1,4 @@
-import { SinkUnavailableError } from '@tickfleet/core';
+import { PipelineClosedError, SinkUnavailableError } from '@tickfleet/core';
 import { tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 import { PipelineMetrics, Pipeline, Spool, SqliteSink } from './index.js';
 import { books, candles, trades } from '../test/fixtures/envelopes.js';
@@ -31,6 +31,14 @@ describe('Pipeline', () => {
     expect(text).toContain('tickfleet_sink_inserted_total{adapter="sqlite"} 108');
     expect(text).toContain('tickfleet_sink_state{adapter="sqlite"} 0');
     expect(text).toMatch(/tickfleet_sink_batch_write_seconds_count\{adapter="sqlite"\} \d+/);
+  });
+
+  it('refuses a push after close with PipelineClosedError and writes nothing', async () => {
+    const closed = new Pipeline({ sink, batch: { maxBatchAgeMs: 5 } });
+    await closed.push(trades(3));
+    await closed.close();
+    await expect(closed.push(trades(5, 100))).rejects.toBeInstanceOf(PipelineClosedError);
+    expect(await sink.reader.countEnvelopes({})).toBe(3);
   });
 
   it('without a dedup window, the sink counts repeats as duplicates', async () => {

@@ -1,4 +1,4 @@
-import { SinkUnavailableError, VenueName, systemClock, type Clock } from '@tickfleet/core';
+import { PipelineClosedError, SinkUnavailableError, VenueName, systemClock, type Clock } from '@tickfleet/core';
 import type { Logger, Registry } from '@tickfleet/telemetry';
 import { Batcher, type BatcherOptions } from './batcher.js';
 import { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
@@ -87,7 +87,7 @@ export class Pipeline {
 
   /** Validates, dedups and writes `records`; resolves when the accepted ones are durable. */
   async push(records: readonly unknown[]): Promise<PushResult> {
-    if (this.closed) throw new RangeError('pipeline is closed');
+    if (this.closed) throw new PipelineClosedError();
     const { valid, rejected } = validateBatch(records);
     if (rejected.length > 0) await this.reportRejected(records, rejected);
     const fresh: KeyedEnvelope[] = [];

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'E_SINK_UNAVAILABLE'
   | 'E_SPOOL_LOCKED'
   | 'E_JOB_LOCK_LOST'
+  | 'E_PIPELINE_CLOSED'
   | 'E_REDIS_UNAVAILABLE'
   | 'E_BUDGET_EXHAUSTED'
   | 'E_SPOOL_FULL';
