@@ -9,7 +9,10 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@tickfleet/*/src/*', '@tickfleet/*/internal/*'], message: 'import a package through its barrel' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@tickfleet/*/src/*', '@tickfleet/*/internal/*'], message: 'import a package through its barrel' }] },
+      ],
     },
   },
 );

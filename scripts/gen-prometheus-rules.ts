@@ -53,7 +53,8 @@ export function parseRulesSource(text: string): RulesSource {
   if (!isObject(doc) || !Array.isArray(doc.groups) || doc.groups.length === 0) throw new Error('rules source: expected a non-empty `groups` list');
   const names = new Set<string>();
   for (const group of doc.groups as unknown[]) {
-    if (!isObject(group) || typeof group.name !== 'string' || !Array.isArray(group.rules)) throw new Error('rules source: every group needs a name and a rules list');
+    if (!isObject(group) || typeof group.name !== 'string' || !Array.isArray(group.rules))
+      throw new Error('rules source: every group needs a name and a rules list');
     for (const rule of group.rules as unknown[]) {
       if (!isObject(rule) || typeof rule.expr !== 'string') throw new Error(`rules source: group ${group.name} has a rule without expr`);
       const name = typeof rule.alert === 'string' ? rule.alert : typeof rule.record === 'string' ? rule.record : undefined;
@@ -63,7 +64,8 @@ export function parseRulesSource(text: string): RulesSource {
       if (typeof rule.alert !== 'string') continue;
       const labels = isObject(rule.labels) ? rule.labels : {};
       const annotations = isObject(rule.annotations) ? rule.annotations : {};
-      if (!(SEVERITIES as readonly unknown[]).includes(labels.severity)) throw new Error(`rules source: alert ${name} needs labels.severity of ${SEVERITIES.join('|')}`);
+      if (!(SEVERITIES as readonly unknown[]).includes(labels.severity))
+        throw new Error(`rules source: alert ${name} needs labels.severity of ${SEVERITIES.join('|')}`);
       for (const key of REQUIRED_ANNOTATIONS) {
         const value = annotations[key];
         if (typeof value !== 'string' || value.trim() === '') throw new Error(`rules source: alert ${name} needs annotations.${key}`);

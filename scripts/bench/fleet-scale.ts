@@ -28,7 +28,12 @@ const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5,
 
 async function seed(fleet: FleetHarness): Promise<void> {
   await fleet.withStore(async (store) => {
-    await store.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit: { limit: 100_000_000, periodMs: 10_000 }, maxInflight: INFLIGHT });
+    await store.connectors.upsert({
+      venue: 'binance',
+      baseUrl: fleet.mock.baseUrl('binance'),
+      rateLimit: { limit: 100_000_000, periodMs: 10_000 },
+      maxInflight: INFLIGHT,
+    });
     const since = Math.floor(Date.now() / 60_000) * 60_000 - 5 * 60_000;
     for (const symbol of symbols) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1m', since, nextRunAt: 0 });
   });
@@ -42,11 +47,10 @@ async function run(workers: number): Promise<number> {
     await new Promise((r) => setTimeout(r, 3000));
     const started = performance.now();
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
-    await waitFor(
-      () => fleet.withStore(async (store) => (await store.jobs.list({ venue: 'binance' })).every((j) => j.stats.runs >= 1)),
-      'every job ran once',
-      { timeoutMs: 900_000, intervalMs: 250 },
-    );
+    await waitFor(() => fleet.withStore(async (store) => (await store.jobs.list({ venue: 'binance' })).every((j) => j.stats.runs >= 1)), 'every job ran once', {
+      timeoutMs: 900_000,
+      intervalMs: 250,
+    });
     const seconds = (performance.now() - started) / 1000;
     await fleet.stopProcess(scheduler);
     await Promise.all(procs.map((p) => fleet.stopProcess(p)));
@@ -64,10 +68,14 @@ async function schedulerOnly(): Promise<number> {
     await seed(fleet);
     const started = performance.now();
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
-    await waitFor(async () => {
-      const c = await queues.counts('binance');
-      return c.waiting + c.prioritized >= JOBS;
-    }, 'all units enqueued', { timeoutMs: 300_000, intervalMs: 100 });
+    await waitFor(
+      async () => {
+        const c = await queues.counts('binance');
+        return c.waiting + c.prioritized >= JOBS;
+      },
+      'all units enqueued',
+      { timeoutMs: 300_000, intervalMs: 100 },
+    );
     const seconds = (performance.now() - started) / 1000;
     await fleet.stopProcess(scheduler);
     return JOBS / seconds;

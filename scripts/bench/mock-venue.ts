@@ -69,7 +69,12 @@ function runGenerator(url: string, durationMs: number, concurrency: number): Pro
   });
 }
 
-async function measure(url: string, seconds: number, generators: number, concurrency: number): Promise<{ rps: number; byStatus: Record<string, number>; errors: number }> {
+async function measure(
+  url: string,
+  seconds: number,
+  generators: number,
+  concurrency: number,
+): Promise<{ rps: number; byStatus: Record<string, number>; errors: number }> {
   // each generator counts only inside its own window, so process start-up is not in the figure
   const results = await Promise.all(Array.from({ length: generators }, () => runGenerator(url, seconds * 1000, concurrency)));
   const byStatus: Record<string, number> = {};
@@ -106,7 +111,9 @@ async function main(): Promise<void> {
   const mv = await startMockVenue({
     scenario: { venues: { binance: { limit: { enabled: false } }, polymarket: { limit: { enabled: false } } } },
   });
-  const token = JSON.parse(((await (await fetch(`${mv.baseUrl('polymarket')}/markets?limit=1`)).json()) as Array<{ clobTokenIds: string }>)[0]!.clobTokenIds)[0] as string;
+  const token = JSON.parse(
+    ((await (await fetch(`${mv.baseUrl('polymarket')}/markets?limit=1`)).json()) as Array<{ clobTokenIds: string }>)[0]!.clobTokenIds,
+  )[0] as string;
 
   const targets: Array<[string, string]> = [
     ['/_mock/health', `${mv.url}/_mock/health`],
@@ -140,7 +147,10 @@ async function main(): Promise<void> {
       errors += t.errors;
       for (const [k, v] of Object.entries(t.byStatus)) byStatus[k] = (byStatus[k] ?? 0) + v;
     }
-    const statuses = Object.entries(byStatus).map(([k, v]) => `${k}: ${v}`).join(', ') + (errors ? `, errors: ${errors}` : '');
+    const statuses =
+      Object.entries(byStatus)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ') + (errors ? `, errors: ${errors}` : '');
     console.log(`| ${name} | ${Math.round(median(rps))} | ${Math.round(median(base))} | ${median(ratios).toFixed(2)} | ${statuses} |`);
   }
   await mv.stop();

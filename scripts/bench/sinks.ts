@@ -24,7 +24,10 @@ let serial = 0;
 function records(n: number): Envelope[] {
   return Array.from({ length: n }, () => {
     const i = serial++;
-    return tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '43210.12', size: '0.00125', side: i % 2 ? 'buy' : 'sell' }, T0 + i + 3);
+    return tradeEnvelope(
+      { venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '43210.12', size: '0.00125', side: i % 2 ? 'buy' : 'sell' },
+      T0 + i + 3,
+    );
   });
 }
 
@@ -89,12 +92,14 @@ try {
     const fd = openSync(dir.file(`raw-${fsync}.dat`), 'a');
     let started = performance.now();
     for (let i = 0; i < n; i += 100) {
-      const chunk = Buffer.concat(recs.slice(i, i + 100).map((e) => {
-        const body = Buffer.from(JSON.stringify(e));
-        const h = Buffer.alloc(4);
-        h.writeUInt32LE(body.length);
-        return Buffer.concat([h, body]);
-      }));
+      const chunk = Buffer.concat(
+        recs.slice(i, i + 100).map((e) => {
+          const body = Buffer.from(JSON.stringify(e));
+          const h = Buffer.alloc(4);
+          h.writeUInt32LE(body.length);
+          return Buffer.concat([h, body]);
+        }),
+      );
       writeSync(fd, chunk);
       if (fsync) fsyncSync(fd);
     }

@@ -151,7 +151,16 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
   let fleet: FleetHarness;
   beforeAll(async () => {
     fleet = await FleetHarness.start({
-      venues: { binance: { malformedRate: 0.3, errorRate: 0.05, errorStatuses: [500, 502, 503], timeoutRate: 0.01, timeoutMs: 1500, limit: { weight: 40_000, windowMs: 10_000 } } },
+      venues: {
+        binance: {
+          malformedRate: 0.3,
+          errorRate: 0.05,
+          errorStatuses: [500, 502, 503],
+          timeoutRate: 0.01,
+          timeoutMs: 1500,
+          limit: { weight: 40_000, windowMs: 10_000 },
+        },
+      },
     });
   });
   afterAll(() => fleet.stop());
@@ -160,7 +169,19 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
     const started = Date.now();
     const symbols = SYMBOLS;
     const days = 5;
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '40000', '--period', '10s', '--max-inflight', '8');
+    await fleet.ok(
+      'connectors',
+      'upsert',
+      'binance',
+      '--base-url',
+      fleet.mock.baseUrl('binance'),
+      '--limit',
+      '40000',
+      '--period',
+      '10s',
+      '--max-inflight',
+      '8',
+    );
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - days * DAY;
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
@@ -169,11 +190,25 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
     await fleet.ready(scheduler, 'scheduler started');
     const ids: string[] = [];
     for (const s of symbols) {
-      const out = await fleet.ok('backfill', 'binance', s, '--timeframe', '1m', '--from', new Date(from).toISOString(), '--to', new Date(to).toISOString(), '--json');
+      const out = await fleet.ok(
+        'backfill',
+        'binance',
+        s,
+        '--timeframe',
+        '1m',
+        '--from',
+        new Date(from).toISOString(),
+        '--to',
+        new Date(to).toISOString(),
+        '--json',
+      );
       ids.push((JSON.parse(out) as { id: string }).id);
     }
     const backfills = () => fleet.withStore((store) => Promise.all(ids.map(async (id) => (await store.backfills.get(id))!)));
-    await waitFor(async () => (await backfills()).every((b) => b.status !== 'pending' && b.status !== 'running'), 'every backfill ended', { timeoutMs: 180_000, intervalMs: 1000 });
+    await waitFor(async () => (await backfills()).every((b) => b.status !== 'pending' && b.status !== 'running'), 'every backfill ended', {
+      timeoutMs: 180_000,
+      intervalMs: 1000,
+    });
 
     const final = await backfills();
     const reports: Record<string, CandleReport> = {};

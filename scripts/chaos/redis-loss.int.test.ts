@@ -44,7 +44,19 @@ describe('chaos: Redis SIGKILL mid-backfill, restarted on the same port after 10
 });
 
 async function runExperiment(fleet: FleetHarness, aof: boolean, started: number): Promise<void> {
-  await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '600', '--period', '10s', '--max-inflight', String(CAP));
+  await fleet.ok(
+    'connectors',
+    'upsert',
+    'binance',
+    '--base-url',
+    fleet.mock.baseUrl('binance'),
+    '--limit',
+    '600',
+    '--period',
+    '10s',
+    '--max-inflight',
+    String(CAP),
+  );
   const to = Math.floor(Date.now() / DAY) * DAY - DAY;
   const from = to - 8 * DAY;
   const liveSince = alignDown(Date.now() - 3 * 3_600_000, '1m');
@@ -57,20 +69,39 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
 
   const backfillIds: string[] = [];
   for (const s of BACKFILL_SYMBOLS) {
-    const out = await fleet.ok('backfill', 'binance', s, '--timeframe', '1m', '--from', new Date(from).toISOString(), '--to', new Date(to).toISOString(), '--json');
+    const out = await fleet.ok(
+      'backfill',
+      'binance',
+      s,
+      '--timeframe',
+      '1m',
+      '--from',
+      new Date(from).toISOString(),
+      '--to',
+      new Date(to).toISOString(),
+      '--json',
+    );
     backfillIds.push((JSON.parse(out) as { id: string }).id);
   }
   const progress = (): Promise<{ done: number; total: number; statuses: string[] }> =>
     fleet.withStore(async (store) => {
       const all = await Promise.all(backfillIds.map((id) => store.backfills.get(id)));
-      return { done: all.reduce((n, b) => n + (b?.unitsDone ?? 0), 0), total: all.reduce((n, b) => n + (b?.unitsTotal ?? 0), 0), statuses: all.map((b) => b?.status ?? 'gone') };
+      return {
+        done: all.reduce((n, b) => n + (b?.unitsDone ?? 0), 0),
+        total: all.reduce((n, b) => n + (b?.unitsTotal ?? 0), 0),
+        statuses: all.map((b) => b?.status ?? 'gone'),
+      };
     });
 
   // Mid-backfill: a quarter of the chunks stored, most still queued.
-  await waitFor(async () => {
-    const p = await progress();
-    return p.done >= p.total / 4;
-  }, 'a quarter of the backfill chunks done', { timeoutMs: 90_000, intervalMs: 200 });
+  await waitFor(
+    async () => {
+      const p = await progress();
+      return p.done >= p.total / 4;
+    },
+    'a quarter of the backfill chunks done',
+    { timeoutMs: 90_000, intervalMs: 200 },
+  );
   const atKill = await progress();
   expect(atKill.done).toBeLessThan(atKill.total);
   await fleet.killRedis();
@@ -84,7 +115,10 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
   expect(afterRestart.done).toBeGreaterThanOrEqual(atKill.done);
   expect(afterRestart.done).toBeLessThan(afterRestart.total);
 
-  await waitFor(async () => (await progress()).statuses.every((s) => s === 'done'), 'every backfill done after the restart', { timeoutMs: 120_000, intervalMs: 500 });
+  await waitFor(async () => (await progress()).statuses.every((s) => s === 'done'), 'every backfill done after the restart', {
+    timeoutMs: 120_000,
+    intervalMs: 500,
+  });
   const recoveredMs = Date.now() - restartedAt;
 
   // The live job catches up; whatever it lost before its first stored candle or between candles is
@@ -96,10 +130,15 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
   );
   await fleet.ok('gaps', 'scan', LIVE_JOB, '--sink', fleet.sinkUrl);
   const gapFill = JSON.parse(await fleet.ok('backfill', '--gaps', LIVE_JOB, '--json')) as { id: string } | null;
-  if (gapFill) await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', { timeoutMs: 60_000, intervalMs: 500 });
+  if (gapFill)
+    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
 
   // Both roles reconnected on their own: still the same processes.
-  for (const p of [scheduler, ...workers]) expect({ name: p.name, exit: p.child.exitCode, signal: p.child.signalCode }).toEqual({ name: p.name, exit: null, signal: null });
+  for (const p of [scheduler, ...workers])
+    expect({ name: p.name, exit: p.child.exitCode, signal: p.child.signalCode }).toEqual({ name: p.name, exit: null, signal: null });
 
   const reports: Record<string, CandleReport> = {};
   for (const s of BACKFILL_SYMBOLS) reports[s] = await fleet.candleReport('binance', s, '1m', from, to);

@@ -85,11 +85,19 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
     // Started one after the other, so worker-a holds spool slot worker-0 and worker-b worker-1.
     const a = fleet.spawn('worker-a', ['worker'], { ...env, TICKFLEET_HEALTH_PORT: String(portA), TICKFLEET_SPOOL_ON_FULL: 'drop_all' });
     await fleet.ready(a);
-    const b = fleet.spawn('worker-b', ['worker'], { ...env, TICKFLEET_HEALTH_PORT: String(portB), TICKFLEET_SPOOL_ON_FULL: 'block', TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: '3000' });
+    const b = fleet.spawn('worker-b', ['worker'], {
+      ...env,
+      TICKFLEET_HEALTH_PORT: String(portB),
+      TICKFLEET_SPOOL_ON_FULL: 'block',
+      TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: '3000',
+    });
     await fleet.ready(b);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { ...env, TICKFLEET_SCHEDULER_TICK_MS: '500' });
     await fleet.ready(scheduler, 'scheduler started');
-    const bf = JSON.parse(await fleet.ok('backfill', 'binance', SYMBOL, '--timeframe', '1m', '--from', iso(backfillFrom), '--to', iso(since), '--json')) as { id: string; unitsTotal: number };
+    const bf = JSON.parse(await fleet.ok('backfill', 'binance', SYMBOL, '--timeframe', '1m', '--from', iso(backfillFrom), '--to', iso(since), '--json')) as {
+      id: string;
+      unitsTotal: number;
+    };
 
     // Peak spool bytes as each worker's /metrics reports them (part of the proof that they move).
     const peak = { a: 0, b: 0 };
@@ -111,7 +119,10 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
     let lateLine: string[] = [];
     try {
       mark('A collecting');
-      await waitFor(async () => (await storedOpenTimes(sinkUrl, 'binance', SYMBOL)).length >= 2000, 'collection under way', { timeoutMs: 90_000, intervalMs: 500 });
+      await waitFor(async () => (await storedOpenTimes(sinkUrl, 'binance', SYMBOL)).length >= 2000, 'collection under way', {
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
 
       // B: the sink file locked by another process.
       const locker = runTs(fixture('locker.ts'), [sinkPath]);
@@ -119,7 +130,10 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
       await waitFor(() => locker.lines.includes('locked') || locker.child.exitCode !== null, 'sink locked');
       expect(locker.lines).toContain('locked');
       mark('B sink locked');
-      await waitFor(async () => (await spoolMetricBytes()) > 300_000, 'records spooling while the sink is locked (workers /metrics)', { timeoutMs: 90_000, intervalMs: 300 });
+      await waitFor(async () => (await spoolMetricBytes()) > 300_000, 'records spooling while the sink is locked (workers /metrics)', {
+        timeoutMs: 90_000,
+        intervalMs: 300,
+      });
       const spooledInB = spoolOnDisk(spoolDir, 2);
 
       // C: the sink's disk full (filled before the lock goes, so no write slips through between).
@@ -127,7 +141,10 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
       locker.child.kill('SIGTERM');
       await locker.exited;
       mark('C sink disk full');
-      await waitFor(() => spoolOnDisk(spoolDir, 2).bytes > spooledInB.bytes + 300_000, 'records spooling while the sink disk is full', { timeoutMs: 90_000, intervalMs: 300 });
+      await waitFor(() => spoolOnDisk(spoolDir, 2).bytes > spooledInB.bytes + 300_000, 'records spooling while the sink disk is full', {
+        timeoutMs: 90_000,
+        intervalMs: 300,
+      });
       const sinkState = metricSum(await scrape(portA), 'tickfleet_sink_state') + metricSum(await scrape(portB), 'tickfleet_sink_state');
       expect(sinkState).toBeGreaterThan(0);
 
@@ -150,17 +167,25 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
       await waitFor(
         async () => {
           const [ma, mb] = await Promise.all([scrape(portA), scrape(portB)]);
-          return metricSum(ma, 'tickfleet_spool_dropped_total') > 0 && metricSum(ma, 'tickfleet_units_total', { outcome: 'spool_full' }) > 0 && metricSum(mb, 'tickfleet_units_total', { outcome: 'spool_full' }) > 0;
+          return (
+            metricSum(ma, 'tickfleet_spool_dropped_total') > 0 &&
+            metricSum(ma, 'tickfleet_units_total', { outcome: 'spool_full' }) > 0 &&
+            metricSum(mb, 'tickfleet_units_total', { outcome: 'spool_full' }) > 0
+          );
         },
         'drop_all drops and block returns units while the spool disk is full',
         { timeoutMs: 90_000, intervalMs: 500 },
       );
       // Nothing already spooled was corrupted: every frame on the full disk is complete, none lost.
       // (A refused write is cut back at once; a read racing it may see its bytes for a moment.)
-      const intact = await waitFor(() => {
-        const s = spoolOnDisk(spoolDir, 2);
-        return s.tornBytes === 0 ? s : undefined;
-      }, 'no torn frame in the spools', { timeoutMs: 10_000, intervalMs: 100 });
+      const intact = await waitFor(
+        () => {
+          const s = spoolOnDisk(spoolDir, 2);
+          return s.tornBytes === 0 ? s : undefined;
+        },
+        'no torn frame in the spools',
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       expect(intact.records).toBeGreaterThanOrEqual(spooledAtFull.records);
       mark('D policies observed');
 

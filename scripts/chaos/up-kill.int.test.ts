@@ -86,7 +86,10 @@ describe('chaos: tickfleet up killed with SIGKILL', () => {
 
       // Data flows: candles of the demo's binance job reach the sink.
       const count = async (): Promise<number> => {
-        const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
+        const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], {
+          cwd: dir.path,
+          env: { TICKFLEET_SINK_URL: undefined },
+        });
         return r.code === 0 ? (JSON.parse(r.stdout) as { count: number }).count : 0;
       };
       await waitFor(async () => (await count()) >= 300, 'demo candles in the sink', { timeoutMs: 90_000, intervalMs: 1000 });

@@ -166,7 +166,10 @@ describe('kubernetes manifests', () => {
 
   it.each(['base', 'dev', 'prod'])('validates every object of the rendered %s against its schema', (name) => {
     const r = rendered[name] as Resolved;
-    const failures = r.objects.map((o) => ({ o, res: validateObject(o) })).filter((x) => x.res !== 'ok').map((x) => `${x.o.kind}/${x.o.metadata.name}: ${x.res}`);
+    const failures = r.objects
+      .map((o) => ({ o, res: validateObject(o) }))
+      .filter((x) => x.res !== 'ok')
+      .map((x) => `${x.o.kind}/${x.o.metadata.name}: ${x.res}`);
     expect(failures).toEqual([]);
   });
 
@@ -186,14 +189,16 @@ describe('kubernetes manifests', () => {
           const ref = e.valueFrom?.secretKeyRef ?? e.valueFrom?.configMapKeyRef;
           if (!ref || ref.optional) continue;
           const kind = e.valueFrom?.secretKeyRef ? 'Secret' : 'ConfigMap';
-          const obj = r.objects.find((o) => o.kind === kind && o.metadata.name === ref.name) as (K8sObject & { data?: Record<string, string>; stringData?: Record<string, string> }) | undefined;
+          const obj = r.objects.find((o) => o.kind === kind && o.metadata.name === ref.name) as
+            (K8sObject & { data?: Record<string, string>; stringData?: Record<string, string> }) | undefined;
           const gen = r.generated.find((g) => g.kind === kind && g.name === ref.name);
           const keys = obj ? Object.keys({ ...obj.data, ...obj.stringData }) : gen?.keys;
           if (keys) {
             if (!keys.includes(ref.key)) problems.push(`${w.metadata.name}/${c.name} ${e.name}: ${kind} ${ref.name} has no key ${ref.key}`);
           } else if (name === 'prod' && kind === 'Secret') {
             // Created out of band: docs/deploy.md must say how, with this key.
-            if (!deployDoc.includes(ref.name) || !deployDoc.includes(`${ref.key}=`)) problems.push(`${ref.name}/${ref.key} is not documented in docs/deploy.md`);
+            if (!deployDoc.includes(ref.name) || !deployDoc.includes(`${ref.key}=`))
+              problems.push(`${ref.name}/${ref.key} is not documented in docs/deploy.md`);
           } else {
             problems.push(`${w.metadata.name}/${c.name} ${e.name}: ${kind} ${ref.name} does not exist`);
           }
@@ -242,12 +247,13 @@ describe('kubernetes manifests', () => {
     }
   });
 
-  it('serves the probed paths and /metrics from the roles\' HealthServer', async () => {
+  it("serves the probed paths and /metrics from the roles' HealthServer", async () => {
     const registry = createRegistry('probe-test', { defaultMetrics: false });
     const server = new HealthServer({ registry, readiness: { store: () => true } });
     const port = await server.start();
     try {
-      for (const path of ['/healthz', '/readyz', '/metrics']) expect({ path, status: (await fetch(`http://127.0.0.1:${port}${path}`)).status }).toEqual({ path, status: 200 });
+      for (const path of ['/healthz', '/readyz', '/metrics'])
+        expect({ path, status: (await fetch(`http://127.0.0.1:${port}${path}`)).status }).toEqual({ path, status: 200 });
       server.setDraining();
       expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
     } finally {
@@ -288,12 +294,21 @@ describe('kubernetes manifests', () => {
     for (const s of services) {
       const target = pods.filter((p) => selects(s.spec.selector, p.labels));
       expect({ service: s.metadata.name, pods: target.length }).toEqual({ service: s.metadata.name, pods: 1 });
-      for (const port of s.spec.ports) expect({ service: s.metadata.name, port: port.name, ok: portNumber(target[0]!.c, port.targetPort) !== undefined }).toEqual({ service: s.metadata.name, port: port.name, ok: true });
+      for (const port of s.spec.ports)
+        expect({ service: s.metadata.name, port: port.name, ok: portNumber(target[0]!.c, port.targetPort) !== undefined }).toEqual({
+          service: s.metadata.name,
+          port: port.name,
+          ok: true,
+        });
     }
-    const pdbs = r.objects.filter((o) => o.kind === 'PodDisruptionBudget') as Array<K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } }>;
+    const pdbs = r.objects.filter((o) => o.kind === 'PodDisruptionBudget') as Array<
+      K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } }
+    >;
     expect(pdbs.map((p) => p.metadata.name).sort()).toEqual(['tickfleet-scheduler', 'tickfleet-worker']);
     for (const p of pdbs) expect(pods.filter((x) => selects(p.spec.selector.matchLabels, x.labels)).length).toBe(1);
-    const sm = r.objects.find((o) => o.kind === 'ServiceMonitor') as K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } };
+    const sm = r.objects.find((o) => o.kind === 'ServiceMonitor') as K8sObject & {
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> };
+    };
     const scraped = services.filter((s) => selects(sm.spec.selector.matchLabels, s.metadata.labels));
     expect(scraped.length).toBe(3);
     // Every role's Service is scraped by one of the endpoints, at /metrics.
@@ -305,7 +320,12 @@ describe('kubernetes manifests', () => {
     const worker = deploymentOf(r, 'worker');
     expect(worker.spec.replicas).toBeUndefined();
     const hpa = r.objects.find((o) => o.kind === 'HorizontalPodAutoscaler') as K8sObject & {
-      spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number; metrics: Array<{ type: string; resource?: { name: string; target: { averageUtilization: number } } }> };
+      spec: {
+        scaleTargetRef: { kind: string; name: string };
+        minReplicas: number;
+        maxReplicas: number;
+        metrics: Array<{ type: string; resource?: { name: string; target: { averageUtilization: number } } }>;
+      };
     };
     const so = r.objects.find((o) => o.kind === 'ScaledObject') as K8sObject & {
       spec: {
@@ -339,7 +359,10 @@ describe('kubernetes manifests', () => {
 
   it('dev: runs Redis and MongoDB in the cluster and points the URLs Secret at them', () => {
     const r = rendered.dev as Resolved;
-    const sets = r.objects.filter((o) => o.kind === 'StatefulSet').map((o) => o.metadata.name).sort();
+    const sets = r.objects
+      .filter((o) => o.kind === 'StatefulSet')
+      .map((o) => o.metadata.name)
+      .sort();
     expect(sets).toEqual(['tickfleet-mongodb', 'tickfleet-redis']);
     const secret = r.generated.find((g) => g.name === 'tickfleet-urls');
     expect(secret?.keys.sort()).toEqual(['REDIS_URL', 'TICKFLEET_SINK_URL', 'TICKFLEET_STORE_URL']);
@@ -398,10 +421,18 @@ describe('Dockerfile', () => {
   });
 
   it('has an entrypoint CLI that knows every role command the manifests run', () => {
-    const res = spawnSync(process.execPath, [join(ROOT, 'apps/cli/bin/tickfleet.mjs'), '--help'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const res = spawnSync(process.execPath, [join(ROOT, 'apps/cli/bin/tickfleet.mjs'), '--help'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     expect(res.status).toBe(0);
     for (const role of ['worker', 'scheduler', 'dashboard']) expect(res.stdout).toMatch(new RegExp(`^\\s+${role}\\b`, 'm'));
-    const dash = spawnSync(process.execPath, [join(ROOT, 'apps/cli/bin/tickfleet.mjs'), 'dashboard', '--help'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const dash = spawnSync(process.execPath, [join(ROOT, 'apps/cli/bin/tickfleet.mjs'), 'dashboard', '--help'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     expect(dash.stdout).toContain('--port');
   });
 });

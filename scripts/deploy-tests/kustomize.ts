@@ -95,7 +95,10 @@ function applyJson6902(target: K8sObject, ops: unknown, where: string): K8sObjec
   if (!Array.isArray(ops)) throw new Error(`${where}: a JSON6902 patch must be a list of operations`);
   const copy = structuredClone(target);
   for (const op of ops as Array<{ op: string; path: string; value?: unknown }>) {
-    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = parts.pop();
     let node: unknown = copy;
     for (const p of parts) {
@@ -135,7 +138,8 @@ export function resolveKustomization(dir: string, root: string): Resolved {
   if (!existsSync(kfile)) throw new Error(`${relative(root, dir)}: no kustomization.yaml`);
   const k = loadYamlDocs(kfile)[0] as Kustomization;
   const where = relative(root, kfile);
-  if (k.kind !== 'Kustomization' || k.apiVersion !== 'kustomize.config.k8s.io/v1beta1') throw new Error(`${where}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
+  if (k.kind !== 'Kustomization' || k.apiVersion !== 'kustomize.config.k8s.io/v1beta1')
+    throw new Error(`${where}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
   for (const key of Object.keys(k)) if (!ALLOWED_KEYS.has(key)) throw new Error(`${where}: field ${key} is not handled by this resolver`);
   const out: Resolved = { dir, objects: [], generated: [], files: [where], images: [...(k.images ?? [])], ...(k.namespace ? { namespace: k.namespace } : {}) };
 
@@ -152,7 +156,8 @@ export function resolveKustomization(dir: string, root: string): Resolved {
       out.files.push(relative(root, path));
       for (const doc of loadYamlDocs(path)) {
         const obj = doc as K8sObject;
-        if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new Error(`${relative(root, path)}: a document without apiVersion, kind or metadata.name`);
+        if (!obj.apiVersion || !obj.kind || !obj.metadata?.name)
+          throw new Error(`${relative(root, path)}: a document without apiVersion, kind or metadata.name`);
         out.objects.push(obj);
       }
     }
@@ -180,7 +185,13 @@ export function resolveKustomization(dir: string, root: string): Resolved {
       const t = p.target;
       const matches = out.objects
         .map((o, idx) => ({ o, idx }))
-        .filter(({ o }) => (!t.kind || o.kind === t.kind) && (!t.name || o.metadata.name === t.name) && (!t.group || o.apiVersion.startsWith(`${t.group}/`)) && (!t.version || o.apiVersion.endsWith(`/${t.version}`) || o.apiVersion === t.version));
+        .filter(
+          ({ o }) =>
+            (!t.kind || o.kind === t.kind) &&
+            (!t.name || o.metadata.name === t.name) &&
+            (!t.group || o.apiVersion.startsWith(`${t.group}/`)) &&
+            (!t.version || o.apiVersion.endsWith(`/${t.version}`) || o.apiVersion === t.version),
+        );
       if (matches.length === 0) throw new Error(`${pw}: target ${t.kind}/${t.name} matches no object`);
       const ops = loadYamlDocsFromText(p.patch, pw);
       for (const { o, idx } of matches) out.objects[idx] = applyJson6902(o, ops, pw);

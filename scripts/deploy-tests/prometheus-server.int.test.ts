@@ -37,8 +37,13 @@ function populate(registry: Registry): void {
   for (const name of registerRoleMetrics(registry)) {
     const spec = METRIC_CATALOG[name];
     const labels: Record<string, string> = {};
-    for (const l of spec.labelNames) labels[l] = l === 'venue' ? 'binance' : l === 'job' ? 'binance:BTC/USDT:1m:ohlcv' : l === 'cause' ? '429' : l === 'status' ? '429' : 'x';
-    const metric = registerMetric(registry, name) as unknown as { observe?: (l: object, v: number) => void; set?: (l: object, v: number) => void; inc: (l: object, v: number) => void };
+    for (const l of spec.labelNames)
+      labels[l] = l === 'venue' ? 'binance' : l === 'job' ? 'binance:BTC/USDT:1m:ohlcv' : l === 'cause' ? '429' : l === 'status' ? '429' : 'x';
+    const metric = registerMetric(registry, name) as unknown as {
+      observe?: (l: object, v: number) => void;
+      set?: (l: object, v: number) => void;
+      inc: (l: object, v: number) => void;
+    };
     if (metric.observe) metric.observe(labels, 0.2);
     else if (metric.set) metric.set(labels, 1);
     else metric.inc(labels, 1);
@@ -119,7 +124,11 @@ describe('real prometheus', () => {
       const all = r.data.groups.flatMap((g) => g.rules);
       return all.length > 0 && all.every((x) => x.health === 'ok') ? all : undefined;
     }, 'every rule evaluated with health ok');
-    expect(rules.map((r) => r.name).sort()).toEqual(alertRules().map((r) => r.alert).sort());
+    expect(rules.map((r) => r.name).sort()).toEqual(
+      alertRules()
+        .map((r) => r.alert)
+        .sort(),
+    );
   });
 
   it('fires an alert from scraped data and keeps a healthy one silent', async () => {

@@ -16,7 +16,7 @@ const TESTS_DIR = join(ROOT, 'deploy/prometheus/tests');
 function promtool(args: string[], input?: string): { status: number | null; out: string } {
   const res = spawnSync('promtool', args, { cwd: ROOT, encoding: 'utf8', ...(input === undefined ? {} : { input }) });
   if (res.error && (res.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new Error('promtool is not on PATH: install Debian\'s prometheus package (apt-get install -y prometheus, or bash scripts/setup.sh)');
+    throw new Error("promtool is not on PATH: install Debian's prometheus package (apt-get install -y prometheus, or bash scripts/setup.sh)");
   }
   return { status: res.status, out: `${res.stdout}${res.stderr}` };
 }
@@ -119,28 +119,34 @@ describe('metric exposition from the catalog', () => {
     expect(res.status).toBe(0);
   });
 
-  it.each(['worker', 'scheduler', 'dashboard'] as const)("passes promtool check metrics on the %s role's /metrics served over HTTP, Node process metrics included", async (role) => {
-    // The registry a role creates: the role label and prom-client's process metrics, plus its catalog rows.
-    const registry = createRegistry(role);
-    observeAll(registry, role);
-    const server = new HealthServer({ registry });
-    const port = await server.start();
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-      expect(res.status).toBe(200);
-      const text = await res.text();
-      expect(text).toContain(`role="${role}"`);
-      expect(text).toContain('tickfleet_process_cpu_user_seconds_total');
-      const check = promtool(['check', 'metrics'], text);
-      expect(check.out.trim()).toBe('');
-      expect(check.status).toBe(0);
-    } finally {
-      await server.stop();
-    }
-  });
+  it.each(['worker', 'scheduler', 'dashboard'] as const)(
+    "passes promtool check metrics on the %s role's /metrics served over HTTP, Node process metrics included",
+    async (role) => {
+      // The registry a role creates: the role label and prom-client's process metrics, plus its catalog rows.
+      const registry = createRegistry(role);
+      observeAll(registry, role);
+      const server = new HealthServer({ registry });
+      const port = await server.start();
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+        expect(res.status).toBe(200);
+        const text = await res.text();
+        expect(text).toContain(`role="${role}"`);
+        expect(text).toContain('tickfleet_process_cpu_user_seconds_total');
+        const check = promtool(['check', 'metrics'], text);
+        expect(check.out.trim()).toBe('');
+        expect(check.status).toBe(0);
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 
   it('is rejected by promtool when a metric breaks the naming rules (the check is not vacuous)', () => {
-    const res = promtool(['check', 'metrics'], '# HELP tickfleet_bad_total a gauge named like a counter\n# TYPE tickfleet_bad_total gauge\ntickfleet_bad_total 1\n');
+    const res = promtool(
+      ['check', 'metrics'],
+      '# HELP tickfleet_bad_total a gauge named like a counter\n# TYPE tickfleet_bad_total gauge\ntickfleet_bad_total 1\n',
+    );
     expect(res.status).not.toBe(0);
     expect(res.out).toContain('tickfleet_bad_total');
   });

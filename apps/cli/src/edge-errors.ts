@@ -84,7 +84,9 @@ export function spoolDirError(err: unknown, spoolDir: string): unknown {
 export function lockedSpoolError(err: SpoolLockedError): ConfigError {
   return new ConfigError(
     'spoolDir',
-    err.holderPid === undefined ? `a lockable spool directory (${err.dir})` : `a spool directory no other live process writes (${err.dir} is held by pid ${err.holderPid})`,
+    err.holderPid === undefined
+      ? `a lockable spool directory (${err.dir})`
+      : `a spool directory no other live process writes (${err.dir} is held by pid ${err.holderPid})`,
   );
 }
 

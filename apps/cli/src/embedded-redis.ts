@@ -30,7 +30,9 @@ export async function startEmbeddedRedis(options: { dir?: string } = {}): Promis
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const failed = new Promise<never>((_, reject) => {
-    child.once('error', (err) => reject(new RedisUnavailableError(url, `cannot start redis-server (install it, or set REDIS_URL): ${err.message}`, { cause: err })));
+    child.once('error', (err) =>
+      reject(new RedisUnavailableError(url, `cannot start redis-server (install it, or set REDIS_URL): ${err.message}`, { cause: err })),
+    );
     child.once('exit', (code) => reject(new RedisUnavailableError(url, `redis-server exited with ${code}: ${stderr.trim()}`)));
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

@@ -39,7 +39,13 @@ export async function openBadInputFleet(): Promise<BadInputFleet> {
   const notADatabase = dir.file('not-a-db.db');
   writeFileSync(notADatabase, 'this is not an SQLite database\n'.repeat(200));
   const closedPort = await freePort();
-  const env = { REDIS_URL: redis.url, TICKFLEET_PREFIX: prefix, TICKFLEET_STORE_URL: storeUrl, TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'), TICKFLEET_SPOOL_DIR: dir.file('spool') };
+  const env = {
+    REDIS_URL: redis.url,
+    TICKFLEET_PREFIX: prefix,
+    TICKFLEET_STORE_URL: storeUrl,
+    TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'),
+    TICKFLEET_SPOOL_DIR: dir.file('spool'),
+  };
   const run = (args: string[], extra: Record<string, string> = {}, timeoutMs = 90_000): Promise<CliResult> =>
     runCli(args, { cwd: dir.path, env: { ...env, ...extra }, timeoutMs });
   for (const args of [

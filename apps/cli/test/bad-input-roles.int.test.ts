@@ -24,7 +24,9 @@ function start(args: string[], env: Record<string, string>, cwd: string): Runnin
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal })),
+  );
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
@@ -67,7 +69,13 @@ function cases(f: BadInputFleet, portInUse: number): Array<BadInputCase & { role
     role('worker', 'venue list', { TICKFLEET_VENUES: 'Binance' }, 2, /invalid configuration TICKFLEET_VENUES/),
     role('worker', 'sink that is not a database', { TICKFLEET_SINK_URL: `sqlite://${f.notADatabase}` }, 2, /invalid TICKFLEET_SINK_URL/),
     role('worker', 'sink URL with a malformed escape', { TICKFLEET_SINK_URL: 'sqlite://%zz' }, 2, /invalid sinkUrl/),
-    role('scheduler', 'health port in use', { TICKFLEET_HEALTH_PORT: String(portInUse) }, 2, /invalid configuration TICKFLEET_HEALTH_PORT: expected a free port/),
+    role(
+      'scheduler',
+      'health port in use',
+      { TICKFLEET_HEALTH_PORT: String(portInUse) },
+      2,
+      /invalid configuration TICKFLEET_HEALTH_PORT: expected a free port/,
+    ),
     role('scheduler', 'unresolvable health host', { TICKFLEET_HEALTH_HOST: 'no-such-host.invalid' }, 2, /invalid configuration TICKFLEET_HEALTH_HOST/),
     role('scheduler', 'tick 0', { TICKFLEET_SCHEDULER_TICK_MS: '0' }, 2, /invalid configuration TICKFLEET_SCHEDULER_TICK_MS/),
     role('dashboard', 'host 999.1.1.1', { TICKFLEET_DASHBOARD_HOST: '999.1.1.1' }, 2, /invalid configuration TICKFLEET_DASHBOARD_HOST/),
@@ -108,7 +116,9 @@ describe('bad role environment', () => {
     const wrong: string[] = [];
     for (const { c, outcome, stderr } of results) {
       if (outcome === 'still running' || outcome.code !== c.code || !c.message.test(stderr)) {
-        wrong.push(`${c.name}: ${outcome === 'still running' ? 'still running after 60 s' : `exit ${outcome.code}`}, stderr ${JSON.stringify(stderr.slice(0, 400))}`);
+        wrong.push(
+          `${c.name}: ${outcome === 'still running' ? 'still running after 60 s' : `exit ${outcome.code}`}, stderr ${JSON.stringify(stderr.slice(0, 400))}`,
+        );
         continue;
       }
       expectOneLine(stderr);
@@ -126,7 +136,10 @@ describe('bad role environment', () => {
     const scheduler = start(['scheduler'], { ...env, TICKFLEET_HEALTH_PORT: String(schedulerPort) }, fleet.dir.path);
     try {
       await waitFor(() => /"msg":"worker ready"/.test(worker.stdout()), `worker ready (stderr: ${worker.stderr()})`, { timeoutMs: 60_000 });
-      const ready = worker.stdout().split('\n').find((l) => l.includes('"worker ready"'))!;
+      const ready = worker
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('"worker ready"'))!;
       expect((JSON.parse(ready) as { venues: string[] }).venues.sort()).toEqual(['binance', 'polygon']);
       await waitFor(async () => (await fetch(`http://127.0.0.1:${schedulerPort}/healthz`).catch(() => null))?.ok, 'scheduler /healthz', { timeoutMs: 60_000 });
       expect(listenAddresses(schedulerPort)).toEqual(['0100007F']);
@@ -160,7 +173,10 @@ describe('bad role environment', () => {
       }
       // Without rate limiting a worker logs ~50 lines a second per venue while Redis is down;
       // one line per cause per venue per 10 s allows at most ~8 per venue over the outage.
-      const errorLines = roles[0]!.p.stdout().split('\n').filter((l) => l.includes('"msg":"bullmq worker error"'));
+      const errorLines = roles[0]!.p
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"bullmq worker error"'));
       expect(errorLines.length).toBeGreaterThan(0);
       expect(errorLines.length).toBeLessThanOrEqual(2 * 9);
     } finally {

@@ -15,7 +15,11 @@ describe('tickfleet connectors and jobs', () => {
     const created = await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000', '--period', '60s', '--json');
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
-    expect(JSON.parse(created.stdout)).toMatchObject({ venue: 'binance', status: 'active', rateLimit: { limit: 6000, periodMs: 60_000, policy: 'fixed-window', headroom: 0.95 } });
+    expect(JSON.parse(created.stdout)).toMatchObject({
+      venue: 'binance',
+      status: 'active',
+      rateLimit: { limit: 6000, periodMs: 60_000, policy: 'fixed-window', headroom: 0.95 },
+    });
 
     const updated = await cli('connectors', 'upsert', 'binance', '--limit', '1200', '--policy', 'gcra', '--max-inflight', '8', '--json');
     expect(updated.code).toBe(0);
@@ -57,7 +61,10 @@ describe('tickfleet connectors and jobs', () => {
     [['connectors', 'upsert', 'kraken', '--base-url', 'not a url', '--limit', '5'], /invalid --base-url/],
     [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '-5'], /invalid --limit: expected a positive integer, got "-5"/],
     [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--period', '1 fortnight'], /invalid --period/],
-    [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'], /invalid --policy: expected one of fixed-window, gcra/],
+    [
+      ['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'],
+      /invalid --policy: expected one of fixed-window, gcra/,
+    ],
     [['connectors', 'upsert', 'kraken', '--limit', '5'], /invalid --base-url/],
     [['connectors', 'pause', 'nosuch'], /invalid venue: expected an existing connector/],
     [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '7m'], /invalid --timeframe: expected one of 1m, 3m/],

@@ -36,7 +36,10 @@ describe('operations surface on a running demo fleet', () => {
       if (!found) throw new Error(`${bin} not found: install Debian's ${pkg} package (bash scripts/setup.sh does)`);
     }
     dir = tempDir('tickfleet-demo-ops-');
-    up = spawnCli(['up', '--demo', '--workers', '2', '--dashboard-port', '0'], { cwd: dir.path, env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined, TICKFLEET_SINK_URL: undefined } });
+    up = spawnCli(['up', '--demo', '--workers', '2', '--dashboard-port', '0'], {
+      cwd: dir.path,
+      env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined, TICKFLEET_SINK_URL: undefined },
+    });
     up.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     up.stderr?.on('data', (d: Buffer) => (out += d.toString()));
     await waitFor(() => out.includes('tickfleet is up') || up.exitCode !== null, 'tickfleet is up', { timeoutMs: 60_000 });
@@ -65,14 +68,27 @@ describe('operations surface on a running demo fleet', () => {
       const u = new URL(url);
       return `  - job_name: ${role}\n    metrics_path: ${u.pathname}\n    static_configs:\n      - targets: ['${u.host}']`;
     });
-    writeFileSync(dir.file('prometheus.yml'), ['global:', '  scrape_interval: 1s', '  evaluation_interval: 1s', 'rule_files:', `  - ${RULES}`, 'scrape_configs:', ...targets, ''].join('\n'));
+    writeFileSync(
+      dir.file('prometheus.yml'),
+      ['global:', '  scrape_interval: 1s', '  evaluation_interval: 1s', 'rule_files:', `  - ${RULES}`, 'scrape_configs:', ...targets, ''].join('\n'),
+    );
     let log = '';
-    prometheus = spawn('prometheus', [`--config.file=${dir.file('prometheus.yml')}`, `--storage.tsdb.path=${dir.file('prom-data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    prometheus = spawn(
+      'prometheus',
+      [
+        `--config.file=${dir.file('prometheus.yml')}`,
+        `--storage.tsdb.path=${dir.file('prom-data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     prometheus.stderr?.on('data', (b: Buffer) => (log += b.toString()));
     await waitFor(async () => (await fetch(`${promUrl}/-/ready`)).ok, `prometheus ready (${log})`);
-    const query = async (expr: string): Promise<QueryResult> => (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as QueryResult;
+    const query = async (expr: string): Promise<QueryResult> =>
+      (await (await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as QueryResult;
 
     // Every role is scraped and up.
     const roles = Object.keys(fleet.metrics).sort();
@@ -81,10 +97,14 @@ describe('operations surface on a running demo fleet', () => {
 
     // Key series from each role, with values that make sense for the demo.
     const series = async (expr: string): Promise<QueryResult['data']['result']> =>
-      waitFor(async () => {
-        const r = await query(expr);
-        return r.data.result.length > 0 ? r.data.result : undefined;
-      }, expr, { timeoutMs: 30_000 });
+      waitFor(
+        async () => {
+          const r = await query(expr);
+          return r.data.result.length > 0 ? r.data.result : undefined;
+        },
+        expr,
+        { timeoutMs: 30_000 },
+      );
     expect(Number((await series('sum(tickfleet_scheduler_is_leader)'))[0]!.value[1])).toBe(1);
     expect(Number((await series('sum(tickfleet_units_total{venue="binance",outcome="ok"})'))[0]!.value[1])).toBeGreaterThan(0);
     expect(Number((await series('max(tickfleet_budget_limit{venue="binance"})'))[0]!.value[1])).toBe(5700);
@@ -93,11 +113,17 @@ describe('operations surface on a running demo fleet', () => {
     expect(await series('histogram_quantile(0.95, sum by (le, venue) (rate(tickfleet_request_duration_seconds_bucket[1m])))')).not.toHaveLength(0);
 
     // The rules load and evaluate; the no-leader expression finds a leader (empty result).
-    const rules = await waitFor(async () => {
-      const r = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as { data: { groups: Array<{ rules: Array<{ name: string; health: string; lastEvaluation: string }> }> } };
-      const all = r.data.groups.flatMap((g) => g.rules);
-      return all.length > 0 && all.every((x) => !x.lastEvaluation.startsWith('0001')) ? all : undefined;
-    }, 'rules evaluated', { timeoutMs: 30_000 });
+    const rules = await waitFor(
+      async () => {
+        const r = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+          data: { groups: Array<{ rules: Array<{ name: string; health: string; lastEvaluation: string }> }> };
+        };
+        const all = r.data.groups.flatMap((g) => g.rules);
+        return all.length > 0 && all.every((x) => !x.lastEvaluation.startsWith('0001')) ? all : undefined;
+      },
+      'rules evaluated',
+      { timeoutMs: 30_000 },
+    );
     expect(rules.filter((r) => r.health !== 'ok')).toEqual([]);
     expect((await query('(sum(tickfleet_scheduler_is_leader) or vector(0)) < 1')).data.result).toEqual([]);
   }, 120_000);
@@ -107,14 +133,28 @@ describe('operations surface on a running demo fleet', () => {
     const context = await chromium.launchPersistentContext(profile.path, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1440, height: 700 },
     });
     try {
       const page = await context.newPage();
       await page.goto(`${fleet.dashboardUrl}/`);
       await page.locator('tr[data-venue="binance"]').waitFor();
-      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(['binance', 'polygon', 'polymarket', 'xetra']);
+      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual([
+        'binance',
+        'polygon',
+        'polymarket',
+        'xetra',
+      ]);
       const cell = (venue: string, field: string) => page.locator(`tr[data-venue="${venue}"] [data-field="${field}"]`);
       expect(await cell('binance', 'status').textContent()).toBe('active');
       expect(await cell('binance', 'budget-limit').textContent()).toBe('5700');

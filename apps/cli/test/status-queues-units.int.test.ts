@@ -24,7 +24,14 @@ const env = (): Record<string, string | undefined> => ({
 const cli = (...args: string[]) => runCli(['--store', dir.sqliteUrl(), ...args], { env: env(), cwd: dir.path });
 
 const units = (venue: string, n: number, now: number): QueuedUnit[] =>
-  Array.from({ length: n }, (_, i) => ({ kind: 'incremental', venue, jobId: `${venue}:X:1m:ohlcv`, dueAt: now - i * 60_000, nextRunAt: now + 60_000, enqueuedAt: now }));
+  Array.from({ length: n }, (_, i) => ({
+    kind: 'incremental',
+    venue,
+    jobId: `${venue}:X:1m:ohlcv`,
+    dueAt: now - i * 60_000,
+    nextRunAt: now + 60_000,
+    enqueuedAt: now,
+  }));
 
 /** Takes one unit off the venue's queue with a real BullMQ worker and fails it. */
 async function failOne(venue: string): Promise<string> {
@@ -119,7 +126,18 @@ describe('tickfleet status / queues / units', () => {
     const res = await cli('queues', '--json');
     expect(res.code).toBe(0);
     const rows = JSON.parse(res.stdout) as Array<Record<string, unknown> & { rateLimitTtlMs: number }>;
-    expect(rows[0]).toEqual({ venue: 'binance', queue: '{binance}', waiting: 0, prioritized: 4, active: 0, delayed: 0, failed: 0, completed: 0, rateLimitTtlMs: 0, globalConcurrency: 6 });
+    expect(rows[0]).toEqual({
+      venue: 'binance',
+      queue: '{binance}',
+      waiting: 0,
+      prioritized: 4,
+      active: 0,
+      delayed: 0,
+      failed: 0,
+      completed: 0,
+      rateLimitTtlMs: 0,
+      globalConcurrency: 6,
+    });
     expect(rows[1]).toMatchObject({ venue: 'polygon', prioritized: 2, globalConcurrency: null });
     expect(rows[1]!.rateLimitTtlMs).toBeGreaterThan(50_000);
     const table = await cli('queues');

@@ -12,7 +12,10 @@ describe('tickfleet up --demo', () => {
   afterAll(() => dir.remove());
 
   it('starts redis, emulations, scheduler, workers and dashboard; candles arrive; SIGINT stops everything', async () => {
-    const up = spawnCli(['up', '--demo', '--workers', '2', '--dashboard-port', '0'], { cwd: dir.path, env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined, TICKFLEET_SINK_URL: undefined, LOG_LEVEL: 'info' } });
+    const up = spawnCli(['up', '--demo', '--workers', '2', '--dashboard-port', '0'], {
+      cwd: dir.path,
+      env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined, TICKFLEET_SINK_URL: undefined, LOG_LEVEL: 'info' },
+    });
     let out = '';
     up.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     up.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -23,7 +26,10 @@ describe('tickfleet up --demo', () => {
       const fleet = JSON.parse(readFileSync(join(dir.path, '.tickfleet/fleet.json'), 'utf8')) as { redisUrl: string; dashboardUrl: string };
 
       const count = async (): Promise<number> => {
-        const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
+        const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], {
+          cwd: dir.path,
+          env: { TICKFLEET_SINK_URL: undefined },
+        });
         return r.code === 0 ? (JSON.parse(r.stdout) as { count: number }).count : 0;
       };
       // The demo job starts 6 hours back: ~360 closed 1m candles arrive in the first units.

@@ -82,7 +82,11 @@ export class DashboardServer {
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
     const metrics = new FleetStatusMetrics(this.registry);
-    this.status = new StatusCache(() => this.collect(), options.statusMaxAgeMs ?? 500, (s) => metrics.apply(s));
+    this.status = new StatusCache(
+      () => this.collect(),
+      options.statusMaxAgeMs ?? 500,
+      (s) => metrics.apply(s),
+    );
   }
 
   /** A fresh snapshot (bypassing the cache). */
@@ -176,10 +180,13 @@ export class DashboardServer {
       res.json({ status: 'ok', checks: { process: 'ok' } });
     });
     app.get('/readyz', (_req, res) => {
-      this.readiness().then((checks) => {
-        const ok = Object.values(checks).every((c) => c === 'ok');
-        res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'fail', checks });
-      }, (err: unknown) => res.status(503).json({ status: 'fail', error: String(err) }));
+      this.readiness().then(
+        (checks) => {
+          const ok = Object.values(checks).every((c) => c === 'ok');
+          res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'fail', checks });
+        },
+        (err: unknown) => res.status(503).json({ status: 'fail', error: String(err) }),
+      );
     });
 
     const readOnlyGuard = (req: Request, res: Response, next: NextFunction): void => {

@@ -119,13 +119,7 @@ function cursorLag(jobs: readonly Job[], now: number): VenueCursorLag {
   return { maxMs, jobId, maxCadenceRatio, jobs: considered, withoutCursor };
 }
 
-async function venueStatus(
-  sources: FleetStatusSources,
-  connector: Connector,
-  jobs: readonly Job[],
-  openGaps: number,
-  now: number,
-): Promise<VenueStatus> {
+async function venueStatus(sources: FleetStatusSources, connector: Connector, jobs: readonly Job[], openGaps: number, now: number): Promise<VenueStatus> {
   const { store, queues, control, liveness } = sources;
   const venue = connector.venue;
   // The dashboard may run without any worker having configured this venue's limits in memory;
@@ -142,7 +136,8 @@ async function venueStatus(
   // The venue's one freeze record (the queue limiter BullMQ obeys is derived from it by
   // FleetVenueControl.freeze, so it says nothing the record does not).
   const frozen = snapshot.frozen;
-  const freeze: VenueFreezeStatus | null = frozen && frozen.untilMs > now ? { cause: frozen.cause, untilMs: frozen.untilMs, remainingMs: frozen.untilMs - now } : null;
+  const freeze: VenueFreezeStatus | null =
+    frozen && frozen.untilMs > now ? { cause: frozen.cause, untilMs: frozen.untilMs, remainingMs: frozen.untilMs - now } : null;
 
   const budget: VenueBudgetStatus | null = usage
     ? {

@@ -41,10 +41,12 @@ export async function runDashboard(env?: Env, options: RunDashboardOptions = {})
   assertCredentials(config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS, credentials);
   const store = await openStore(config.TICKFLEET_STORE_URL);
   // A Redis that does not answer ends the start with one line instead of a board waiting silently.
-  const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard', waitMs: REDIS_CONNECT_WAIT_MS }).catch(async (err: unknown) => {
-    await store.close();
-    throw err;
-  });
+  const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard', waitMs: REDIS_CONNECT_WAIT_MS }).catch(
+    async (err: unknown) => {
+      await store.close();
+      throw err;
+    },
+  );
   // ioredis reports every failed reconnect; one line per cause per 10 s is enough to see it.
   const logRedisError = rateLimitedLog(logger, 10_000);
   redis.on('error', (err: NodeJS.ErrnoException) => logRedisError('warn', err.code ?? err.name, { err }, 'redis connection error'));

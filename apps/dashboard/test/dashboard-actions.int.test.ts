@@ -34,7 +34,16 @@ beforeEach(async () => {
   await fleet.store.connectors.upsert(connector('binance', 1200, { maxInflight: 4 }));
   await fleet.queues.enqueue(liveUnits('binance', 'BTC/USDT', 3, fleet.now));
   await fleet.queues.setGlobalConcurrency('binance', 4);
-  server = new DashboardServer({ redis: fleet.redis, store: fleet.store, prefix: fleet.prefix, spoolDir: fleet.spoolDir, discoverMs: 100, statusMaxAgeMs: 0, allowActions: true, credentials: { token: TOKEN } });
+  server = new DashboardServer({
+    redis: fleet.redis,
+    store: fleet.store,
+    prefix: fleet.prefix,
+    spoolDir: fleet.spoolDir,
+    discoverMs: 100,
+    statusMaxAgeMs: 0,
+    allowActions: true,
+    credentials: { token: TOKEN },
+  });
   await server.start();
 });
 afterEach(async () => {
@@ -98,9 +107,17 @@ describe('dashboard actions with a token', () => {
     const before = await fleet.queues.counts('binance');
     const waiting = (await fleet.queues.queue('binance').getJobs(['waiting', 'prioritized'], 0, 0))[0]!;
     expect((await put(`${q('binance')}/empty`)).status).toBe(403);
-    const add = await fetch(`${server.url}${q('binance')}/add`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', data: {} }) });
+    const add = await fetch(`${server.url}${q('binance')}/add`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', data: {} }),
+    });
     expect(add.status).toBe(403);
-    const update = await fetch(`${server.url}${q('binance')}/${encodeURIComponent(waiting.id!)}/update-data`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: '{"data":{}}' });
+    const update = await fetch(`${server.url}${q('binance')}/${encodeURIComponent(waiting.id!)}/update-data`, {
+      method: 'PATCH',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"data":{}}',
+    });
     expect(update.status).toBe(403);
     const clean = await put(`${q('binance')}/${encodeURIComponent(waiting.id!)}/clean`);
     expect(clean.status).toBe(403);

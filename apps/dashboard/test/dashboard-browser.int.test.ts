@@ -17,13 +17,16 @@ let context: BrowserContext;
 
 beforeAll(async () => {
   // No skip: a machine without Debian's chromium fails here, saying how to get it.
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (scripts/setup.sh installs it: apt-get install -y chromium)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (scripts/setup.sh installs it: apt-get install -y chromium)`);
   redis = await startRedis();
   dir = tempDir();
   profile = tempDir('tickfleet-chromium-');
   fleet = await openTestFleet(redis.url, redis.namespace(), dir, Date.now());
   const { store, queues, now } = fleet;
-  await store.connectors.upsert(connector('binance', 1200, { rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 }, maxInflight: 8 }));
+  await store.connectors.upsert(
+    connector('binance', 1200, { rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 }, maxInflight: 8 }),
+  );
   await store.connectors.upsert(connector('polygon', 5, { maxInflight: 2 }));
   const btc = await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m' });
   await store.jobs.advanceCursor(btc.id, Math.floor(now / 60_000) * 60_000 - 5 * 60_000);
@@ -37,7 +40,16 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile.path, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1440, height: 640 },
   });
 });
@@ -80,7 +92,9 @@ describe('dashboard in a real browser', () => {
 
     await waitFor(async () => (await cell(page, 'polygon', 'freeze-cause').textContent()) === '418', 'the polygon freeze on the page', { timeoutMs: 10_000 });
     expect(await cell(page, 'polygon', 'freeze-remaining').textContent()).toMatch(/^4m\d+s left$|^5m left$/);
-    await waitFor(async () => (await cell(page, 'binance', 'prioritized').textContent()) === '5', 'the two new binance units on the page', { timeoutMs: 10_000 });
+    await waitFor(async () => (await cell(page, 'binance', 'prioritized').textContent()) === '5', 'the two new binance units on the page', {
+      timeoutMs: 10_000,
+    });
     expect(await cell(page, 'polygon', 'runnable').textContent()).toBe('0');
     expect(await cell(page, 'polygon', 'blocked').textContent()).toBe('2');
     expect(await page.locator('#t-frozen').textContent()).toBe('1');

@@ -30,7 +30,15 @@ afterEach(async () => {
 });
 
 async function serve(options: Partial<DashboardServerOptions> = {}): Promise<DashboardServer> {
-  const server = new DashboardServer({ redis: fleet.redis, store: fleet.store, prefix: fleet.prefix, spoolDir: fleet.spoolDir, discoverMs: 100, statusMaxAgeMs: 0, ...options });
+  const server = new DashboardServer({
+    redis: fleet.redis,
+    store: fleet.store,
+    prefix: fleet.prefix,
+    spoolDir: fleet.spoolDir,
+    discoverMs: 100,
+    statusMaxAgeMs: 0,
+    ...options,
+  });
   await server.start();
   servers.push(server);
   return server;
@@ -139,10 +147,16 @@ describe('DashboardServer', () => {
   it('accepts basic auth from TICKFLEET_DASHBOARD_USER / _PASSWORD', async () => {
     const failedId = await failOneUnit();
     const server = await serve({ allowActions: true, credentials: { user: 'ops', password: 'pw' } });
-    const denied = await fetch(`${server.url}${retryPath(failedId)}`, { method: 'PUT', headers: { authorization: `Basic ${Buffer.from('ops:nope').toString('base64')}` } });
+    const denied = await fetch(`${server.url}${retryPath(failedId)}`, {
+      method: 'PUT',
+      headers: { authorization: `Basic ${Buffer.from('ops:nope').toString('base64')}` },
+    });
     expect(denied.status).toBe(401);
     expect(denied.headers.get('www-authenticate')).toMatch(/^Basic/);
-    const ok = await fetch(`${server.url}${retryPath(failedId)}`, { method: 'PUT', headers: { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` } });
+    const ok = await fetch(`${server.url}${retryPath(failedId)}`, {
+      method: 'PUT',
+      headers: { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` },
+    });
     expect(ok.status).toBeLessThan(300);
   });
 
@@ -154,12 +168,20 @@ describe('DashboardServer', () => {
       code: 'E_CONFIG',
       variable: 'TICKFLEET_DASHBOARD_PASSWORD',
     });
-    await expect(runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: 'x' }, { handleSignals: false })).rejects.toMatchObject({ variable: 'TICKFLEET_DASHBOARD_PORT' });
+    await expect(runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: 'x' }, { handleSignals: false })).rejects.toMatchObject({
+      variable: 'TICKFLEET_DASHBOARD_PORT',
+    });
   });
 
   it('runDashboard parses its env, serves, and closes Redis and the store on close()', async () => {
     const running = await runDashboard(
-      { REDIS_URL: redis.url, TICKFLEET_STORE_URL: fleet.storeUrl, TICKFLEET_PREFIX: fleet.prefix, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_TOKEN: 't0k' },
+      {
+        REDIS_URL: redis.url,
+        TICKFLEET_STORE_URL: fleet.storeUrl,
+        TICKFLEET_PREFIX: fleet.prefix,
+        TICKFLEET_DASHBOARD_PORT: '0',
+        TICKFLEET_DASHBOARD_TOKEN: 't0k',
+      },
       { handleSignals: false },
     );
     try {

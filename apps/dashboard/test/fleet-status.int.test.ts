@@ -34,7 +34,9 @@ afterEach(async () => {
  */
 async function seed(): Promise<{ btcCursor: number }> {
   const { store, queues, control, now } = fleet;
-  await store.connectors.upsert(connector('binance', 1200, { rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 }, maxInflight: 8 }));
+  await store.connectors.upsert(
+    connector('binance', 1200, { rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 }, maxInflight: 8 }),
+  );
   await store.connectors.upsert(connector('coinbase', 3));
   await store.connectors.upsert(connector('polygon', 5, { maxInflight: 2 }));
   await store.connectors.upsert(connector('kraken', 10));
@@ -100,7 +102,13 @@ describe('collectFleetStatus', () => {
       queue: { ...noUnits, prioritized: 5 },
       runnable: 5,
       blocked: 0,
-      cursorLag: { maxMs: now - (btcCursor + 60_000), jobId: 'binance:BTC/USDT:1m:ohlcv', maxCadenceRatio: (now - (btcCursor + 60_000)) / 60_000, jobs: 3, withoutCursor: 1 },
+      cursorLag: {
+        maxMs: now - (btcCursor + 60_000),
+        jobId: 'binance:BTC/USDT:1m:ohlcv',
+        maxCadenceRatio: (now - (btcCursor + 60_000)) / 60_000,
+        jobs: 3,
+        withoutCursor: 1,
+      },
       openGaps: 1,
       liveWorkers: 2,
     });
@@ -122,7 +130,13 @@ describe('collectFleetStatus', () => {
       queue: { ...noUnits, prioritized: 3 },
       runnable: 0,
       blocked: 3,
-      cursorLag: { maxMs: now - alignDown(now, '1d'), jobId: 'polygon:AAPL:1d:ohlcv', maxCadenceRatio: (now - alignDown(now, '1d')) / 86_400_000, jobs: 1, withoutCursor: 0 },
+      cursorLag: {
+        maxMs: now - alignDown(now, '1d'),
+        jobId: 'polygon:AAPL:1d:ohlcv',
+        maxCadenceRatio: (now - alignDown(now, '1d')) / 86_400_000,
+        jobs: 1,
+        withoutCursor: 0,
+      },
       openGaps: 1,
     });
     const kraken = byVenue.kraken!;
@@ -141,11 +155,26 @@ describe('collectFleetStatus', () => {
     const { store, control, now } = fleet;
     await store.connectors.upsert(connector('binance', 1200, { maxInflight: 6 }));
     // One 429 halves the fleet-wide concurrency: 6 -> 3.
-    const limits = { min: 1, max: 6, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000, minSamples: 20, sampleSize: 200, halveCooldownMs: 0 };
+    const limits = {
+      min: 1,
+      max: 6,
+      increaseAfterMs: 30_000,
+      maxFailureRatio: 0.2,
+      maxP95LatencyMs: 10_000,
+      minSamples: 20,
+      sampleSize: 200,
+      halveCooldownMs: 0,
+    };
     control.configure('binance', limits);
     await control.onRateLimited('binance', 0, '429');
     const status = await collectFleetStatus({ store, queues: fleet.queues, control, now });
-    expect(status.venues[0]).toMatchObject({ venue: 'binance', concurrency: { current: 3, min: 1, max: 6 }, liveWorkers: null, freeze: null, globalConcurrency: null });
+    expect(status.venues[0]).toMatchObject({
+      venue: 'binance',
+      concurrency: { current: 3, min: 1, max: 6 },
+      liveWorkers: null,
+      freeze: null,
+      globalConcurrency: null,
+    });
     expect(status.spool).toBeNull();
   });
 
@@ -167,7 +196,12 @@ describe('collectFleetStatus', () => {
     expect(await values('tickfleet_venue_budget_blocked_units')).toContainEqual({ labels: { venue: 'polygon' }, value: 3 });
     expect(await values('tickfleet_queue_units')).toContainEqual({ labels: { venue: 'binance', state: 'prioritized' }, value: 5 });
     const frozen = await values('tickfleet_venue_frozen');
-    expect(frozen.filter((v) => v.value === 1).map((v) => v.labels).sort((a, b) => String(a.venue).localeCompare(String(b.venue)))).toEqual([
+    expect(
+      frozen
+        .filter((v) => v.value === 1)
+        .map((v) => v.labels)
+        .sort((a, b) => String(a.venue).localeCompare(String(b.venue))),
+    ).toEqual([
       { venue: 'kraken', cause: 'budget' },
       { venue: 'polygon', cause: '418' },
     ]);
@@ -179,7 +213,12 @@ describe('collectFleetStatus', () => {
     // binance's BTC job is 2 candles and 10 s behind its 1m cadence.
     expect(await values('tickfleet_job_cursor_lag_cadence_ratio_max')).toContainEqual({ labels: { venue: 'binance' }, value: 130_000 / 60_000 });
 
-    metrics.apply({ atMs: fleet.now, venues: [], spool: null, totals: { runnable: 0, blocked: 0, waiting: 0, active: 0, delayed: 0, failed: 0, openGaps: 0, frozenVenues: 0 } });
+    metrics.apply({
+      atMs: fleet.now,
+      venues: [],
+      spool: null,
+      totals: { runnable: 0, blocked: 0, waiting: 0, active: 0, delayed: 0, failed: 0, openGaps: 0, frozenVenues: 0 },
+    });
     expect(await values('tickfleet_venue_runnable_units')).toEqual([]);
     const text = await registry.metrics();
     expect(text).toContain('# TYPE tickfleet_venue_runnable_units gauge');

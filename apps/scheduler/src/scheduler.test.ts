@@ -244,7 +244,14 @@ describe('Scheduler', () => {
     // failed and cancelled ones do not.
     expect(await s.queues.globalConcurrency('binance')).toBeNull();
     const first = await s.repair();
-    expect(first).toEqual({ owed: 2, recreated: 2, concurrency: [{ venue: 'binance', value: 3 }, { venue: 'kraken', value: expect.any(Number) }] });
+    expect(first).toEqual({
+      owed: 2,
+      recreated: 2,
+      concurrency: [
+        { venue: 'binance', value: 3 },
+        { venue: 'kraken', value: expect.any(Number) },
+      ],
+    });
     expect(await s.queues.globalConcurrency('binance')).toBe(3);
     const units = await unitsIn(s, 'binance');
     expect(units.map((u) => u.id)).toEqual([idOf(chunks[0]!), idOf(chunks[2]!)]);
@@ -268,7 +275,10 @@ describe('Scheduler', () => {
       await worker.close();
       await connection.quit();
     });
-    await waitFor(async () => (await s.queues.counts('binance')).failed === 1 && (await s.queues.counts('binance')).completed === 1, 'one unit failed, one completed');
+    await waitFor(
+      async () => (await s.queues.counts('binance')).failed === 1 && (await s.queues.counts('binance')).completed === 1,
+      'one unit failed, one completed',
+    );
     await worker.close();
     expect(await s.repair()).toEqual({ owed: 1, recreated: 1, concurrency: [] });
     expect((await s.queues.queue('binance').getJob(idOf(chunks[0]!)))?.finishedOn).toBeUndefined();
@@ -290,7 +300,10 @@ describe('Scheduler', () => {
     await loseRedis(f.prefix);
     // The ManualClock's monotonic time does not move by itself: advance it so the next repair is due.
     f.clock.advance(100);
-    await waitFor(async () => (await s.queues.queue('binance').getJob(id)) !== undefined && (await s.queues.globalConcurrency('binance')) !== null, 'unit and concurrency back after the loss');
+    await waitFor(
+      async () => (await s.queues.queue('binance').getJob(id)) !== undefined && (await s.queues.globalConcurrency('binance')) !== null,
+      'unit and concurrency back after the loss',
+    );
   });
 });
 
@@ -313,4 +326,3 @@ describe('the scheduler environment', () => {
     expect(() => parseSchedulerEnv(env)).toThrow(new RegExp(`invalid configuration ${variable}: expected`));
   });
 });
-

@@ -95,7 +95,13 @@ export class FleetWorker {
     const refreshLog = rateLimitedLog(options.logger, 60_000);
     this.timers.push(
       // During a store outage every poll fails: one line per cause per minute, not one per poll.
-      setInterval(() => void this.refreshConnectors().catch((err: unknown) => refreshLog('warn', (err as { code?: string }).code ?? 'error', { err }, 'connector refresh failed')), options.connectorPollMs ?? 5000),
+      setInterval(
+        () =>
+          void this.refreshConnectors().catch((err: unknown) =>
+            refreshLog('warn', (err as { code?: string }).code ?? 'error', { err }, 'connector refresh failed'),
+          ),
+        options.connectorPollMs ?? 5000,
+      ),
       setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
     );
     for (const t of this.timers) t.unref();
@@ -195,10 +201,7 @@ export class FleetWorker {
     await this.refreshing?.catch(() => undefined);
     const runners = [...this.runners.values()];
     const graceful = Promise.all(runners.map((r) => r.stop(false)));
-    const timedOut = await Promise.race([
-      graceful.then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
-    ]);
+    const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
     if (timedOut) {
       this.options.logger.warn({ graceMs }, 'grace period over: returning in-flight units to the queue');
       await Promise.all(runners.map((r) => r.stop(true)));

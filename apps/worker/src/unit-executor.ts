@@ -81,7 +81,8 @@ export class UnitExecutor {
     switch (unit.kind) {
       case 'incremental':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
-        if (job.type !== 'ohlcv') throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.type} jobs have no incremental collector (trade polling is not built)`);
+        if (job.type !== 'ohlcv')
+          throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.type} jobs have no incremental collector (trade polling is not built)`);
         return this.incremental(ctx, job);
       case 'backfill':
         return this.backfill(ctx, job);
@@ -109,7 +110,7 @@ export class UnitExecutor {
     // A malformed page (truncated or wrong-shaped body) is a glitch of one answer: ask again from
     // the newest stored page right away (the shared budget paces the requests) instead of failing
     // the unit; only a long run of them ends the attempt, which is then retried with backoff.
-    for (let from = fromMs, malformed = 0; from < toMs; ) {
+    for (let from = fromMs, malformed = 0; from < toMs;) {
       try {
         const pass = await this.collectCandles(ctx, job, from, toMs, true);
         records += pass.records;
@@ -161,7 +162,10 @@ export class UnitExecutor {
       return;
     }
     this.malformedSampled.set(err.venue, { atMs: now, suppressed: 0 });
-    ctx.logger.warn({ detail: err.detail, sample: err.sample, suppressed: last?.suppressed ?? 0 }, 'malformed venue payload, fetching the page again (sampled: one line per venue per minute)');
+    ctx.logger.warn(
+      { detail: err.detail, sample: err.sample, suppressed: last?.suppressed ?? 0 },
+      'malformed venue payload, fetching the page again (sampled: one line per venue per minute)',
+    );
   }
 
   /** One page-sized chunk of a backfill range; never moves the live cursor. */

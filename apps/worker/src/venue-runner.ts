@@ -14,7 +14,16 @@ import {
   TransientError,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
-import { type JobLock, type JobLockHandle, QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
+import {
+  type JobLock,
+  type JobLockHandle,
+  QueuedUnit,
+  queueNameFor,
+  TRANSIENT_RETRY,
+  transientRetryDelayMs,
+  type VenueQueues,
+  type RedisClient,
+} from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
@@ -274,12 +283,18 @@ export class VenueRunner {
     metrics.unitFailures.inc({ venue: this.venue, cause });
     if (err instanceof MalformedPayloadError) {
       metrics.malformedPayloads.inc({ venue: this.venue });
-      this.sampleLog('warn', `malformed:${err.detail.replace(/\d+/g, '#').slice(0, 60)}`, { venue: this.venue, detail: err.detail, sample: err.sample }, 'malformed venue payload (sampled: one line per kind per minute)');
+      this.sampleLog(
+        'warn',
+        `malformed:${err.detail.replace(/\d+/g, '#').slice(0, 60)}`,
+        { venue: this.venue, detail: err.detail, sample: err.sample },
+        'malformed venue payload (sampled: one line per kind per minute)',
+      );
     }
     await this.applyConcurrency(await control.reportOutcome(this.venue, { ok: false, latencyMs }));
     const message = err instanceof Error ? err.message : String(err);
     const retryable = err instanceof TickfleetError ? err.retryable : true;
-    if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause)) return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
+    if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause))
+      return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
       // Per-instrument exponential backoff: the job waits, the venue's other instruments go on.
@@ -329,7 +344,12 @@ export class VenueRunner {
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: cause === 'store_unavailable' ? 'store_unavailable' : 'retried' });
     const retry: UnitRetryState = { failures, cause, lastError: message.slice(0, 500), atMs: clock.now() };
     await job.updateData({ ...job.data, retry } as QueuedUnit);
-    this.sampleLog('warn', `retry:${cause}`, { venue: this.venue, unitId: job.id, cause, failures, err: message, retryAt: new Date(retryAtMs).toISOString() }, 'unit failed for a transient cause; retrying later (sampled)');
+    this.sampleLog(
+      'warn',
+      `retry:${cause}`,
+      { venue: this.venue, unitId: job.id, cause, failures, err: message, retryAt: new Date(retryAtMs).toISOString() },
+      'unit failed for a transient cause; retrying later (sampled)',
+    );
     logger.debug({ cause, failures, retryAt: new Date(retryAtMs).toISOString() }, 'unit returned to the queue after a transient failure');
     await job.moveToDelayed(retryAtMs, token);
     throw new DelayedError();

@@ -13,7 +13,10 @@ export const WorkerEnv = z.object({
   TICKFLEET_SPOOL_MAX_BYTES: SHARED.TICKFLEET_SPOOL_MAX_BYTES,
   TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: SHARED.TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS,
   /** Comma-separated venues to serve; unset or empty serves every connector with an adapter. */
-  TICKFLEET_VENUES: matching(/^[a-z][a-z0-9_-]{1,31}(,[a-z][a-z0-9_-]{1,31})*$/, 'venue names separated by commas, e.g. binance,polygon (empty: every venue)').optional(),
+  TICKFLEET_VENUES: matching(
+    /^[a-z][a-z0-9_-]{1,31}(,[a-z][a-z0-9_-]{1,31})*$/,
+    'venue names separated by commas, e.g. binance,polygon (empty: every venue)',
+  ).optional(),
   TICKFLEET_PREFIX: SHARED.TICKFLEET_PREFIX,
   TICKFLEET_HEALTH_PORT: SHARED.TICKFLEET_HEALTH_PORT,
   TICKFLEET_HEALTH_HOST: SHARED.TICKFLEET_HEALTH_HOST,

@@ -24,7 +24,9 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
       // Held by another live process: try the next slot.
       if (err instanceof SpoolLockedError) continue;
       if (err instanceof SpoolFullError) {
-        throw new SpoolFullError(err.dir, err.reason, err.retryAtMs, `${err.message}; free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
+        throw new SpoolFullError(err.dir, err.reason, err.retryAtMs, `${err.message}; free space there or set TICKFLEET_SPOOL_DIR to another volume`, {
+          cause: err,
+        });
       }
       throw new ConfigError('TICKFLEET_SPOOL_DIR', `a directory this worker can write a spool in (${dir}: ${describe(err)})`);
     }
@@ -42,7 +44,13 @@ function usableBase(baseDir: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') {
-      throw new SpoolFullError(baseDir, 'disk', systemClock.now(), `cannot create spool directory ${baseDir}: no space left on its disk (${code}); free space there or set TICKFLEET_SPOOL_DIR to another volume`, { cause: err });
+      throw new SpoolFullError(
+        baseDir,
+        'disk',
+        systemClock.now(),
+        `cannot create spool directory ${baseDir}: no space left on its disk (${code}); free space there or set TICKFLEET_SPOOL_DIR to another volume`,
+        { cause: err },
+      );
     }
     throw new ConfigError('TICKFLEET_SPOOL_DIR', `a writable directory (${baseDir}: ${describe(err)})`);
   }

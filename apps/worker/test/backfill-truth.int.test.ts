@@ -24,7 +24,19 @@ describe('fleet: backfill truth', () => {
 
   beforeAll(async () => {
     fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 20 } } });
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '100000', '--period', '10s', '--max-inflight', '2');
+    await fleet.ok(
+      'connectors',
+      'upsert',
+      'binance',
+      '--base-url',
+      fleet.mock.baseUrl('binance'),
+      '--limit',
+      '100000',
+      '--period',
+      '10s',
+      '--max-inflight',
+      '2',
+    );
   });
   afterAll(() => fleet.stop());
 
@@ -32,7 +44,18 @@ describe('fleet: backfill truth', () => {
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
     // 2 days of 1m candles = 3 chunks of at most 1000; each unit gets 400 "Invalid symbol".
-    const follow = await fleet.cli(['backfill', 'binance', 'NOPE/USDT', '--timeframe', '1m', '--from', new Date(to - 2 * DAY).toISOString(), '--to', new Date(to).toISOString(), '--follow']);
+    const follow = await fleet.cli([
+      'backfill',
+      'binance',
+      'NOPE/USDT',
+      '--timeframe',
+      '1m',
+      '--from',
+      new Date(to - 2 * DAY).toISOString(),
+      '--to',
+      new Date(to).toISOString(),
+      '--follow',
+    ]);
     expect({ code: follow.code, stderr: follow.stderr }).toEqual({ code: 1, stderr: '' });
     expect(follow.stdout).toMatch(/^bf-[0-9a-f]{8}: failed, 0\/3 units, 3 failed$/m);
     const reasons = follow.stdout.split('\n').filter((l) => l.startsWith('failed chunk '));
@@ -48,20 +71,39 @@ describe('fleet: backfill truth', () => {
     await fleet.stopCleanly(worker);
   }, 120_000);
 
-  it('backfill --gaps owes the range from the job\'s since to its first stored candle', async () => {
+  it("backfill --gaps owes the range from the job's since to its first stored candle", async () => {
     const since = to - 2 * DAY;
     await fleet.ok('jobs', 'add', 'binance', 'ohlcv', 'ETH/USDT', '--timeframe', '1m', '--since', new Date(since).toISOString());
     // No scheduler: only backfills run. Store the second day only (the first day's units "lost").
     const worker = fleet.spawn('worker-gaps', ['worker']);
     await fleet.ready(worker);
-    const second = JSON.parse(await fleet.ok('backfill', 'binance', 'ETH/USDT', '--timeframe', '1m', '--from', new Date(to - DAY).toISOString(), '--to', new Date(to).toISOString(), '--json')) as BackfillReport;
+    const second = JSON.parse(
+      await fleet.ok(
+        'backfill',
+        'binance',
+        'ETH/USDT',
+        '--timeframe',
+        '1m',
+        '--from',
+        new Date(to - DAY).toISOString(),
+        '--to',
+        new Date(to).toISOString(),
+        '--json',
+      ),
+    ) as BackfillReport;
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(second.id))?.status === 'done'), 'second-day backfill done', { timeoutMs: 60_000 });
     expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({ missing: 1440, duplicates: 0 });
 
     const repair = JSON.parse(await fleet.ok('backfill', '--gaps', 'binance:ETH/USDT:1m:ohlcv', '--json')) as BackfillReport;
     expect(repair).toMatchObject({ fromMs: since, toMs: to - DAY, unitsTotal: 2 });
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(repair.id))?.status === 'done'), 'head backfill done', { timeoutMs: 60_000 });
-    expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({ expected: 2880, stored: 2880, missing: 0, duplicates: 0, unexpected: 0 });
+    expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({
+      expected: 2880,
+      stored: 2880,
+      missing: 0,
+      duplicates: 0,
+      unexpected: 0,
+    });
     // Nothing before the first stored candle is owed any more.
     expect((await fleet.ok('backfill', '--gaps', 'binance:ETH/USDT:1m:ohlcv')).trim()).toBe('nothing to backfill: no open gaps');
     await fleet.stopCleanly(worker);

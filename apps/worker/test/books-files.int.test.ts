@@ -22,7 +22,21 @@ describe('fleet: order-book polling and daily files', () => {
 
   it('discovers instruments, polls their books with per-instrument backoff, and collects a day of Xetra files', async () => {
     await fleet.ok('connectors', 'upsert', 'polymarket', '--base-url', fleet.mock.baseUrl('polymarket'), '--limit', '100000', '--period', '10s');
-    await fleet.ok('connectors', 'upsert', 'xetra', '--base-url', fleet.mock.baseUrl('xetra'), '--limit', '5', '--period', '2s', '--headroom', '1', '--max-inflight', '1');
+    await fleet.ok(
+      'connectors',
+      'upsert',
+      'xetra',
+      '--base-url',
+      fleet.mock.baseUrl('xetra'),
+      '--limit',
+      '5',
+      '--period',
+      '2s',
+      '--headroom',
+      '1',
+      '--max-inflight',
+      '1',
+    );
     await fleet.ok('jobs', 'add', 'polymarket', 'discovery', 'markets');
     // A token the venue does not know: its snapshots fail (404) and only it backs off.
     await fleet.ok('jobs', 'add', 'polymarket', 'book', '999999');
@@ -69,10 +83,11 @@ describe('fleet: order-book polling and daily files', () => {
       redis.disconnect();
     }
     const cursor = await waitFor(
-      () => fleet.withStore(async (s) => {
-        const c = (await s.jobs.get(files.id))?.cursor ?? null;
-        return c !== null && c > dayMs ? c : undefined;
-      }),
+      () =>
+        fleet.withStore(async (s) => {
+          const c = (await s.jobs.get(files.id))?.cursor ?? null;
+          return c !== null && c > dayMs ? c : undefined;
+        }),
       'xetra cursor past a few files',
       { timeoutMs: 120_000, intervalMs: 250 },
     );
@@ -88,8 +103,15 @@ describe('fleet: order-book polling and daily files', () => {
 
     // Heartbeat lines (every 5 s in tests) carry the per-venue counters.
     await waitFor(() => /"venue":"polymarket".*"msg":"venue heartbeat"/.test(worker.output()), 'a polymarket heartbeat line', { timeoutMs: 60_000 });
-    const beat = JSON.parse(worker.output().split('\n').filter((l) => l.includes('"venue":"polymarket"') && l.includes('venue heartbeat')).pop()!) as Record<string, unknown>;
-    for (const field of ['inflight', 'cap', 'submitted', 'ok', 'rateLimited', 'errors', 'freezeRemaining', 'budgetRemaining']) expect(beat).toHaveProperty(field);
+    const beat = JSON.parse(
+      worker
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"venue":"polymarket"') && l.includes('venue heartbeat'))
+        .pop()!,
+    ) as Record<string, unknown>;
+    for (const field of ['inflight', 'cap', 'submitted', 'ok', 'rateLimited', 'errors', 'freezeRemaining', 'budgetRemaining'])
+      expect(beat).toHaveProperty(field);
     expect(Number(beat.ok)).toBeGreaterThan(0);
     expect(Number(beat.errors)).toBeGreaterThan(0);
 

@@ -20,7 +20,19 @@ describe('fleet: worker SIGKILL and scheduler restart', () => {
   afterAll(() => fleet.stop());
 
   it('recovers the killed unit on another worker and stores every candle exactly once', async () => {
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '100000', '--period', '10s', '--max-inflight', '4');
+    await fleet.ok(
+      'connectors',
+      'upsert',
+      'binance',
+      '--base-url',
+      fleet.mock.baseUrl('binance'),
+      '--limit',
+      '100000',
+      '--period',
+      '10s',
+      '--max-inflight',
+      '4',
+    );
     const since = alignDown(Date.now() - 72 * HOUR, '1m');
     for (const s of SYMBOLS) await fleet.ok('jobs', 'add', 'binance', 'ohlcv', s, '--timeframe', '1m', '--since', new Date(since).toISOString());
 
@@ -49,7 +61,12 @@ describe('fleet: worker SIGKILL and scheduler restart', () => {
 
     // Every interrupted unit is picked up again after stall recovery and completed by the survivor.
     await waitFor(
-      () => interrupted.every((id) => survivor.output().includes(`"unitId":"${id}"`) && new RegExp(`"unitId":"${id.replace(/[|/]/g, (c) => `\\${c}`)}"[^\\n]*"msg":"unit done"`).test(survivor.output())),
+      () =>
+        interrupted.every(
+          (id) =>
+            survivor.output().includes(`"unitId":"${id}"`) &&
+            new RegExp(`"unitId":"${id.replace(/[|/]/g, (c) => `\\${c}`)}"[^\\n]*"msg":"unit done"`).test(survivor.output()),
+        ),
       'interrupted units finished by the survivor',
       { timeoutMs: 60_000, intervalMs: 250 },
     );

@@ -29,8 +29,21 @@ describe('fleet: a 429 storm freezes only its venue', () => {
   it('freezes binance for the storm, polygon goes on, and AIMD climbs back', async () => {
     await fleet.withStore(async (store) => {
       const aimd = { min: 1, increaseAfterMs: 500, maxFailureRatio: 0.5, maxP95LatencyMs: 10_000 };
-      await store.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit: { limit: 100_000, periodMs: 10_000 }, maxInflight: 4, freezeMs: 5000, aimd });
-      await store.connectors.upsert({ venue: 'polygon', baseUrl: fleet.mock.baseUrl('polygon'), rateLimit: { limit: 100_000, periodMs: 10_000 }, maxInflight: 2, aimd });
+      await store.connectors.upsert({
+        venue: 'binance',
+        baseUrl: fleet.mock.baseUrl('binance'),
+        rateLimit: { limit: 100_000, periodMs: 10_000 },
+        maxInflight: 4,
+        freezeMs: 5000,
+        aimd,
+      });
+      await store.connectors.upsert({
+        venue: 'polygon',
+        baseUrl: fleet.mock.baseUrl('polygon'),
+        rateLimit: { limit: 100_000, periodMs: 10_000 },
+        maxInflight: 2,
+        aimd,
+      });
     });
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     for (const s of ['BTC/USDT', 'ETH/USDT', 'SOL/USDT']) {

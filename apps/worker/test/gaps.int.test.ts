@@ -37,7 +37,10 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     const out = await fleet.ok('backfill', '--gaps', 'binance:BTC/USDT:1m:ohlcv', '--json');
     const bf = JSON.parse(out) as { id: string } | null;
     if (!bf) return 'none';
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(bf.id))?.status === 'done'), `backfill ${bf.id} done`, { timeoutMs: 30_000, intervalMs: 200 });
+    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(bf.id))?.status === 'done'), `backfill ${bf.id} done`, {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
     return bf.id;
   };
 
@@ -45,13 +48,33 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '100000', '--period', '10s');
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
-    const first = JSON.parse(await fleet.ok('backfill', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', new Date(from).toISOString(), '--to', new Date(to).toISOString(), '--json')) as { id: string };
+    const first = JSON.parse(
+      await fleet.ok(
+        'backfill',
+        'binance',
+        'BTC/USDT',
+        '--timeframe',
+        '1m',
+        '--from',
+        new Date(from).toISOString(),
+        '--to',
+        new Date(to).toISOString(),
+        '--json',
+      ),
+    ) as { id: string };
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(first.id))?.status === 'done'), 'range backfill done', { timeoutMs: 30_000 });
 
     const stored = await fleet.storedOpenTimes('binance', 'BTC/USDT', '1m');
-    expect(stored).toEqual(expectedCandles('binance', 'BTC/USDT', '1m', from, to, DEFAULT_SEED, { holes: { ranges: [{ symbol: 'BTC/USDT', fromMs: holeFrom, toMs: holeTo }] } }).map((c) => c.openTime));
+    expect(stored).toEqual(
+      expectedCandles('binance', 'BTC/USDT', '1m', from, to, DEFAULT_SEED, { holes: { ranges: [{ symbol: 'BTC/USDT', fromMs: holeFrom, toMs: holeTo }] } }).map(
+        (c) => c.openTime,
+      ),
+    );
     expect(await gaps()).toEqual([expect.objectContaining({ fromMs: holeFrom, toMs: holeTo, kind: 'missing', attempts: 0, filledAt: null })]);
-    const count = JSON.parse(await fleet.ok('data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--sink', fleet.sinkUrl, '--json')) as { count: number; openGaps: number };
+    const count = JSON.parse(await fleet.ok('data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--sink', fleet.sinkUrl, '--json')) as {
+      count: number;
+      openGaps: number;
+    };
     expect(count).toMatchObject({ count: 2 * 1440 - 30, openGaps: 1 });
 
     await backfillGaps();
@@ -67,12 +90,27 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     // Lose 20 stored ETH candles (as a crashed sink might), then scan, then fill.
     const worker = fleet.spawn('worker-2', ['worker']);
     await fleet.ready(worker);
-    const eth = JSON.parse(await fleet.ok('backfill', 'binance', 'ETH/USDT', '--timeframe', '1m', '--from', new Date(from).toISOString(), '--to', new Date(to).toISOString(), '--json')) as { id: string };
+    const eth = JSON.parse(
+      await fleet.ok(
+        'backfill',
+        'binance',
+        'ETH/USDT',
+        '--timeframe',
+        '1m',
+        '--from',
+        new Date(from).toISOString(),
+        '--to',
+        new Date(to).toISOString(),
+        '--json',
+      ),
+    ) as { id: string };
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(eth.id))?.status === 'done'), 'eth backfill done', { timeoutMs: 30_000 });
     const lostFrom = from + 100 * MIN;
     const { default: Database } = await import('better-sqlite3');
     const db = new Database(new URL(fleet.sinkUrl.replace('sqlite://', 'file://')).pathname);
-    const deleted = db.prepare('DELETE FROM candles WHERE symbol = ? AND open_time >= ? AND open_time < ?').run('ETH/USDT', lostFrom, lostFrom + 20 * MIN).changes;
+    const deleted = db
+      .prepare('DELETE FROM candles WHERE symbol = ? AND open_time >= ? AND open_time < ?')
+      .run('ETH/USDT', lostFrom, lostFrom + 20 * MIN).changes;
     db.close();
     expect(deleted).toBe(20);
     await fleet.ok('gaps', 'scan', 'binance:ETH/USDT:1m:ohlcv');

@@ -39,7 +39,18 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
     await fleet.ok('connectors', 'upsert', 'polygon', '--base-url', fleet.mock.baseUrl('polygon'), '--limit', '1000', '--period', '10s', '--max-inflight', '2');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
-    const out = await fleet.ok('backfill', 'polygon', 'AAPL', '--timeframe', '1m', '--from', new Date(to - 3 * DAY).toISOString(), '--to', new Date(to).toISOString(), '--json');
+    const out = await fleet.ok(
+      'backfill',
+      'polygon',
+      'AAPL',
+      '--timeframe',
+      '1m',
+      '--from',
+      new Date(to - 3 * DAY).toISOString(),
+      '--to',
+      new Date(to).toISOString(),
+      '--json',
+    );
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
 
@@ -54,21 +65,25 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     // A 429 storm: the rate-limit path logs and freezes too.
     fleet.mock.patchScenario({ venues: { polygon: { malformedRate: 0, stormForMs: 3000 } } });
     await waitFor(() => polygon().responses429 >= 1, 'a polygon 429', { timeoutMs: 120_000 });
-    await waitFor(
-      () => fleet.withStore(async (s) => (await s.backfills.get(backfillId))?.status === 'done'),
-      'the polygon backfill done through the faults',
-      { timeoutMs: 240_000, intervalMs: 500 },
-    );
+    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(backfillId))?.status === 'done'), 'the polygon backfill done through the faults', {
+      timeoutMs: 240_000,
+      intervalMs: 500,
+    });
     // The key was used: the emulation answers 401 without one.
     expect((await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).length).toBe(3 * 1440);
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
     places.push({ where: 'worker /metrics', text: await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text() });
-    const dashboardUrl = await waitFor(() => /dashboard listening on (http:\/\/\S+)/.exec(dashboard.output())?.[1], 'the dashboard address', { timeoutMs: 60_000 });
+    const dashboardUrl = await waitFor(() => /dashboard listening on (http:\/\/\S+)/.exec(dashboard.output())?.[1], 'the dashboard address', {
+      timeoutMs: 60_000,
+    });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
     for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
-      places.push({ where: `bull-board ${status}`, text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text() });
+      places.push({
+        where: `bull-board ${status}`,
+        text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text(),
+      });
     }
     places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
     places.push({ where: 'status', text: await fleet.ok('status') });
@@ -84,13 +99,19 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       for (const key of await redis.keys('*')) {
         const type = await redis.type(key);
         const value =
-          type === 'string' ? await redis.get(key)
-          : type === 'hash' ? JSON.stringify(await redis.hgetall(key))
-          : type === 'list' ? JSON.stringify(await redis.lrange(key, 0, -1))
-          : type === 'set' ? JSON.stringify(await redis.smembers(key))
-          : type === 'zset' ? JSON.stringify(await redis.zrange(key, 0, -1))
-          : type === 'stream' ? JSON.stringify(await redis.xrange(key, '-', '+'))
-          : '';
+          type === 'string'
+            ? await redis.get(key)
+            : type === 'hash'
+              ? JSON.stringify(await redis.hgetall(key))
+              : type === 'list'
+                ? JSON.stringify(await redis.lrange(key, 0, -1))
+                : type === 'set'
+                  ? JSON.stringify(await redis.smembers(key))
+                  : type === 'zset'
+                    ? JSON.stringify(await redis.zrange(key, 0, -1))
+                    : type === 'stream'
+                      ? JSON.stringify(await redis.xrange(key, '-', '+'))
+                      : '';
         places.push({ where: `redis ${key}`, text: `${key} ${value ?? ''}` });
       }
     } finally {

@@ -19,7 +19,18 @@ describe('fleet: a request heavier than the whole window', () => {
   it('fails its unit once, without retries and without a request, naming venue and weight', async () => {
     await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '1', '--headroom', '1', '--period', '10s');
     const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
-    const out = await fleet.ok('backfill', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', new Date(to - HOUR).toISOString(), '--to', new Date(to).toISOString(), '--json');
+    const out = await fleet.ok(
+      'backfill',
+      'binance',
+      'BTC/USDT',
+      '--timeframe',
+      '1m',
+      '--from',
+      new Date(to - HOUR).toISOString(),
+      '--to',
+      new Date(to).toISOString(),
+      '--json',
+    );
     const id = (JSON.parse(out) as { id: string }).id;
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
@@ -27,10 +38,12 @@ describe('fleet: a request heavier than the whole window', () => {
     const redis = createRedisConnection(fleet.redis.url, { blocking: false });
     const queues = new VenueQueues(redis, { prefix: fleet.prefix });
     try {
-      await waitFor(() => fleet.withStore(async (store) => (await store.backfills.get(id))?.status === 'failed'), 'the backfill to fail', { timeoutMs: 90_000 });
+      await waitFor(() => fleet.withStore(async (store) => (await store.backfills.get(id))?.status === 'failed'), 'the backfill to fail', {
+        timeoutMs: 90_000,
+      });
       const message =
         "binance: a request of weight 2 can never be sent: the venue's effective budget is 1 per 10s window (limit x headroom). " +
-        'Raise the connector\'s limit or headroom so that limit x headroom is at least 2';
+        "Raise the connector's limit or headroom so that limit x headroom is at least 2";
       const chunks = await fleet.withStore((store) => store.backfills.chunks(id));
       expect(chunks).toHaveLength(1);
       expect(chunks[0]).toMatchObject({ status: 'failed' });

@@ -76,7 +76,8 @@ describe('BudgetGate', () => {
         freezes: { frozenForMs: async () => 0 },
         fallback,
       });
-      const fallbackGauge = async (): Promise<number | undefined> => (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
+      const fallbackGauge = async (): Promise<number | undefined> =>
+        (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
 
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
       expect((await store.budgets.usage('binance'))?.used).toBe(2);
@@ -107,7 +108,8 @@ describe('BudgetGate', () => {
       const metrics = gateMetrics();
       const [fallback] = (await fleetFallbacks(clock, 20, ['w1', 'w2'])) as [StoreOutageFallback];
       const gate = new BudgetGate({ budgets: store.budgets, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback });
-      const fallbackGauge = async (): Promise<number | undefined> => (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
+      const fallbackGauge = async (): Promise<number | undefined> =>
+        (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
 
       // Another process's long write transaction (WAL: readers go on, writers get SQLITE_BUSY).

@@ -154,7 +154,11 @@ export class BudgetGate {
     const { metrics, budgets } = this.options;
     metrics.requestSeconds.observe({ venue: info.venue, endpoint: info.endpoint }, info.latencyMs / 1000);
     metrics.responses.inc({ venue: info.venue, status: statusClass(info.status) });
-    if (info.usedWeight !== undefined && info.usedWeightWindowStartMs !== undefined && this.venueReportsMore(info.venue, info.usedWeight, info.usedWeightWindowStartMs)) {
+    if (
+      info.usedWeight !== undefined &&
+      info.usedWeightWindowStartMs !== undefined &&
+      this.venueReportsMore(info.venue, info.usedWeight, info.usedWeightWindowStartMs)
+    ) {
       try {
         await budgets.observe(info.venue, info.usedWeight, info.usedWeightWindowStartMs);
       } catch (err) {
@@ -216,7 +220,8 @@ export class BudgetGate {
       return { ok: false, retryAtMs: r.retryAtMs };
     } catch (err) {
       if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
-      if (!fallback.isActive(venue)) this.options.logger?.warn({ venue, err: err.message }, 'state store unavailable: budgeting locally on this worker\'s share (limit / live workers)');
+      if (!fallback.isActive(venue))
+        this.options.logger?.warn({ venue, err: err.message }, "state store unavailable: budgeting locally on this worker's share (limit / live workers)");
       metrics.fallbackActive.set({ venue }, 1);
       return await fallback.tryAcquire(venue, weight);
     }
@@ -267,7 +272,10 @@ export class BudgetGate {
     if (skewed === (this.skewed.get(venue) ?? false)) return;
     this.skewed.set(venue, skewed);
     if (skewed) {
-      this.options.logger?.warn({ venue, offsetMs }, "this worker's clock is off the venue budget's timeline: retry times are translated onto it; fix the host's time sync");
+      this.options.logger?.warn(
+        { venue, offsetMs },
+        "this worker's clock is off the venue budget's timeline: retry times are translated onto it; fix the host's time sync",
+      );
     } else {
       this.options.logger?.info({ venue }, "this worker's clock agrees with the venue budget's timeline again");
     }

@@ -126,7 +126,9 @@ describe('FleetVenueControl', () => {
       expect(await control.freeze('binance', now + 3000, '429')).toEqual({ untilMs: now + 3000, cause: '429' });
       const startedAt: Record<string, number> = {};
       for (const venue of ['binance', 'kraken']) {
-        workers.push(new Worker<QueuedUnit>(queueNameFor(venue), async (job) => void (startedAt[job.data.venue] = Date.now()), { connection: { url: redis.url }, prefix }));
+        workers.push(
+          new Worker<QueuedUnit>(queueNameFor(venue), async (job) => void (startedAt[job.data.venue] = Date.now()), { connection: { url: redis.url }, prefix }),
+        );
       }
       const unit = (venue: string): QueuedUnit => ({ kind: 'incremental', venue, jobId: `${venue}:BTC/USDT:1m:ohlcv`, dueAt: 1, nextRunAt: 2, enqueuedAt: 0 });
       await queues.enqueue([unit('binance'), unit('kraken')]);

@@ -152,10 +152,10 @@ export class FleetVenueControl {
    */
   async onRateLimited(venue: string, freezeUntilMs = 0, cause: FreezeCause = '429'): Promise<ControlStep & { frozenUntilMs: number }> {
     const l = this.limitsOf(venue);
-    const [c, halved] = (await this.rateLimitedCmd([this.key(venue, 'control'), this.key(venue, 'latency')], [this.clock.now(), l.min, l.max, l.halveCooldownMs])) as [
-      number,
-      number,
-    ];
+    const [c, halved] = (await this.rateLimitedCmd(
+      [this.key(venue, 'control'), this.key(venue, 'latency')],
+      [this.clock.now(), l.min, l.max, l.halveCooldownMs],
+    )) as [number, number];
     const frozen = await this.freeze(venue, freezeUntilMs, cause);
     return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: frozen?.untilMs ?? 0 };
   }

@@ -24,7 +24,9 @@ const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}
 export function parseIsoInstant(text: string): number | undefined {
   const m = ISO.exec(text.trim());
   if (!m) return undefined;
-  const [year, month, day, hour = 0, minute = 0, second = 0] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((v) => (v === undefined ? undefined : Number(v))) as number[];
+  const [year, month, day, hour = 0, minute = 0, second = 0] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((v) =>
+    v === undefined ? undefined : Number(v),
+  ) as number[];
   const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0'));
   if (month! < 1 || month! > 12 || day! < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
   const local = Date.UTC(year!, month! - 1, day!, hour, minute, second, millis);

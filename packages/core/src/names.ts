@@ -1,9 +1,7 @@
 import { z } from 'zod';
 
 /** A venue name: lowercase, starts with a letter, e.g. `binance`, `xetra`, `polymarket`. */
-export const VenueName = z
-  .string()
-  .regex(/^[a-z][a-z0-9_-]{1,31}$/, 'expected a venue name: 2-32 of [a-z0-9_-], starting with a letter (e.g. binance)');
+export const VenueName = z.string().regex(/^[a-z][a-z0-9_-]{1,31}$/, 'expected a venue name: 2-32 of [a-z0-9_-], starting with a letter (e.g. binance)');
 export type VenueName = z.infer<typeof VenueName>;
 
 /**

@@ -15,4 +15,3 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
   const received = typeof value === 'string' || typeof value === 'number' ? value : undefined;
   throw new ValidationError(path, (issue?.message ?? 'a valid value').replace(/^expected\s+/i, ''), received);
 }
-

@@ -4,9 +4,7 @@ import { alignDown, lastClosedOpenTime, timeframeMs, TIMEFRAMES, Timeframe } fro
 
 describe('timeframes', () => {
   it('knows every length', () => {
-    expect(TIMEFRAMES.map(timeframeMs)).toEqual([
-      60e3, 180e3, 300e3, 900e3, 1800e3, 3600e3, 7200e3, 14400e3, 21600e3, 28800e3, 43200e3, 86400e3, 604800e3,
-    ]);
+    expect(TIMEFRAMES.map(timeframeMs)).toEqual([60e3, 180e3, 300e3, 900e3, 1800e3, 3600e3, 7200e3, 14400e3, 21600e3, 28800e3, 43200e3, 86400e3, 604800e3]);
   });
 
   it('aligns to the clock, weeks to Monday', () => {

@@ -17,7 +17,18 @@ export {
   type EffectiveLimit,
 } from './scenario.js';
 export type { LatencySummary, MockVenueStats, VenueStats } from './stats.js';
-export { candleAt, candleValuesAt, canonicalSymbol, expectedCandles, formatDecimal, isHole, priceAt, priceDecimals, type CandleValues, type ExpectedCandlesOptions } from './data/candles.js';
+export {
+  candleAt,
+  candleValuesAt,
+  canonicalSymbol,
+  expectedCandles,
+  formatDecimal,
+  isHole,
+  priceAt,
+  priceDecimals,
+  type CandleValues,
+  type ExpectedCandlesOptions,
+} from './data/candles.js';
 export { bookAt, DEFAULT_BOOK_DEPTH, POLYMARKET_MAX_LEVELS } from './data/books.js';
 export {
   DEFAULT_XETRA_ISINS,

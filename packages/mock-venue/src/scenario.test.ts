@@ -7,7 +7,11 @@ describe('scenario', () => {
   test('relative windows become absolute at apply time; storm null clears; limits merge key by key', () => {
     const base = mergeScenario({}, parseScenario({ venues: { binance: { limit: { weight: 100, windowMs: 10_000 }, stormForMs: 5000 } } }), NOW);
     expect(base).toEqual({ venues: { binance: { limit: { weight: 100, windowMs: 10_000 }, storm: { fromMs: NOW, toMs: NOW + 5000 } } } });
-    const next = mergeScenario(base, parseScenario({ outageForMs: 1000, venues: { binance: { limit: { banMs: 500 }, storm: null, outageForMs: 2000 } } }), NOW + 10);
+    const next = mergeScenario(
+      base,
+      parseScenario({ outageForMs: 1000, venues: { binance: { limit: { banMs: 500 }, storm: null, outageForMs: 2000 } } }),
+      NOW + 10,
+    );
     expect(next).toEqual({
       outages: [{ fromMs: NOW + 10, toMs: NOW + 1010 }],
       venues: { binance: { limit: { weight: 100, windowMs: 10_000, banMs: 500 }, outages: [{ fromMs: NOW + 10, toMs: NOW + 2010 }] } },
@@ -15,7 +19,14 @@ describe('scenario', () => {
     // weight and requests are one number: the newer name replaces the older
     const renamed = mergeScenario(next, parseScenario({ venues: { binance: { limit: { requests: 7 } } } }), NOW);
     expect(renamed.venues?.binance?.limit).toEqual({ requests: 7, windowMs: 10_000, banMs: 500 });
-    expect(effectiveLimit('binance', renamed.venues?.binance?.limit)).toEqual({ enabled: true, limit: 7, windowMs: 10_000, banAfter: 5, banMs: 500, maxDelayMs: 0 });
+    expect(effectiveLimit('binance', renamed.venues?.binance?.limit)).toEqual({
+      enabled: true,
+      limit: 7,
+      windowMs: 10_000,
+      banAfter: 5,
+      banMs: 500,
+      maxDelayMs: 0,
+    });
   });
 
   test('defaults follow the published limits', () => {

@@ -15,18 +15,17 @@ const rate = z.number().min(0, 'a rate in 0..1').max(1, 'a rate in 0..1');
 const positiveMs = z.number().int().positive();
 
 /** A half-open wall-clock interval `[fromMs, toMs)` in epoch milliseconds. */
-export const TimeWindow = z
-  .strictObject({ fromMs: epochMs, toMs: epochMs })
-  .refine((w) => w.toMs > w.fromMs, { message: 'toMs > fromMs', path: ['toMs'] });
+export const TimeWindow = z.strictObject({ fromMs: epochMs, toMs: epochMs }).refine((w) => w.toMs > w.fromMs, { message: 'toMs > fromMs', path: ['toMs'] });
 export type TimeWindow = z.infer<typeof TimeWindow>;
 
 /** Response latency: a fixed number of ms, or uniform in `[min, max]` ms. */
-export const Latency = z.union([
-  z.number().nonnegative(),
-  z
-    .strictObject({ min: z.number().nonnegative(), max: z.number().nonnegative() })
-    .refine((l) => l.max >= l.min, { message: 'max >= min', path: ['max'] }),
-], { error: 'milliseconds as a number, or {"min": ms, "max": ms}' });
+export const Latency = z.union(
+  [
+    z.number().nonnegative(),
+    z.strictObject({ min: z.number().nonnegative(), max: z.number().nonnegative() }).refine((l) => l.max >= l.min, { message: 'max >= min', path: ['max'] }),
+  ],
+  { error: 'milliseconds as a number, or {"min": ms, "max": ms}' },
+);
 export type Latency = z.infer<typeof Latency>;
 
 /**
@@ -87,11 +86,17 @@ export const VenueScenario = z.strictObject({
   /** Fraction of successful responses sent malformed (truncated JSON or a wrong shape). @defaultValue 0 */
   malformedRate: rate.optional(),
   /** Binance: the pairs exchangeInfo lists and klines/depth accept (tickfleet form, `BTC/USDT`). */
-  symbols: z.array(z.string().regex(/^[A-Z0-9]{2,12}\/[A-Z0-9]{2,8}$/, 'a pair such as BTC/USDT')).min(1).optional(),
+  symbols: z
+    .array(z.string().regex(/^[A-Z0-9]{2,12}\/[A-Z0-9]{2,8}$/, 'a pair such as BTC/USDT'))
+    .min(1)
+    .optional(),
   /** Polymarket: how many markets the Gamma API lists. @defaultValue 20 */
   markets: z.number().int().min(1).max(10_000).optional(),
   /** Xetra: the ISINs traded in the files. */
-  isins: z.array(z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}[0-9]$/, 'an ISIN such as DE0007100000')).min(1).optional(),
+  isins: z
+    .array(z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}[0-9]$/, 'an ISIN such as DE0007100000'))
+    .min(1)
+    .optional(),
 });
 export type VenueScenario = z.infer<typeof VenueScenario>;
 

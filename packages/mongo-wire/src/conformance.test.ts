@@ -104,7 +104,12 @@ describe(`conformance against ${backend}`, () => {
       const c = coll('unordered');
       await c.createIndex({ venue: 1, t: 1 }, { unique: true });
       await c.insertOne({ venue: 'x', t: 1 });
-      const docs = [{ venue: 'x', t: 1 }, { venue: 'x', t: 2 }, { venue: 'x', t: 2 }, { venue: 'y', t: 1 }];
+      const docs = [
+        { venue: 'x', t: 1 },
+        { venue: 'x', t: 2 },
+        { venue: 'x', t: 2 },
+        { venue: 'y', t: 1 },
+      ];
       const err = (await c.insertMany(docs, { ordered: false }).catch((e: unknown) => e)) as MongoBulkWriteError;
       expect(err).toBeInstanceOf(MongoBulkWriteError);
       expect(err.result.insertedCount).toBe(2);
@@ -137,7 +142,10 @@ describe(`conformance against ${backend}`, () => {
       expect((await serverError(sparse.insertOne({ k: 1 }))).code).toBe(11000);
       const partial = coll('partial');
       await partial.createIndex({ k: 1 }, { unique: true, partialFilterExpression: { live: true } });
-      await partial.insertMany([{ k: 1, live: false }, { k: 1, live: true }]);
+      await partial.insertMany([
+        { k: 1, live: false },
+        { k: 1, live: true },
+      ]);
       expect((await serverError(partial.insertOne({ k: 1, live: true }))).code).toBe(11000);
     });
 
@@ -157,9 +165,7 @@ describe(`conformance against ${backend}`, () => {
 
   describe('find', () => {
     beforeEach(async () => {
-      await coll('c').insertMany(
-        Array.from({ length: 25 }, (_, i) => ({ i, group: i % 3, tag: i % 2 === 0 ? 'even' : 'odd', arr: [i, i + 100] })),
-      );
+      await coll('c').insertMany(Array.from({ length: 25 }, (_, i) => ({ i, group: i % 3, tag: i % 2 === 0 ? 'even' : 'odd', arr: [i, i + 100] })));
     });
 
     it('filters with query operators', async () => {
@@ -172,8 +178,15 @@ describe(`conformance against ${backend}`, () => {
     });
 
     it('sorts by compound keys, skips and limits', async () => {
-      const docs = await coll('c').find({}, { sort: { group: 1, i: -1 }, skip: 2, limit: 4 }).toArray();
-      expect(docs.map((d) => [d.group, d.i])).toEqual([[0, 18], [0, 15], [0, 12], [0, 9]]);
+      const docs = await coll('c')
+        .find({}, { sort: { group: 1, i: -1 }, skip: 2, limit: 4 })
+        .toArray();
+      expect(docs.map((d) => [d.group, d.i])).toEqual([
+        [0, 18],
+        [0, 15],
+        [0, 12],
+        [0, 9],
+      ]);
     });
 
     it('orders mixed types by BSON comparison order', async () => {
@@ -198,7 +211,11 @@ describe(`conformance against ${backend}`, () => {
       const monitored = new MongoClient(urlFor(db.databaseName), { monitorCommands: true });
       monitored.on('commandStarted', (e) => commands.push(e.commandName));
       try {
-        const docs = await monitored.db().collection('c').find({}, { batchSize: 4, sort: { i: 1 } }).toArray();
+        const docs = await monitored
+          .db()
+          .collection('c')
+          .find({}, { batchSize: 4, sort: { i: 1 } })
+          .toArray();
         expect(docs.map((d) => d.i)).toEqual(Array.from({ length: 25 }, (_, i) => i));
         expect(commands.filter((c) => c === 'getMore')).toHaveLength(6);
         const cursor = monitored.db().collection('c').find({}, { batchSize: 2 });
@@ -221,10 +238,15 @@ describe(`conformance against ${backend}`, () => {
     it('applies update operators', async () => {
       const c = coll('u');
       await c.insertOne({ _id: 1, n: 5, hi: 10, lo: 10, gone: true, list: [1] } as Document);
-      const res = await c.updateOne(
-        { _id: 1 },
-        { $set: { 'a.b': 'x' }, $inc: { n: 2 }, $max: { hi: 20 }, $min: { lo: 3 }, $unset: { gone: '' }, $push: { list: 2 }, $setOnInsert: { never: 1 } } as Document,
-      );
+      const res = await c.updateOne({ _id: 1 }, {
+        $set: { 'a.b': 'x' },
+        $inc: { n: 2 },
+        $max: { hi: 20 },
+        $min: { lo: 3 },
+        $unset: { gone: '' },
+        $push: { list: 2 },
+        $setOnInsert: { never: 1 },
+      } as Document);
       expect(res).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
       expect(await c.findOne({ _id: 1 })).toEqual({ _id: 1, n: 7, hi: 20, lo: 3, list: [1, 2], a: { b: 'x' } });
       const noop = await c.updateOne({ _id: 1 }, { $set: { n: 7 }, $max: { hi: 1 } });
@@ -233,7 +255,11 @@ describe(`conformance against ${backend}`, () => {
 
     it('updates many and reports matched and modified counts', async () => {
       const c = coll('many');
-      await c.insertMany([{ g: 1, v: 0 }, { g: 1, v: 1 }, { g: 2, v: 0 }]);
+      await c.insertMany([
+        { g: 1, v: 0 },
+        { g: 1, v: 1 },
+        { g: 2, v: 0 },
+      ]);
       const res = await c.updateMany({ g: 1 }, { $set: { v: 1 } });
       expect(res).toMatchObject({ matchedCount: 2, modifiedCount: 1, upsertedCount: 0 });
     });
@@ -316,7 +342,11 @@ describe(`conformance against ${backend}`, () => {
       const c = coll('jobs');
       const before = await c.findOneAndUpdate({ state: 'idle' }, { $set: { state: 'busy' } }, { sort: { prio: -1, due: 1 } });
       expect(before).toMatchObject({ _id: 'c', state: 'idle' });
-      const after = await c.findOneAndUpdate({ state: 'idle' }, { $set: { state: 'busy' } }, { sort: { prio: -1, due: 1 }, returnDocument: 'after', projection: { state: 1 } });
+      const after = await c.findOneAndUpdate(
+        { state: 'idle' },
+        { $set: { state: 'busy' } },
+        { sort: { prio: -1, due: 1 }, returnDocument: 'after', projection: { state: 1 } },
+      );
       expect(after).toEqual({ _id: 'b', state: 'busy' });
       const none = await c.findOneAndUpdate({ state: 'gone' }, { $set: { state: 'x' } });
       expect(none).toBeNull();
@@ -390,7 +420,10 @@ describe(`conformance against ${backend}`, () => {
           { $project: { _id: 0, venue: '$_id', total: 1, n: 1 } },
         ])
         .toArray();
-      expect(grouped).toEqual([{ total: 4, n: 1, venue: 'b' }, { total: 3, n: 2, venue: 'a' }]);
+      expect(grouped).toEqual([
+        { total: 4, n: 1, venue: 'b' },
+        { total: 3, n: 2, venue: 'a' },
+      ]);
       const paged = await c.aggregate([{ $sort: { w: 1 } }, { $skip: 1 }, { $limit: 2 }, { $project: { w: 1, _id: 0 } }]).toArray();
       expect(paged).toEqual([{ w: 2 }, { w: 4 }]);
       expect(await c.aggregate([{ $match: { venue: 'a' } }, { $count: 'n' }]).toArray()).toEqual([{ n: 2 }]);
@@ -480,7 +513,10 @@ describe(`conformance against ${backend}`, () => {
         const seen = await Promise.all(
           clients.flatMap((c) =>
             Array.from({ length: 50 }, () =>
-              c.db().collection('counter').findOneAndUpdate({ _id: 'n' } as Document, { $inc: { v: 1 } }, { returnDocument: 'after' }),
+              c
+                .db()
+                .collection('counter')
+                .findOneAndUpdate({ _id: 'n' } as Document, { $inc: { v: 1 } }, { returnDocument: 'after' }),
             ),
           ),
         );
@@ -509,7 +545,10 @@ describe(`conformance against ${backend}`, () => {
           clients.flatMap((c) =>
             Array.from({ length: 4 }, async () => {
               while (Date.now() < deadline) {
-                const doc = await c.db().collection('budgets').findOneAndUpdate({ _id: 'venue' } as Document, acquire, { returnDocument: 'after' });
+                const doc = await c
+                  .db()
+                  .collection('budgets')
+                  .findOneAndUpdate({ _id: 'venue' } as Document, acquire, { returnDocument: 'after' });
                 if (doc?.granted === true) {
                   const ws = Number(doc.windowStart);
                   expect(ws % periodMs).toBe(0);

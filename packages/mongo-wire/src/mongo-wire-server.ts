@@ -1,15 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { type Document } from 'bson';
 import { CommandDispatcher } from './internal/command-dispatcher.js';
-import {
-  decodeRequest,
-  encodeOpMsg,
-  encodeOpReply,
-  frameLength,
-  OP_QUERY,
-  type WireRequest,
-  WireProtocolError,
-} from './internal/wire-protocol.js';
+import { decodeRequest, encodeOpMsg, encodeOpReply, frameLength, OP_QUERY, type WireRequest, WireProtocolError } from './internal/wire-protocol.js';
 
 /** Options of {@link MongoWireServer}. */
 export interface MongoWireServerOptions {
@@ -138,8 +130,6 @@ export class MongoWireServer {
       : this.dispatcher.execute(request.command, origin, request.db);
     if (request.moreToCome) return undefined;
     const requestId = this.nextRequestId++ & 0x7fffffff;
-    return request.opCode === OP_QUERY
-      ? encodeOpReply(requestId, request.requestId, result)
-      : encodeOpMsg(requestId, request.requestId, result);
+    return request.opCode === OP_QUERY ? encodeOpReply(requestId, request.requestId, result) : encodeOpMsg(requestId, request.requestId, result);
   }
 }

@@ -49,7 +49,10 @@ it('keeps 4 worker processes within one fixed-window budget (no window over its 
   const weight = 2;
   const client = await new MongoClient(url.toString()).connect();
   try {
-    await client.db().collection('budgets').insertOne({ _id: 'venue', windowStart: 0, used: 0, limit } as Document);
+    await client
+      .db()
+      .collection('budgets')
+      .insertOne({ _id: 'venue', windowStart: 0, used: 0, limit } as Document);
     const workers = Array.from({ length: 4 }, () =>
       output(node([join('packages', 'mongo-wire', 'test', 'fixtures', 'budget-worker.ts'), url.toString(), '1500', String(periodMs), String(weight)])),
     );

@@ -54,7 +54,12 @@ function opMsg(requestId: number, body: Document, sequences: [string, Document[]
 }
 
 function opQuery(requestId: number, fullCollectionName: string, query: Document): Buffer {
-  const body = Buffer.concat([Buffer.alloc(4), Buffer.from(`${fullCollectionName}\0`), Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), Buffer.from(serialize(query))]);
+  const body = Buffer.concat([
+    Buffer.alloc(4),
+    Buffer.from(`${fullCollectionName}\0`),
+    Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]),
+    Buffer.from(serialize(query)),
+  ]);
   return Buffer.concat([header(16 + body.length, requestId, 2004), body]);
 }
 
@@ -160,7 +165,10 @@ it('expires documents through TTL indexes', async () => {
   const server = wire.server;
   server.runCommand({ createIndexes: 'sessions', indexes: [{ key: { at: 1 }, name: 'ttl', expireAfterSeconds: 60 }] }, 'ttl');
   const now = Date.now();
-  server.runCommand({ insert: 'sessions', documents: [{ _id: 'old', at: new Date(now - 120_000) }, { _id: 'new', at: new Date(now) }, { _id: 'none' }] }, 'ttl');
+  server.runCommand(
+    { insert: 'sessions', documents: [{ _id: 'old', at: new Date(now - 120_000) }, { _id: 'new', at: new Date(now) }, { _id: 'none' }] },
+    'ttl',
+  );
   expect(server.sweepExpired(new Date(now))).toBe(1);
   const found = server.runCommand({ find: 'sessions' }, 'ttl');
   expect((found.cursor as Document).firstBatch).toEqual([{ _id: 'new', at: new Date(now) }, { _id: 'none' }]);

@@ -34,7 +34,9 @@ describe('luaCommand', () => {
 
   it('refuses a file not named <name>-<numKeys>.lua, naming it', () => {
     expect(() => luaCommand(client, COMMANDS, 'acquireLock.lua')).toThrow(ValidationError);
-    expect(() => luaCommand(client, COMMANDS, 'acquireLock.lua')).toThrow(/Lua command file: expected a name <verb><Noun>-<numKeys>\.lua, got "acquireLock\.lua"/);
+    expect(() => luaCommand(client, COMMANDS, 'acquireLock.lua')).toThrow(
+      /Lua command file: expected a name <verb><Noun>-<numKeys>\.lua, got "acquireLock\.lua"/,
+    );
   });
 
   it('refuses a call with another number of keys than the file name declares', () => {

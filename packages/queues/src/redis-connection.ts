@@ -53,7 +53,10 @@ export function createRedisConnection(url: string, options: RedisConnectionOptio
 
 /** `url` with any password replaced by `***`, for messages and logs. */
 export function maskRedisUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_m, scheme: string, auth: string) => `${scheme}${auth.includes(':') ? `${auth.slice(0, auth.indexOf(':'))}:***` : '***'}@`);
+  return url.replace(
+    /^([a-z+]+:\/\/)([^@/]*)@/i,
+    (_m, scheme: string, auth: string) => `${scheme}${auth.includes(':') ? `${auth.slice(0, auth.indexOf(':'))}:***` : '***'}@`,
+  );
 }
 
 export interface ConnectRedisOptions extends RedisConnectionOptions {
@@ -86,7 +89,9 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
   } catch {
     client.disconnect();
     const cause = lastError ? `: ${lastError.message}` : '';
-    throw new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} did not answer within ${Math.round(waitMs / 1000)} s${cause}`, { cause: lastError });
+    throw new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} did not answer within ${Math.round(waitMs / 1000)} s${cause}`, {
+      cause: lastError,
+    });
   } finally {
     client.off('error', onError);
   }
@@ -130,7 +135,11 @@ export function watchRedis(url: string, options: RedisWatchOptions): () => void 
         done = true;
         stop();
         const cause = lastError ? `: ${lastError.message}` : '';
-        options.onLost(new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} unreachable for ${Math.round(options.giveUpMs / 1000)} s${cause}`, { cause: lastError }));
+        options.onLost(
+          new RedisUnavailableError(maskRedisUrl(url), `Redis at ${maskRedisUrl(url)} unreachable for ${Math.round(options.giveUpMs / 1000)} s${cause}`, {
+            cause: lastError,
+          }),
+        );
       },
     );
   }, intervalMs);

@@ -72,7 +72,15 @@ describe('gap ledger', () => {
   });
 
   it('merges touching and overlapping open gaps into ranges', () => {
-    const g = (fromMs: number, toMs: number, kind: Gap['kind'] = 'missing', filledAt: number | null = null): Gap => ({ jobId: JOB, fromMs, toMs, kind, detectedAt: 0, filledAt, attempts: 0 });
+    const g = (fromMs: number, toMs: number, kind: Gap['kind'] = 'missing', filledAt: number | null = null): Gap => ({
+      jobId: JOB,
+      fromMs,
+      toMs,
+      kind,
+      detectedAt: 0,
+      filledAt,
+      attempts: 0,
+    });
     expect(gapsToRanges([g(50, 60), g(0, 10), g(10, 20), g(15, 30), g(40, 45, 'venue-hole'), g(70, 80, 'missing', 5)])).toEqual([
       { fromMs: 0, toMs: 30 },
       { fromMs: 50, toMs: 60 },
@@ -82,7 +90,12 @@ describe('gap ledger', () => {
   it('records no gap where candles still sit in the spool; scans the range again after replay (true gaps kept)', async () => {
     // A sink that gives up fast, so a locked database sends batches to the spool at once.
     const outageSink = new SqliteSink(dir.file('outage.db'), { busyTimeoutMs: 20, maxRetries: 0 });
-    const pipeline = new Pipeline({ sink: outageSink, spool: Spool.open({ dir: dir.file('spool') }), batch: { maxBatchAgeMs: 5 }, replay: { retryIntervalMs: 50 } });
+    const pipeline = new Pipeline({
+      sink: outageSink,
+      spool: Spool.open({ dir: dir.file('spool') }),
+      batch: { maxBatchAgeMs: 5 },
+      replay: { retryIntervalMs: 50 },
+    });
     const spooledLedger = new GapLedger(store.gaps, outageSink.reader, { clock, spooled: pipeline });
     try {
       await pipeline.push(candles([0, 1, 8, 9]));
@@ -97,7 +110,11 @@ describe('gap ledger', () => {
       expect(await store.gaps.list({ jobId: JOB, open: true })).toEqual([]);
       lock.release();
       // Replay moves the spooled candles into the sink, then the deferred range is scanned again.
-      await waitFor(async () => (await store.gaps.list({ jobId: JOB, open: true })).length > 0 && spooledLedger.deferred.length === 0, 'deferred scan after replay', { timeoutMs: 20_000 });
+      await waitFor(
+        async () => (await store.gaps.list({ jobId: JOB, open: true })).length > 0 && spooledLedger.deferred.length === 0,
+        'deferred scan after replay',
+        { timeoutMs: 20_000 },
+      );
       expect((await store.gaps.list({ jobId: JOB, open: true })).map((g) => [g.fromMs - T0, g.toMs - T0])).toEqual([[6 * M, 7 * M]]);
     } finally {
       await pipeline.close();

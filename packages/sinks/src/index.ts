@@ -24,7 +24,16 @@ export { Batcher, type BatcherOptions } from './batcher.js';
 export { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
 export { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';
 export { ON_FULL_POLICIES, type OnFullPolicy, type SpoolOptions } from './spool-options.js';
-export { Spool, inspectSpool, listSegments, oldestReceivedAtMs, type AppendResult, type SpoolInspection, type SpoolRecovery, type SpoolSegmentInfo } from './spool.js';
+export {
+  Spool,
+  inspectSpool,
+  listSegments,
+  oldestReceivedAtMs,
+  type AppendResult,
+  type SpoolInspection,
+  type SpoolRecovery,
+  type SpoolSegmentInfo,
+} from './spool.js';
 export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './replay-worker.js';
 export { PipelineMetrics } from './pipeline-metrics.js';
 export { Pipeline, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';

@@ -36,7 +36,18 @@ describe('outage end to end (real processes)', () => {
     const db = dir.file('data.db');
     const spool = dir.file('spool');
     const total = 1500;
-    const producer = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', dir.file('cursor'), '--total', String(total), '--interval-ms', '5']);
+    const producer = start('producer.ts', [
+      '--sink',
+      `sqlite://${db}`,
+      '--spool',
+      spool,
+      '--cursor',
+      dir.file('cursor'),
+      '--total',
+      String(total),
+      '--interval-ms',
+      '5',
+    ]);
     await waitFor(() => pushed(producer) >= 200, 'producer under way');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
@@ -55,8 +66,30 @@ describe('outage end to end (real processes)', () => {
     const db = dir.file('data.db');
     const total = 1000;
     // Both push the same records: each is stored once, whichever process wins.
-    const a = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', dir.file('spool-a'), '--cursor', dir.file('cursor-a'), '--total', String(total), '--interval-ms', '1']);
-    const b = start('producer.ts', ['--sink', `sqlite://${db}`, '--spool', dir.file('spool-b'), '--cursor', dir.file('cursor-b'), '--total', String(total), '--interval-ms', '1']);
+    const a = start('producer.ts', [
+      '--sink',
+      `sqlite://${db}`,
+      '--spool',
+      dir.file('spool-a'),
+      '--cursor',
+      dir.file('cursor-a'),
+      '--total',
+      String(total),
+      '--interval-ms',
+      '1',
+    ]);
+    const b = start('producer.ts', [
+      '--sink',
+      `sqlite://${db}`,
+      '--spool',
+      dir.file('spool-b'),
+      '--cursor',
+      dir.file('cursor-b'),
+      '--total',
+      String(total),
+      '--interval-ms',
+      '1',
+    ]);
     await Promise.all([finished(a), finished(b)]);
     const sink = await openSink(`sqlite://${db}`);
     await expectExactly(sink, total);
@@ -82,7 +115,10 @@ describe('outage end to end (real processes)', () => {
 
     const second = start('producer.ts', args);
     await waitFor(() => second.lines.find((l) => l.startsWith('recovered ')), 'spool recovered');
-    const [, truncated, kept] = second.lines.find((l) => l.startsWith('recovered '))!.split(' ').map(Number);
+    const [, truncated, kept] = second.lines
+      .find((l) => l.startsWith('recovered '))!
+      .split(' ')
+      .map(Number);
     expect(truncated).toBeGreaterThanOrEqual(0);
     expect(kept).toBeGreaterThanOrEqual(0);
     await waitFor(() => pushed(second) >= Math.min(total, killedAt + 100), 'restarted producer spooling');

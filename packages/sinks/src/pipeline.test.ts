@@ -102,7 +102,10 @@ describe('Pipeline', () => {
     pipeline = new Pipeline({ sink, batch: { maxBatchSize: 10, maxBatchAgeMs: 5 } });
     const lock = holdWriteLock(dir.file('data.db'));
     try {
-      const err = await pipeline.push(trades(5)).then(() => undefined, (e: unknown) => e);
+      const err = await pipeline.push(trades(5)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SinkUnavailableError);
       // maxRetries 1: the first attempt and one retry, each timing out on SQLite's busy lock.
       expect(err).toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'sqlite', attempts: 2 });

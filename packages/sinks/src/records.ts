@@ -1,14 +1,4 @@
-import {
-  BookSnapshot,
-  Candle,
-  Envelope,
-  Trade,
-  ValidationError,
-  candleKey,
-  dedupKey,
-  parseOrThrow,
-  type Channel,
-} from '@tickfleet/core';
+import { BookSnapshot, Candle, Envelope, Trade, ValidationError, candleKey, dedupKey, parseOrThrow, type Channel } from '@tickfleet/core';
 
 /** An envelope that passed validation, with its deterministic dedup key. */
 export interface KeyedEnvelope {
@@ -30,7 +20,8 @@ export function parseEnvelope(raw: unknown): Envelope {
   if (payloadSchema) {
     const payload = parseOrThrow(payloadSchema, env.payload, 'envelope.payload') as { venue: string; symbol: string };
     if (payload.venue !== env.venue) throw new ValidationError('envelope.payload.venue', `the envelope venue ${JSON.stringify(env.venue)}`, payload.venue);
-    if (payload.symbol !== env.symbol) throw new ValidationError('envelope.payload.symbol', `the envelope symbol ${JSON.stringify(env.symbol)}`, payload.symbol);
+    if (payload.symbol !== env.symbol)
+      throw new ValidationError('envelope.payload.symbol', `the envelope symbol ${JSON.stringify(env.symbol)}`, payload.symbol);
   }
   if (env.channel === 'candles') {
     const key = candleKey(env.payload as Candle);

@@ -37,7 +37,10 @@ const adapters: Adapter[] = [
       const root = d.file('jsonl');
       for (const stream of readdirSync(root).filter((s) => s !== 'errors'))
         for (const part of readdirSync(join(root, stream)))
-          for (const f of readdirSync(join(root, stream, part))) n += readFileSync(join(root, stream, part, f), 'utf8').split('\n').filter(Boolean).length;
+          for (const f of readdirSync(join(root, stream, part)))
+            n += readFileSync(join(root, stream, part, f), 'utf8')
+              .split('\n')
+              .filter(Boolean).length;
       return n;
     },
   },

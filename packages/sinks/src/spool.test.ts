@@ -137,7 +137,9 @@ describe('Spool', () => {
     await spool.append(trades(2));
     const current = spool.currentSegment;
     expect(() => spool.deleteSegment(current)).toThrow(ValidationError);
-    expect(() => spool.deleteSegment(current)).toThrow(`invalid segment: expected a complete segment of spool ${dir.path} (not the one being written), got "${current}"`);
+    expect(() => spool.deleteSegment(current)).toThrow(
+      `invalid segment: expected a complete segment of spool ${dir.path} (not the one being written), got "${current}"`,
+    );
     expect(() => spool.deleteSegment('spool.lock')).toThrow(ValidationError);
     expect(listSegments(dir.path).map((s) => s.name)).toEqual([current]);
     await spool.close();

@@ -1,6 +1,30 @@
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { SpoolFullError, SpoolLockedError, ValidationError, StoreUnavailableError, systemClock, type Candle, type Clock, type Envelope, type SpoolFullReason } from '@tickfleet/core';
+import {
+  SpoolFullError,
+  SpoolLockedError,
+  ValidationError,
+  StoreUnavailableError,
+  systemClock,
+  type Candle,
+  type Clock,
+  type Envelope,
+  type SpoolFullReason,
+} from '@tickfleet/core';
 import { pidAlive } from './internal/pid-alive.js';
 import { encodeFrame, isDiskFull, scanFrames, segmentName, segmentSeq } from './internal/spool-format.js';
 import type { PipelineMetrics } from './pipeline-metrics.js';
@@ -220,7 +244,8 @@ export class Spool {
   /** Deletes a complete segment whose records are all in the sink, waking appends waiting for space. */
   deleteSegment(name: string): void {
     const seq = segmentSeq(name);
-    if (seq === undefined || seq === this.currentSeq) throw new ValidationError('segment', `a complete segment of spool ${this.dir} (not the one being written)`, name);
+    if (seq === undefined || seq === this.currentSeq)
+      throw new ValidationError('segment', `a complete segment of spool ${this.dir} (not the one being written)`, name);
     unlinkSync(join(this.dir, name));
     this.total -= this.sizes.get(seq) ?? 0;
     this.sizes.delete(seq);
@@ -276,7 +301,12 @@ export class Spool {
     // Writes the pending frames; on a full disk applies the policy to them (drop, or wait and retry).
     const commit = async (): Promise<void> => {
       while (pending.length > 0) {
-        if (this.write(pending.map((p) => p.frame), pendingBytes)) {
+        if (
+          this.write(
+            pending.map((p) => p.frame),
+            pendingBytes,
+          )
+        ) {
           for (const p of pending) appended[p.index] = true;
           appendedCount += pending.length;
           this.metrics?.spoolAppended.inc(pending.length);

@@ -101,9 +101,7 @@ function checkFixedWindow(run: Run): void {
   }
   const over = [...perWindow].filter(([, w]) => w > LIMIT);
   expect(over).toEqual([]);
-  const full = [...perWindow.keys()]
-    .filter((ws) => ws >= run.allBeganAt && ws + PERIOD_MS <= run.firstEndedAt)
-    .sort((a, b) => a - b);
+  const full = [...perWindow.keys()].filter((ws) => ws >= run.allBeganAt && ws + PERIOD_MS <= run.firstEndedAt).sort((a, b) => a - b);
   expect(full.length).toBeGreaterThanOrEqual(5);
   const underfilled = full.map((ws) => [ws, perWindow.get(ws) ?? 0] as const).filter(([, w]) => w < 0.9 * LIMIT);
   expect(underfilled).toEqual([]);

@@ -23,7 +23,11 @@ interface Line {
 }
 
 function runChild(args: string[]): { lines: Line[]; ready: Promise<void>; go(): void; done: Promise<void>; kill(): void } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, ...args], { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, ...args], {
+    cwd: repoRoot(),
+    env: { ...process.env, NODE_OPTIONS: '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const lines: Line[] = [];
   let buf = '';
   let stderr = '';
@@ -40,7 +44,9 @@ function runChild(args: string[]): { lines: Line[]; ready: Promise<void>; go(): 
     }
   });
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const done = new Promise<void>((resolve, reject) => proc.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`skewed-hammer exited ${code}: ${stderr}`)))));
+  const done = new Promise<void>((resolve, reject) =>
+    proc.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`skewed-hammer exited ${code}: ${stderr}`)))),
+  );
   done.catch(() => onReady());
   return { lines, ready, go: () => proc.stdin.end('go\n'), done, kill: () => proc.kill('SIGKILL') };
 }
@@ -55,45 +61,49 @@ describe('budget under a skewed worker clock (SQLite, 4 processes)', () => {
   it.each([
     ['2 minutes', 120_000],
     ['1 hour', 3_600_000],
-  ])('a clock %s ahead moves the timeline once; the others follow it, keep spending and are never told to wait longer than a window', async (_label, skewMs) => {
-    const url = dir.sqliteUrl(`skew-${skewMs}.db`);
-    const store = await openStore(url);
-    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.example.com', rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 } });
-    await store.close();
-    const fast = runChild([url, 'binance', '1500', '3', String(skewMs)]);
-    const slow = [0, 1, 2].map(() => runChild([url, 'binance', '9000', '3', '0']));
-    const all = [fast, ...slow];
-    try {
-      await Promise.all(all.map((c) => c.ready));
-      for (const c of all) c.go();
-      await Promise.all(all.map((c) => c.done));
-    } finally {
-      for (const c of all) c.kill();
-    }
-    const grants = all.flatMap((c) => c.lines.filter((l) => l.t === 'grant')) as unknown as Array<{ windowStartMs: number; weight: number; realMs: number }>;
+  ])(
+    'a clock %s ahead moves the timeline once; the others follow it, keep spending and are never told to wait longer than a window',
+    async (_label, skewMs) => {
+      const url = dir.sqliteUrl(`skew-${skewMs}.db`);
+      const store = await openStore(url);
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.example.com', rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 } });
+      await store.close();
+      const fast = runChild([url, 'binance', '1500', '3', String(skewMs)]);
+      const slow = [0, 1, 2].map(() => runChild([url, 'binance', '9000', '3', '0']));
+      const all = [fast, ...slow];
+      try {
+        await Promise.all(all.map((c) => c.ready));
+        for (const c of all) c.go();
+        await Promise.all(all.map((c) => c.done));
+      } finally {
+        for (const c of all) c.kill();
+      }
+      const grants = all.flatMap((c) => c.lines.filter((l) => l.t === 'grant')) as unknown as Array<{ windowStartMs: number; weight: number; realMs: number }>;
 
-    // One timeline: no window of it was charged over the limit.
-    const perWindow = new Map<number, number>();
-    for (const g of grants) perWindow.set(g.windowStartMs, (perWindow.get(g.windowStartMs) ?? 0) + g.weight);
-    expect([...perWindow].filter(([, w]) => w > LIMIT)).toEqual([]);
+      // One timeline: no window of it was charged over the limit.
+      const perWindow = new Map<number, number>();
+      for (const g of grants) perWindow.set(g.windowStartMs, (perWindow.get(g.windowStartMs) ?? 0) + g.weight);
+      expect([...perWindow].filter(([, w]) => w > LIMIT)).toEqual([]);
 
-    // The slow processes were corrected onto the fast clock's timeline and told so.
-    const fastEnd = Number(fast.lines.find((l) => l.t === 'end')?.at);
-    for (const c of slow) {
-      const end = c.lines.find((l) => l.t === 'end')!;
-      expect(Math.abs(Number(end.clockOffsetMs) - skewMs)).toBeLessThanOrEqual(CLOCK_SKEW_TOLERANCE_MS);
-      // A refusal never asks for more than one window's wait on the caller's own clock.
-      expect(Number(end.maxWaitMs)).toBeLessThanOrEqual(PERIOD_MS + 1500);
-    }
+      // The slow processes were corrected onto the fast clock's timeline and told so.
+      const fastEnd = Number(fast.lines.find((l) => l.t === 'end')?.at);
+      for (const c of slow) {
+        const end = c.lines.find((l) => l.t === 'end')!;
+        expect(Math.abs(Number(end.clockOffsetMs) - skewMs)).toBeLessThanOrEqual(CLOCK_SKEW_TOLERANCE_MS);
+        // A refusal never asks for more than one window's wait on the caller's own clock.
+        expect(Number(end.maxWaitMs)).toBeLessThanOrEqual(PERIOD_MS + 1500);
+      }
 
-    // After the fast process left, the timeline kept moving with the others: a new window every
-    // period, each well used (the bug left one window that never ended).
-    const after = grants.filter((g) => g.realMs > fastEnd + PERIOD_MS);
-    const windows = [...new Set(after.map((g) => g.windowStartMs))].sort((a, b) => a - b).slice(1, -1);
-    expect(windows.length).toBeGreaterThanOrEqual(3);
-    const underused = windows.map((ws) => [ws, perWindow.get(ws) ?? 0] as const).filter(([, w]) => w < 0.8 * LIMIT);
-    expect(underused).toEqual([]);
-  }, 60_000);
+      // After the fast process left, the timeline kept moving with the others: a new window every
+      // period, each well used (the bug left one window that never ended).
+      const after = grants.filter((g) => g.realMs > fastEnd + PERIOD_MS);
+      const windows = [...new Set(after.map((g) => g.windowStartMs))].sort((a, b) => a - b).slice(1, -1);
+      expect(windows.length).toBeGreaterThanOrEqual(3);
+      const underused = windows.map((ws) => [ws, perWindow.get(ws) ?? 0] as const).filter(([, w]) => w < 0.8 * LIMIT);
+      expect(underused).toEqual([]);
+    },
+    60_000,
+  );
 });
 
 describe('budget under skewed client clocks (MongoDB: decisions on server time)', () => {
@@ -118,7 +128,10 @@ describe('budget under skewed client clocks (MongoDB: decisions on server time)'
       expect(Math.abs((a.clockOffsetMs ?? 0) + 3_600_000)).toBeLessThan(CLOCK_SKEW_TOLERANCE_MS);
       expect(Math.abs((b.clockOffsetMs ?? 0) - 3_600_000)).toBeLessThan(CLOCK_SKEW_TOLERANCE_MS);
       // Refused: the retry time is the server window's end, translated onto each caller's clock.
-      for (const [store, offset] of [[ahead, 3_600_000], [behind, -3_600_000]] as const) {
+      for (const [store, offset] of [
+        [ahead, 3_600_000],
+        [behind, -3_600_000],
+      ] as const) {
         const r = await store.budgets.acquire('binance', 1);
         expect(r).toMatchObject({ ok: false, reason: 'exhausted' });
         const waitMs = !r.ok ? r.retryAtMs - (Date.now() + offset) : NaN;

@@ -120,9 +120,9 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
       it('rejects bad input naming the field', async () => {
         await expect(store.connectors.upsert(connector('Bad Venue'))).rejects.toMatchObject({ code: 'E_VALIDATION', field: 'connector.venue' });
         await expect(store.connectors.upsert(connector('binance', { baseUrl: 'ftp://x' }))).rejects.toMatchObject({ field: 'connector.baseUrl' });
-        await expect(
-          store.connectors.upsert(connector('binance', { rateLimit: { limit: 0, periodMs: 1000 } })),
-        ).rejects.toMatchObject({ field: 'connector.rateLimit.limit' });
+        await expect(store.connectors.upsert(connector('binance', { rateLimit: { limit: 0, periodMs: 1000 } }))).rejects.toMatchObject({
+          field: 'connector.rateLimit.limit',
+        });
         expect(await store.connectors.list()).toEqual([]);
       });
     });
@@ -451,15 +451,19 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         await expect(store.backfills.chunkDone('bf-9', chunks[0]!)).rejects.toBeInstanceOf(NotFoundError);
         await expect(store.backfills.chunkFailed('bf-9', chunks[0]!, 'x')).rejects.toBeInstanceOf(NotFoundError);
         await expect(store.backfills.setStatus('bf-9', 'done')).rejects.toBeInstanceOf(NotFoundError);
-        await expect(store.backfills.create({ id: 'bf-3', jobId: jobIdA, fromMs: T0, toMs: T0, chunks: [{ fromMs: T0, toMs: T0 + M }] })).rejects.toMatchObject({
-          code: 'E_VALIDATION',
-          field: 'backfill.toMs',
-        });
+        await expect(store.backfills.create({ id: 'bf-3', jobId: jobIdA, fromMs: T0, toMs: T0, chunks: [{ fromMs: T0, toMs: T0 + M }] })).rejects.toMatchObject(
+          {
+            code: 'E_VALIDATION',
+            field: 'backfill.toMs',
+          },
+        );
         await expect(store.backfills.create({ id: 'bf-4', jobId: jobIdA, fromMs: T0, toMs: T0 + M, chunks: [] })).rejects.toMatchObject({
           code: 'E_VALIDATION',
           field: 'backfill.chunks',
         });
-        await expect(store.backfills.create({ id: 'bf-5', jobId: jobIdA, fromMs: T0, toMs: T0 + M, chunks: [{ fromMs: T0, toMs: T0 + 2 * M }] })).rejects.toMatchObject({
+        await expect(
+          store.backfills.create({ id: 'bf-5', jobId: jobIdA, fromMs: T0, toMs: T0 + M, chunks: [{ fromMs: T0, toMs: T0 + 2 * M }] }),
+        ).rejects.toMatchObject({
           code: 'E_VALIDATION',
           field: 'backfill.chunks',
         });

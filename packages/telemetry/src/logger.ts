@@ -33,7 +33,10 @@ export function createLogger(options: LoggerFactoryOptions): Logger {
  * one line per interval carrying how many were suppressed in between (a worker whose Redis is gone
  * would otherwise write a line every few milliseconds).
  */
-export function rateLimitedLog(logger: Logger, intervalMs: number): (level: 'error' | 'warn', key: string, fields: Record<string, unknown>, msg: string) => void {
+export function rateLimitedLog(
+  logger: Logger,
+  intervalMs: number,
+): (level: 'error' | 'warn', key: string, fields: Record<string, unknown>, msg: string) => void {
   const last = new Map<string, { at: number; suppressed: number }>();
   return (level, key, fields, msg) => {
     const now = Date.now();

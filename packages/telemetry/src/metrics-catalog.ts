@@ -45,7 +45,11 @@ export const METRIC_CATALOG = {
     help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped)',
     labelNames: ['venue', 'kind', 'outcome'],
     roles: ['worker'],
-    usedBy: ['alert:TickfleetUnitFailureRatioHigh', 'panel:tickfleet-fleet-overview/Units finished by outcome', 'panel:tickfleet-venue-drilldown/Units by kind and outcome'],
+    usedBy: [
+      'alert:TickfleetUnitFailureRatioHigh',
+      'panel:tickfleet-fleet-overview/Units finished by outcome',
+      'panel:tickfleet-venue-drilldown/Units by kind and outcome',
+    ],
   },
   tickfleet_unit_failures_total: {
     type: 'counter',
@@ -77,7 +81,7 @@ export const METRIC_CATALOG = {
     buckets: REQUEST_BUCKETS,
     roles: ['worker'],
     usedBy: ['panel:tickfleet-fleet-overview/Request latency p95 by venue', 'panel:tickfleet-venue-drilldown/Request latency percentiles by endpoint'],
-    cardinality: 'endpoint is the adapter\'s endpoint name (a handful per venue), never a URL with parameters',
+    cardinality: "endpoint is the adapter's endpoint name (a handful per venue), never a URL with parameters",
   },
   tickfleet_responses_total: {
     type: 'counter',
@@ -115,14 +119,22 @@ export const METRIC_CATALOG = {
     help: 'Weight used in the venue budget window at the last grant',
     labelNames: ['venue'],
     roles: ['worker'],
-    usedBy: ['alert:TickfleetBudgetExhausted', 'panel:tickfleet-fleet-overview/Budget utilization by venue', 'panel:tickfleet-venue-drilldown/Budget used vs limit'],
+    usedBy: [
+      'alert:TickfleetBudgetExhausted',
+      'panel:tickfleet-fleet-overview/Budget utilization by venue',
+      'panel:tickfleet-venue-drilldown/Budget used vs limit',
+    ],
   },
   tickfleet_budget_limit: {
     type: 'gauge',
     help: 'Effective weight limit of the venue budget window',
     labelNames: ['venue'],
     roles: ['worker'],
-    usedBy: ['alert:TickfleetBudgetExhausted', 'panel:tickfleet-fleet-overview/Budget utilization by venue', 'panel:tickfleet-venue-drilldown/Budget used vs limit'],
+    usedBy: [
+      'alert:TickfleetBudgetExhausted',
+      'panel:tickfleet-fleet-overview/Budget utilization by venue',
+      'panel:tickfleet-venue-drilldown/Budget used vs limit',
+    ],
   },
   tickfleet_budget_yields_total: {
     type: 'counter',
@@ -335,14 +347,23 @@ export const METRIC_CATALOG = {
     help: 'Waiting units that cannot run now because the venue is frozen or its budget is spent (more workers would not help)',
     labelNames: ['venue'],
     roles: ['dashboard'],
-    usedBy: ['alert:TickfleetBudgetExhausted', 'panel:tickfleet-fleet-overview/Runnable vs budget-blocked units', 'panel:tickfleet-venue-drilldown/Runnable vs budget-blocked units'],
+    usedBy: [
+      'alert:TickfleetBudgetExhausted',
+      'panel:tickfleet-fleet-overview/Runnable vs budget-blocked units',
+      'panel:tickfleet-venue-drilldown/Runnable vs budget-blocked units',
+    ],
   },
   tickfleet_venue_frozen: {
     type: 'gauge',
     help: '1 for the cause of the freeze in force (429, 418, budget, manual), 0 for the other causes',
     labelNames: ['venue', 'cause'],
     roles: ['dashboard'],
-    usedBy: ['alert:TickfleetVenueBanned', 'alert:TickfleetVenueFrozen', 'panel:tickfleet-fleet-overview/Frozen venues', 'panel:tickfleet-venue-drilldown/Freeze by cause'],
+    usedBy: [
+      'alert:TickfleetVenueBanned',
+      'alert:TickfleetVenueFrozen',
+      'panel:tickfleet-fleet-overview/Frozen venues',
+      'panel:tickfleet-venue-drilldown/Freeze by cause',
+    ],
     cardinality: 'cause is one of four values; every cause is exported for every venue so a freeze ending reads 0, not a vanished series',
   },
   tickfleet_gaps_open: {
@@ -361,14 +382,14 @@ export const METRIC_CATALOG = {
   },
   tickfleet_job_cursor_lag_max_seconds: {
     type: 'gauge',
-    help: 'Largest cursor lag among the venue\'s enabled jobs, computed from the store (grows even when no worker runs)',
+    help: "Largest cursor lag among the venue's enabled jobs, computed from the store (grows even when no worker runs)",
     labelNames: ['venue'],
     roles: ['dashboard'],
     usedBy: ['panel:tickfleet-fleet-overview/Oldest cursor lag by venue', 'panel:tickfleet-venue-drilldown/Oldest cursor lag'],
   },
   tickfleet_job_cursor_lag_cadence_ratio_max: {
     type: 'gauge',
-    help: 'Largest ratio of cursor lag to the job\'s cadence (timeframe or poll period) among the venue\'s enabled jobs; above 3 the data is stale',
+    help: "Largest ratio of cursor lag to the job's cadence (timeframe or poll period) among the venue's enabled jobs; above 3 the data is stale",
     labelNames: ['venue'],
     roles: ['dashboard'],
     usedBy: ['alert:TickfleetStaleData', 'panel:tickfleet-venue-drilldown/Cursor lag in cadences'],

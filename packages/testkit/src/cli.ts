@@ -44,7 +44,13 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new WaitTimeoutError(`tickfleet ${args.join(' ')}`, timeoutMs, `tickfleet ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new WaitTimeoutError(
+          `tickfleet ${args.join(' ')}`,
+          timeoutMs,
+          `tickfleet ${args.join(' ')} timed out after ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.once('error', reject);
     child.once('close', (code, signal) => {

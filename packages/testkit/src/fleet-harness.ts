@@ -180,7 +180,8 @@ export class FleetHarness {
   /** SIGTERM, then fails with the end of the process's output unless it exited 0. */
   async stopCleanly(proc: FleetProcess): Promise<void> {
     const code = await this.stopProcess(proc);
-    if (code !== 0) throw new FixtureError(proc.name, `${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
+    if (code !== 0)
+      throw new FixtureError(proc.name, `${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
   }
 
   async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {

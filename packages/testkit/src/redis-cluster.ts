@@ -43,7 +43,24 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
       children.push(
         spawn(
           'redis-server',
-          ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--dir',
+            dir,
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--loglevel',
+            'warning',
+          ],
           { stdio: 'ignore' },
         ),
       );

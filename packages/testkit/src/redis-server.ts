@@ -56,7 +56,8 @@ export async function startRedis(): Promise<TestRedis> {
  */
 export async function startRestartableRedis(options: RestartableRedisOptions = {}): Promise<RestartableRedis> {
   const aof = options.aof ?? false;
-  if (aof && !options.dir) throw new FixtureError('startRestartableRedis', 'startRestartableRedis: `dir` is required with `aof: true` (the AOF must survive the restart)');
+  if (aof && !options.dir)
+    throw new FixtureError('startRestartableRedis', 'startRestartableRedis: `dir` is required with `aof: true` (the AOF must survive the restart)');
   if (options.dir) mkdirSync(options.dir, { recursive: true });
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'no', '--loglevel', 'warning'];
@@ -67,7 +68,8 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
   let exited: Promise<void> = Promise.resolve();
 
   const start = async (): Promise<void> => {
-    if (child && child.exitCode === null && child.signalCode === null) throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} is already running`);
+    if (child && child.exitCode === null && child.signalCode === null)
+      throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} is already running`);
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = proc;
     let stderr = '';
@@ -75,7 +77,9 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
     exited = new Promise<void>((r) => proc.once('exit', () => r()));
     const failed = new Promise<never>((_, reject) => {
       proc.once('error', (err) => reject(new FixtureError('redis-server', `cannot start redis-server (install it): ${err.message}`, { cause: err })));
-      proc.once('exit', (code, signal) => reject(new FixtureError(`redis-server on ${port}`, `redis-server on ${port} exited (${code ?? signal}): ${stderr.trim()}`)));
+      proc.once('exit', (code, signal) =>
+        reject(new FixtureError(`redis-server on ${port}`, `redis-server on ${port} exited (${code ?? signal}): ${stderr.trim()}`)),
+      );
     });
     failed.catch(() => undefined);
     // The port was just released by the killed server; a restart may need a moment to bind it.

@@ -35,7 +35,13 @@ describe('createVenueAdapter', () => {
   it('maps symbols between tickfleet and venue form', () => {
     const binance = createVenueAdapter('binance', { baseUrl: 'https://api.binance.com' });
     expect(['BTC/USDT', 'ETH/BTC', 'PEPE/FDUSD'].map((s) => binance.toVenueSymbol(s))).toEqual(['BTCUSDT', 'ETHBTC', 'PEPEFDUSD']);
-    expect(['BTCUSDT', 'ETHBTC', 'PEPEFDUSD', 'BNBEUR', 'XYZ'].map((s) => binance.fromVenueSymbol(s))).toEqual(['BTC/USDT', 'ETH/BTC', 'PEPE/FDUSD', 'BNB/EUR', 'XYZ']);
+    expect(['BTCUSDT', 'ETHBTC', 'PEPEFDUSD', 'BNBEUR', 'XYZ'].map((s) => binance.fromVenueSymbol(s))).toEqual([
+      'BTC/USDT',
+      'ETH/BTC',
+      'PEPE/FDUSD',
+      'BNB/EUR',
+      'XYZ',
+    ]);
     const xetra = createVenueAdapter('xetra', { baseUrl: 'https://mfs.deutsche-boerse.com/api' });
     expect(xetra.toVenueSymbol('DE0007100000')).toBe('DE0007100000');
   });
@@ -44,7 +50,9 @@ describe('createVenueAdapter', () => {
     expect(() => createVenueAdapter('kraken', { baseUrl: 'https://api.kraken.com' })).toThrow(ValidationError);
     expect(() => createVenueAdapter('kraken', { baseUrl: 'https://api.kraken.com' })).toThrow(/invalid venue/);
     expect(() => createVenueAdapter('binance', { baseUrl: 'ftp://x' })).toThrow(/invalid baseUrl/);
-    expect(() => createVenueAdapter('binance', { baseUrl: 'https://x', maxCandlesPerPage: 5000 })).toThrow(/invalid maxCandlesPerPage: expected an integer from 1 to 1000/);
+    expect(() => createVenueAdapter('binance', { baseUrl: 'https://x', maxCandlesPerPage: 5000 })).toThrow(
+      /invalid maxCandlesPerPage: expected an integer from 1 to 1000/,
+    );
     expect(() => createVenueAdapter('xetra', { baseUrl: 'https://x', markets: ['detr'] })).toThrow(/invalid markets/);
   });
 });

@@ -140,8 +140,7 @@ export class VenueHttpClient {
     const venueText = `${parsed.code === undefined ? '' : `code ${parsed.code}: `}${parsed.message ?? ''}`;
     if (status === 418) {
       const untilMs =
-        parseBannedUntilMs(parsed.message) ??
-        (retryAfterMs === undefined ? nowMs + (this.policy.banFallbackMs ?? 120_000) : nowMs + retryAfterMs);
+        parseBannedUntilMs(parsed.message) ?? (retryAfterMs === undefined ? nowMs + (this.policy.banFallbackMs ?? 120_000) : nowMs + retryAfterMs);
       return new BannedError(this.venue, untilMs, `${this.venue} banned this client until ${new Date(untilMs).toISOString()} (${venueText || 'HTTP 418'})`);
     }
     if (status === 429) {

@@ -95,7 +95,13 @@ describe('BinanceAdapter against the binance emulation over HTTP', () => {
     const adapter = new BinanceAdapter({ baseUrl: mock.baseUrl('binance') });
     const toMs = Math.floor(Date.now() / DAY_MS) * DAY_MS;
     for (let i = 0; i < 6; i++) {
-      const err = await caught(() => (i % 3 === 0 ? collect(adapter.fetchCandles('BTC/USDT', '1m', toMs - DAY_MS, toMs)) : i % 3 === 1 ? adapter.fetchBook('BTC/USDT') : adapter.listInstruments()));
+      const err = await caught(() =>
+        i % 3 === 0
+          ? collect(adapter.fetchCandles('BTC/USDT', '1m', toMs - DAY_MS, toMs))
+          : i % 3 === 1
+            ? adapter.fetchBook('BTC/USDT')
+            : adapter.listInstruments(),
+      );
       expect(err).toBeInstanceOf(MalformedPayloadError);
       expect((err as MalformedPayloadError).sample.length).toBeGreaterThan(0);
     }

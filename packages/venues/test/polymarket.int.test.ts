@@ -45,7 +45,14 @@ describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
 
     mock.reset();
     mock.patchScenario({ venues: { polymarket: { limit: { requests: 1, windowMs: 10_000, maxDelayMs: 0 } } } });
-    const results = await Promise.all([0, 1, 2].map(() => adapter.fetchBook(tokens[0]!).then(() => 'ok', (e: unknown) => e)));
+    const results = await Promise.all(
+      [0, 1, 2].map(() =>
+        adapter.fetchBook(tokens[0]!).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
     const limited = results.filter((r) => r instanceof RateLimitedError) as RateLimitedError[];
     expect(limited.length).toBeGreaterThanOrEqual(2);
     expect(limited[0]!.retryAtMs).toBeGreaterThan(Date.now());

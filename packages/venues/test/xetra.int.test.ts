@@ -59,7 +59,14 @@ describe('XetraAdapter against the xetra emulation over HTTP', () => {
 
   it('falls back to exponential backoff when the venue is stricter than the pacing, and still gets every file', async () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { xetra: { limit: { requests: 2, windowMs: 500 } } } } });
-    const adapter = new XetraAdapter({ baseUrl: mock.baseUrl('xetra'), markets: ['DFRA'], paceRequests: 20, paceIntervalMs: 500, backoffBaseMs: 100, maxAttempts: 8 });
+    const adapter = new XetraAdapter({
+      baseUrl: mock.baseUrl('xetra'),
+      markets: ['DFRA'],
+      paceRequests: 20,
+      paceIntervalMs: 500,
+      backoffBaseMs: 100,
+      maxAttempts: 8,
+    });
     const files = (await adapter.listFiles(date)).slice(0, 6);
     const results = await Promise.all(files.map((f) => adapter.fetchFile(f)));
     results.forEach((r, i) => expect(r.trades).toEqual(expectedTrades(files[i]!.name)));

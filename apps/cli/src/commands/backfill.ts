@@ -48,16 +48,24 @@ export function registerBackfill(program: Command): void {
   const backfill = sinkOption(
     program
       .command('backfill')
-      .description('collect a past range of candles (or a job\'s open gaps) as page-sized units below live work')
+      .description("collect a past range of candles (or a job's open gaps) as page-sized units below live work")
       .argument('[venue]', 'venue, e.g. binance')
       .argument('[symbol]', 'symbol, e.g. BTC/USDT')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <iso>', 'range start (inclusive), e.g. 2024-01-01', isoDate('--from'))
       .option('--to <iso>', 'range end (exclusive), e.g. 2024-02-01', isoDate('--to'))
-      .option('--gaps <jobId>', "turn the job's open gaps (not venue holes), and a missing head from its --since to the first stored candle (read from --sink), into units instead of a range")
+      .option(
+        '--gaps <jobId>',
+        "turn the job's open gaps (not venue holes), and a missing head from its --since to the first stored candle (read from --sink), into units instead of a range",
+      )
       .option('--follow', 'wait and show progress until the backfill ends; exits 1 unless it ends done')
       .option('--json', 'print JSON')
-      .option('--max-units <n>', `refuse a backfill needing more page-sized units than this (at most ${MAX_BACKFILL_UNITS_CEILING})`, positiveInt('--max-units'), DEFAULT_MAX_BACKFILL_UNITS),
+      .option(
+        '--max-units <n>',
+        `refuse a backfill needing more page-sized units than this (at most ${MAX_BACKFILL_UNITS_CEILING})`,
+        positiveInt('--max-units'),
+        DEFAULT_MAX_BACKFILL_UNITS,
+      ),
   ).action(async (venue: string | undefined, symbol: string | undefined, opts: BackfillOptions, cmd: Command) => {
     if (opts.maxUnits > MAX_BACKFILL_UNITS_CEILING) throw new ValidationError('--max-units', `at most ${MAX_BACKFILL_UNITS_CEILING}`, opts.maxUnits);
     const request = opts.gaps !== undefined ? gapRequest(opts.gaps) : rangeRequest(venue, symbol, opts);
@@ -69,7 +77,8 @@ export function registerBackfill(program: Command): void {
     const created = await withStore(cmd, async (store) => enqueueBackfill(store, request, firstStored));
     if (!opts.follow) {
       if (opts.json) printJson(created);
-      else if (created) process.stdout.write(`${created.id}: ${created.unitsTotal} units for ${created.jobId} ${isoOrDash(created.fromMs)} .. ${isoOrDash(created.toMs)}\n`);
+      else if (created)
+        process.stdout.write(`${created.id}: ${created.unitsTotal} units for ${created.jobId} ${isoOrDash(created.fromMs)} .. ${isoOrDash(created.toMs)}\n`);
       else process.stdout.write('nothing to backfill: no open gaps\n');
       return;
     }
@@ -81,7 +90,9 @@ export function registerBackfill(program: Command): void {
     const final = await withStore(cmd, (store) => follow(store, created.id, !opts.json));
     if (opts.json) printJson(final);
     else {
-      process.stdout.write(`${final.id}: ${final.status}, ${final.unitsDone}/${final.unitsTotal} units${final.unitsFailed ? `, ${final.unitsFailed} failed` : ''}\n`);
+      process.stdout.write(
+        `${final.id}: ${final.status}, ${final.unitsDone}/${final.unitsTotal} units${final.unitsFailed ? `, ${final.unitsFailed} failed` : ''}\n`,
+      );
       printFailures(final);
     }
     // A script waiting on the backfill must see that it did not complete.
@@ -168,8 +179,19 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
   // for a future range could never finish.
   const now = Date.now();
   if (opts.from >= now) throw new ValidationError('--from', `a time in the past (now is ${new Date(now).toISOString()})`, new Date(opts.from).toISOString());
-  if (opts.to > now) throw new ValidationError('--to', `a time not after now (${new Date(now).toISOString()}); live jobs collect what comes later`, new Date(opts.to).toISOString());
-  return { jobId: makeJobId({ venue: v, symbol: s, timeframe: opts.timeframe, type: 'ohlcv' }), venue: v, symbol: s, timeframe: opts.timeframe, ranges: [{ fromMs: opts.from, toMs: opts.to }] };
+  if (opts.to > now)
+    throw new ValidationError(
+      '--to',
+      `a time not after now (${new Date(now).toISOString()}); live jobs collect what comes later`,
+      new Date(opts.to).toISOString(),
+    );
+  return {
+    jobId: makeJobId({ venue: v, symbol: s, timeframe: opts.timeframe, type: 'ohlcv' }),
+    venue: v,
+    symbol: s,
+    timeframe: opts.timeframe,
+    ranges: [{ fromMs: opts.from, toMs: opts.to }],
+  };
 }
 
 function gapRequest(id: string): BackfillRequest {
@@ -194,7 +216,8 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
     const head = missingHead(existing ?? { since: null, cursor: null }, req.timeframe, firstStored);
     // The ledger only knows holes between stored candles; a head lost before the first one
     // (e.g. units lost with Redis) is owed too.
-    if (head) ranges = gapsToRanges([...ranges, head].map((r) => ({ jobId: req.jobId, ...r, kind: 'missing' as const, detectedAt: 0, filledAt: null, attempts: 0 })));
+    if (head)
+      ranges = gapsToRanges([...ranges, head].map((r) => ({ jobId: req.jobId, ...r, kind: 'missing' as const, detectedAt: 0, filledAt: null, attempts: 0 })));
     if (ranges.length === 0) return null;
   } else {
     ranges = req.ranges;
@@ -265,7 +288,11 @@ async function getBackfill(store: StateStore, id: string): Promise<Backfill> {
  * The range from the job's `since` to the first stored candle when candles are stored but none
  * from `since` on (`firstStored` undefined: the sink was not read; null: nothing stored).
  */
-function missingHead(job: { since: number | null; cursor: number | null }, timeframe: Timeframe, firstStored: number | null | undefined): { fromMs: number; toMs: number } | null {
+function missingHead(
+  job: { since: number | null; cursor: number | null },
+  timeframe: Timeframe,
+  firstStored: number | null | undefined,
+): { fromMs: number; toMs: number } | null {
   if (job.since === null || firstStored === undefined) return null;
   const fromMs = alignDown(job.since, timeframe);
   // Nothing stored yet: only what the live cursor claims to have passed is owed.

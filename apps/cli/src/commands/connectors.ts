@@ -1,13 +1,5 @@
 import { type Command } from 'commander';
-import {
-  type Connector,
-  type ConnectorInput,
-  effectiveLimit,
-  formatDurationMs,
-  parseOrThrow,
-  ValidationError,
-  VenueName,
-} from '@tickfleet/core';
+import { type Connector, type ConnectorInput, effectiveLimit, formatDurationMs, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
 import { printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';

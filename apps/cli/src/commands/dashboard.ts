@@ -39,7 +39,10 @@ export function registerDashboard(program: Command): void {
           ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
         }),
       ).catch((err: unknown) => {
-        throw listenError(err, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_DASHBOARD_PORT', host: opts.host !== undefined ? '--host' : 'TICKFLEET_DASHBOARD_HOST' });
+        throw listenError(err, {
+          port: opts.port !== undefined ? '--port' : 'TICKFLEET_DASHBOARD_PORT',
+          host: opts.host !== undefined ? '--host' : 'TICKFLEET_DASHBOARD_HOST',
+        });
       });
       // One line a person (or a test) can read the address from; the logs are JSON.
       process.stdout.write(`dashboard listening on ${dashboard.url}\n`);

@@ -13,8 +13,15 @@ describe('tickfleet data', () => {
     const sink = new SqliteSink(dir.file('data.db'));
     const minutes = [0, 1, 2, 5, 6, 7, 8, 9];
     await sink.write([
-      ...minutes.map((m) => candleEnvelope({ venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m', openTime: T0 + m * M, open: '1', high: '2', low: '0.5', close: `1.${m}`, volume: '3' }, T0 + (m + 1) * M)),
-      ...[1, 2, 3].map((i) => tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' }, T0 + i)),
+      ...minutes.map((m) =>
+        candleEnvelope(
+          { venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m', openTime: T0 + m * M, open: '1', high: '2', low: '0.5', close: `1.${m}`, volume: '3' },
+          T0 + (m + 1) * M,
+        ),
+      ),
+      ...[1, 2, 3].map((i) =>
+        tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' }, T0 + i),
+      ),
     ]);
     await sink.close();
   });
@@ -25,7 +32,10 @@ describe('tickfleet data', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ count: 8, firstOpenTime: T0, lastOpenTime: T0 + 9 * M, openGaps: 0, missingIntervals: 1, missingCandles: 2 });
-    const ranged = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-01T00:05:00Z', '--to', '2024-01-01T00:08:00Z', '--json'], { env });
+    const ranged = await runCli(
+      ['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-01T00:05:00Z', '--to', '2024-01-01T00:08:00Z', '--json'],
+      { env },
+    );
     expect(JSON.parse(ranged.stdout)).toMatchObject({ count: 3, firstOpenTime: T0 + 5 * M, lastOpenTime: T0 + 7 * M });
   });
 
@@ -45,7 +55,9 @@ describe('tickfleet data', () => {
     const { readFileSync } = await import('node:fs');
     const lines = readFileSync(out, 'utf8').trim().split('\n');
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toBe(`mid:trade:binance:BTC/USDT:1,${T0 + 1},${T0 + 1},"{""venue"":""binance"",""symbol"":""BTC/USDT"",""tradeId"":""1"",""timeMs"":${T0 + 1},""price"":""10, \\""odd\\"""",""size"":""1""}"`);
+    expect(lines[1]).toBe(
+      `mid:trade:binance:BTC/USDT:1,${T0 + 1},${T0 + 1},"{""venue"":""binance"",""symbol"":""BTC/USDT"",""tradeId"":""1"",""timeMs"":${T0 + 1},""price"":""10, \\""odd\\"""",""size"":""1""}"`,
+    );
   });
 
   it('names bad arguments and refuses a JSONL sink for reads (exit 2)', async () => {

@@ -33,7 +33,11 @@ export async function withSink<T>(url: string, fn: (sink: Sink) => Promise<T>): 
 /** The sink's reader; JSONL has none, which is said plainly. */
 export function readerOf(sink: Sink): DataReader {
   if (!sink.reader) {
-    throw new ValidationError('--sink', 'a sqlite:// or mongodb:// sink (jsonl:// is a raw append-only log with no index to count, export or scan)', sink.adapter);
+    throw new ValidationError(
+      '--sink',
+      'a sqlite:// or mongodb:// sink (jsonl:// is a raw append-only log with no index to count, export or scan)',
+      sink.adapter,
+    );
   }
   return sink.reader;
 }
@@ -72,12 +76,29 @@ export function registerData(program: Command): void {
       const id = jobId({ venue: q.venue, symbol: q.symbol, timeframe: q.timeframe, type: 'ohlcv' });
       const gaps = await withStore(cmd, (store) => store.gaps.list({ jobId: id, open: true }));
       const inRange = gaps.filter((g) => (q.fromMs === undefined || g.toMs > q.fromMs) && (q.toMs === undefined || g.fromMs < q.toMs));
-      return { ...q, ...summary, openGaps: inRange.length, missingIntervals: missing.length, missingCandles: missing.reduce((n, m) => n + (m.toMs - m.fromMs) / timeframeMs(q.timeframe), 0) };
+      return {
+        ...q,
+        ...summary,
+        openGaps: inRange.length,
+        missingIntervals: missing.length,
+        missingCandles: missing.reduce((n, m) => n + (m.toMs - m.fromMs) / timeframeMs(q.timeframe), 0),
+      };
     });
     if (opts.json) return printJson(result);
     printTable(
       ['venue', 'symbol', 'timeframe', 'count', 'first', 'last', 'open gaps', 'missing candles'],
-      [[result.venue, result.symbol, result.timeframe, result.count, isoOrDash(result.firstOpenTime), isoOrDash(result.lastOpenTime), result.openGaps, result.missingCandles]],
+      [
+        [
+          result.venue,
+          result.symbol,
+          result.timeframe,
+          result.count,
+          isoOrDash(result.firstOpenTime),
+          isoOrDash(result.lastOpenTime),
+          result.openGaps,
+          result.missingCandles,
+        ],
+      ],
     );
   });
 
@@ -131,7 +152,8 @@ export function registerData(program: Command): void {
 }
 
 function series(venue: string, symbol: string, opts: RangeOptions): { venue: string; symbol: string; timeframe: Timeframe; fromMs?: number; toMs?: number } {
-  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from) throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
+  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from)
+    throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
   return {
     venue: parseOrThrow(VenueName, venue, 'venue'),
     symbol: parseOrThrow(SymbolName, symbol, 'symbol'),

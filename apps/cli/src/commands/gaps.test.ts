@@ -12,7 +12,14 @@ describe('tickfleet gaps', () => {
     dir = tempDir('cli-gaps-');
     env = { TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'), TICKFLEET_STORE_URL: dir.sqliteUrl('state.db') };
     const sink = new SqliteSink(dir.file('data.db'));
-    await sink.write([0, 1, 4, 5, 9].map((m) => candleEnvelope({ venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m', openTime: T0 + m * M, open: '1', high: '1', low: '1', close: '1', volume: '1' }, T0 + (m + 1) * M)));
+    await sink.write(
+      [0, 1, 4, 5, 9].map((m) =>
+        candleEnvelope(
+          { venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m', openTime: T0 + m * M, open: '1', high: '1', low: '1', close: '1', volume: '1' },
+          T0 + (m + 1) * M,
+        ),
+      ),
+    );
     await sink.close();
   });
   afterAll(() => dir.remove());
@@ -20,7 +27,15 @@ describe('tickfleet gaps', () => {
   it('scans a job on demand, records its gaps once, and lists them', async () => {
     const scan = await runCli(['gaps', 'scan', JOB, '--json'], { env });
     expect(scan.stderr).toBe('');
-    expect(JSON.parse(scan.stdout)).toMatchObject({ jobId: JOB, recorded: 2, filled: 0, open: [{ fromMs: T0 + 2 * M, toMs: T0 + 4 * M }, { fromMs: T0 + 6 * M, toMs: T0 + 9 * M }] });
+    expect(JSON.parse(scan.stdout)).toMatchObject({
+      jobId: JOB,
+      recorded: 2,
+      filled: 0,
+      open: [
+        { fromMs: T0 + 2 * M, toMs: T0 + 4 * M },
+        { fromMs: T0 + 6 * M, toMs: T0 + 9 * M },
+      ],
+    });
     expect(JSON.parse((await runCli(['gaps', 'scan', JOB, '--json'], { env })).stdout)).toMatchObject({ recorded: 0 });
     const list = await runCli(['gaps', JOB, '--json'], { env });
     expect(list.code).toBe(0);

@@ -2,7 +2,6 @@ import { type Command } from 'commander';
 import {
   type Job,
   JOB_TYPES,
-
   type JobType,
   parseJobId,
   parseOrThrow,
@@ -120,9 +119,6 @@ async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string
   if (!job) throw new ValidationError('job id', 'an existing job (see tickfleet jobs list)', id);
   return job;
 }
-
-
-
 
 function printJobs(list: Job[]): void {
   printTable(

@@ -65,7 +65,17 @@ export function registerQueues(program: Command): void {
       if (opts.json) return printJson(rows);
       printTable(
         ['VENUE', 'WAITING', 'PRIORITIZED', 'ACTIVE', 'DELAYED', 'FAILED', 'COMPLETED', 'RATE-LIMIT TTL', 'GLOBAL CONC'],
-        rows.map((r) => [r.venue, r.waiting, r.prioritized, r.active, r.delayed, r.failed, r.completed, r.rateLimitTtlMs > 0 ? `${r.rateLimitTtlMs}ms` : '-', r.globalConcurrency]),
+        rows.map((r) => [
+          r.venue,
+          r.waiting,
+          r.prioritized,
+          r.active,
+          r.delayed,
+          r.failed,
+          r.completed,
+          r.rateLimitTtlMs > 0 ? `${r.rateLimitTtlMs}ms` : '-',
+          r.globalConcurrency,
+        ]),
       );
     });
 }

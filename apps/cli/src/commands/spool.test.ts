@@ -12,7 +12,11 @@ describe('tickfleet spool', () => {
     dir = tempDir('cli-spool-');
     env = { TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'), TICKFLEET_SPOOL_DIR: dir.file('spool') };
     const spool = Spool.open({ dir: dir.file('spool'), maxSegmentBytes: 2000 });
-    await spool.append(Array.from({ length: 50 }, (_, i) => tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '1', size: '1' }, T0 + i)));
+    await spool.append(
+      Array.from({ length: 50 }, (_, i) =>
+        tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '1', size: '1' }, T0 + i),
+      ),
+    );
     await spool.close();
   });
   afterEach(() => dir.remove());
@@ -50,13 +54,20 @@ describe('tickfleet spool', () => {
     const base = dir.file('spool');
     for (const slot of ['worker-0', 'worker-1']) {
       const spool = Spool.open({ dir: join(base, slot), maxSegmentBytes: 2000 });
-      await spool.append(Array.from({ length: 10 }, (_, i) => tradeEnvelope({ venue: 'binance', symbol: 'ETH/USDT', tradeId: `${slot}-${i}`, timeMs: T0 + i, price: '1', size: '1' }, T0 + 100 + i)));
+      await spool.append(
+        Array.from({ length: 10 }, (_, i) =>
+          tradeEnvelope({ venue: 'binance', symbol: 'ETH/USDT', tradeId: `${slot}-${i}`, timeMs: T0 + i, price: '1', size: '1' }, T0 + 100 + i),
+        ),
+      );
       await spool.close();
     }
     // worker-1 is written by a live process (this one).
     writeFileSync(join(base, 'worker-1', 'spool.lock'), String(process.pid));
 
-    const status = JSON.parse((await runCli(['spool', 'status', '--json'], { env })).stdout) as { bytes: number; slots: Array<{ dir: string; bytes: number; writerPid: number | null }> };
+    const status = JSON.parse((await runCli(['spool', 'status', '--json'], { env })).stdout) as {
+      bytes: number;
+      slots: Array<{ dir: string; bytes: number; writerPid: number | null }>;
+    };
     expect(status.slots.map((x) => x.dir)).toEqual([join(base, 'worker-0'), join(base, 'worker-1')]);
     expect(status.slots[1]!.writerPid).toBe(process.pid);
     expect(status.bytes).toBeGreaterThan(status.slots[0]!.bytes + status.slots[1]!.bytes);

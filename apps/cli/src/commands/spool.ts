@@ -38,7 +38,14 @@ export function registerSpool(program: Command): void {
     if (opts.json) return printJson(status);
     printTable(
       ['dir', 'segments', 'bytes', 'oldest record', 'age', 'writer pid'],
-      parts.map((p) => [p.dir, p.segments, p.bytes, isoOrDash(p.oldestReceivedAtMs), p.oldestAgeMs === null ? '-' : formatDurationMs(p.oldestAgeMs), p.writerPid]),
+      parts.map((p) => [
+        p.dir,
+        p.segments,
+        p.bytes,
+        isoOrDash(p.oldestReceivedAtMs),
+        p.oldestAgeMs === null ? '-' : formatDurationMs(p.oldestAgeMs),
+        p.writerPid,
+      ]),
     );
   });
 
@@ -81,7 +88,10 @@ export function registerSpool(program: Command): void {
     });
     const result = { ...totals, ...(held.length > 0 ? { skipped: held } : {}) };
     if (opts.json) return printJson(result);
-    printTable(['segments', 'records', 'inserted', 'duplicates', 'rejected', 'bytes left'], [[result.segments, result.records, result.inserted, result.duplicates, result.rejected, result.bytesLeft]]);
+    printTable(
+      ['segments', 'records', 'inserted', 'duplicates', 'rejected', 'bytes left'],
+      [[result.segments, result.records, result.inserted, result.duplicates, result.rejected, result.bytesLeft]],
+    );
     for (const h of held) process.stdout.write(`skipped ${h.dir}: ${h.reason}\n`);
   });
 }
@@ -140,7 +150,7 @@ async function drainWithProgress(s: Spool, sink: Sink): Promise<DrainResult> {
     clearInterval(timer);
     process.stderr.write('\n');
   });
-    if (r.error) {
+  if (r.error) {
     const { adapter, attempts, reason } = r.error;
     throw new SinkUnavailableError(adapter, attempts, reason, `replay stopped, ${s.dir} keeps ${s.totalBytes} bytes: ${r.error.message}`, { cause: r.error });
   }

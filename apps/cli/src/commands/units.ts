@@ -62,6 +62,9 @@ export function registerUnits(program: Command): void {
         return { venue, queue: queue.name, olderThanMs, removed, total: Object.values(removed).reduce((n, c) => n + c, 0) };
       });
       if (opts.json) return printJson(result);
-      printTable(['VENUE', 'STATE', 'REMOVED'], Object.entries(result.removed).map(([state, n]) => [result.venue, state, n]));
+      printTable(
+        ['VENUE', 'STATE', 'REMOVED'],
+        Object.entries(result.removed).map(([state, n]) => [result.venue, state, n]),
+      );
     });
 }

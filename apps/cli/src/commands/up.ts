@@ -119,13 +119,17 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     }
 
     const { runDashboard } = await import('@tickfleet/dashboard');
-    const dashboardOptions = { handleSignals: false, logger: createLogger({ role: 'dashboard', level: config.LOG_LEVEL, destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }) };
-    const dashboard = await runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions).catch(
-      async (err: unknown) => {
-        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-        return runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions);
-      },
-    );
+    const dashboardOptions = {
+      handleSignals: false,
+      logger: createLogger({ role: 'dashboard', level: config.LOG_LEVEL, destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }),
+    };
+    const dashboard = await runDashboard(
+      { ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' },
+      dashboardOptions,
+    ).catch(async (err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      return runDashboard({ ...env, TICKFLEET_DASHBOARD_PORT: '0', TICKFLEET_DASHBOARD_HOST: '127.0.0.1' }, dashboardOptions);
+    });
     cleanups.push(() => dashboard.close());
     info.dashboardUrl = dashboard.url;
     info.metrics.dashboard = `${dashboard.url}/metrics`;
@@ -150,7 +154,9 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  store:      ${store}`,
         `  sink:       ${sink}`,
         ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
-        `  metrics:    ${Object.entries(info.metrics).map(([name, url]) => `${name} ${url}`).join(', ')}`,
+        `  metrics:    ${Object.entries(info.metrics)
+          .map(([name, url]) => `${name} ${url}`)
+          .join(', ')}`,
         `  logs:       .tickfleet/logs/{scheduler,worker-N,dashboard}.log`,
         `  try:        ${cli} status`,
         `              ${cli} data count binance BTC/USDT --timeframe 1m`,

@@ -49,7 +49,10 @@ export function registerWorker(program: Command): void {
       } catch (err) {
         // The store was opened above, so a database error at start is the sink's.
         const sinkErr = storeOpenError(config.TICKFLEET_SINK_URL, err, opts.sink !== undefined ? '--sink' : 'TICKFLEET_SINK_URL');
-        throw spoolDirError(listenError(sinkErr, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_HEALTH_PORT', host: 'TICKFLEET_HEALTH_HOST' }), config.TICKFLEET_SPOOL_DIR);
+        throw spoolDirError(
+          listenError(sinkErr, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_HEALTH_PORT', host: 'TICKFLEET_HEALTH_HOST' }),
+          config.TICKFLEET_SPOOL_DIR,
+        );
       }
       await guardRole('worker', redisUrl);
     });

@@ -29,9 +29,15 @@ export const BOARD_ACTIONS: ReadonlyArray<{ method: string; route: RegExp; actio
 
 /** Why the other bull-board actions are refused (the 403 body names it). */
 const REFUSED: ReadonlyArray<{ route: RegExp; reason: string }> = [
-  { route: /\/rate-limit\/release$/, reason: "a venue's freeze (429 retry-after or 418 ban) ends on its own; releasing the limiter early would send requests the venue refuses" },
+  {
+    route: /\/rate-limit\/release$/,
+    reason: "a venue's freeze (429 retry-after or 418 ban) ends on its own; releasing the limiter early would send requests the venue refuses",
+  },
   { route: /\/rate-limit$/, reason: "the queue's limiter carries the fleet-wide freeze; venue budgets are set with tickfleet connectors upsert --limit" },
-  { route: /\/obliterate$/, reason: "obliterating a queue deletes its units, its concurrency cap and its freeze; use tickfleet backfill cancel or connectors disable" },
+  {
+    route: /\/obliterate$/,
+    reason: 'obliterating a queue deletes its units, its concurrency cap and its freeze; use tickfleet backfill cancel or connectors disable',
+  },
   { route: /\/empty$/, reason: 'queued units are owed work; cancel a backfill with tickfleet backfill cancel' },
   { route: /\/add$/, reason: 'units are planned by the scheduler and tickfleet backfill (deterministic ids, budgets); add a job or a backfill instead' },
   { route: /\/update-data$/, reason: "a unit's data is its plan (venue, range, backfill); changing it breaks progress accounting" },
@@ -110,7 +116,11 @@ async function checkClean(options: ActionGuardOptions, queueName: string, unitId
   if (venue === undefined) return { status: 404, error: 'unknown queue', expected: 'a venue queue on the board' };
   const state = await options.unitState(venue, unitId);
   if (state === 'completed' || state === 'failed' || state === 'unknown') return null;
-  return { status: 403, error: 'action not allowed', expected: `a completed or failed unit (this one is ${state}: queued units are owed work; cancel a backfill with tickfleet backfill cancel)` };
+  return {
+    status: 403,
+    error: 'action not allowed',
+    expected: `a completed or failed unit (this one is ${state}: queued units are owed work; cancel a backfill with tickfleet backfill cancel)`,
+  };
 }
 
 /** A path segment decoded; a malformed escape stays as it is (and then names no known queue). */

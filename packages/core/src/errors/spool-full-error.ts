@@ -23,6 +23,9 @@ export class SpoolFullError extends TickfleetError {
     message?: string,
     options?: TickfleetErrorOptions,
   ) {
-    super(message ?? `spool ${dir} is full (${reason === 'disk' ? 'no space left on its disk' : 'its maxTotalBytes cap is reached'}); records not acknowledged`, options);
+    super(
+      message ?? `spool ${dir} is full (${reason === 'disk' ? 'no space left on its disk' : 'its maxTotalBytes cap is reached'}); records not acknowledged`,
+      options,
+    );
   }
 }

@@ -41,7 +41,10 @@ export function polymarketMarkets(seed: number, count = DEFAULT_POLYMARKET_MARKE
       id: String(500_000 + i),
       question,
       conditionId: `0x${hexDigits(64, 'pm-cond', i, seed)}`,
-      slug: `${question.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}-${i}`,
+      slug: `${question
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, '')}-${i}`,
       endDate: '2026-12-31T12:00:00Z',
       liquidity: String(roundTo(1000 + 100_000 * unitFloat('pm-liq', i, seed), 4)),
       volume: String(roundTo(10_000 + 5_000_000 * unitFloat('pm-vol', i, seed), 4)),

@@ -34,7 +34,9 @@ export function decimalDigits(digits: number, ...parts: ReadonlyArray<string | n
   let out = '';
   let i = 0;
   while (out.length < digits) {
-    out += String(hash32(...parts, i++)).padStart(10, '0').slice(1);
+    out += String(hash32(...parts, i++))
+      .padStart(10, '0')
+      .slice(1);
   }
   out = out.slice(0, digits);
   return out[0] === '0' ? `1${out.slice(1)}` : out;
@@ -44,7 +46,10 @@ export function decimalDigits(digits: number, ...parts: ReadonlyArray<string | n
 export function hexDigits(chars: number, ...parts: ReadonlyArray<string | number>): string {
   let out = '';
   let i = 0;
-  while (out.length < chars) out += hash32(...parts, i++).toString(16).padStart(8, '0');
+  while (out.length < chars)
+    out += hash32(...parts, i++)
+      .toString(16)
+      .padStart(8, '0');
   return out.slice(0, chars);
 }
 

@@ -16,8 +16,16 @@ export function isXetraSource(code: string): code is XetraSource {
 
 /** Instruments traded in the emulated files when the scenario does not name its own ISINs. */
 export const DEFAULT_XETRA_ISINS: readonly string[] = [
-  'DE0007100000', 'DE0007164600', 'DE0005140008', 'DE0007236101', 'DE000BASF111',
-  'DE0008404005', 'DE0005557508', 'DE0007664039', 'DE000BAY0017', 'DE0005190003',
+  'DE0007100000',
+  'DE0007164600',
+  'DE0005140008',
+  'DE0007236101',
+  'DE000BASF111',
+  'DE0008404005',
+  'DE0005557508',
+  'DE0007664039',
+  'DE000BAY0017',
+  'DE0005190003',
 ];
 
 /**

@@ -1,10 +1,7 @@
 import type { EffectiveLimit } from '../scenario.js';
 
 /** What a venue's limiter says about one arriving request. */
-export type LimitDecision =
-  | { kind: 'accept'; delayMs: number }
-  | { kind: 'reject'; retryAfterMs: number }
-  | { kind: 'ban'; bannedUntilMs: number };
+export type LimitDecision = { kind: 'accept'; delayMs: number } | { kind: 'reject'; retryAfterMs: number } | { kind: 'ban'; bannedUntilMs: number };
 
 /**
  * How the venue treats a request beyond its limit: answer 429 (`reject`), answer 429 and ban clients

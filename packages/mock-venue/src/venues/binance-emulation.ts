@@ -38,7 +38,10 @@ export class BinanceEmulation implements VenueEmulation {
       ctx,
       jsonReply(
         429,
-        { code: -1003, msg: `Too many requests; current limit of IP(127.0.0.1) is ${ctx.limit.limit} requests per minute. Please use the websocket for live updates to avoid polling the API.` },
+        {
+          code: -1003,
+          msg: `Too many requests; current limit of IP(127.0.0.1) is ${ctx.limit.limit} requests per minute. Please use the websocket for live updates to avoid polling the API.`,
+        },
         { 'Retry-After': retryAfterSeconds(retryAfterMs) },
       ),
     );
@@ -131,7 +134,12 @@ export class BinanceEmulation implements VenueEmulation {
       const { windowMs, limit } = ctx.limit;
       const minutes = windowMs % 60_000 === 0;
       const rateLimits = [
-        { rateLimitType: 'REQUEST_WEIGHT', interval: minutes ? 'MINUTE' : 'SECOND', intervalNum: minutes ? windowMs / 60_000 : Math.max(1, Math.round(windowMs / 1000)), limit },
+        {
+          rateLimitType: 'REQUEST_WEIGHT',
+          interval: minutes ? 'MINUTE' : 'SECOND',
+          intervalNum: minutes ? windowMs / 60_000 : Math.max(1, Math.round(windowMs / 1000)),
+          limit,
+        },
       ];
       const symbols = [...this.instrumentMap(ctx).values()].map((i) => ({
         symbol: i.symbol,

@@ -85,7 +85,8 @@ export class PolygonEmulation implements VenueEmulation {
       if (t < fromMs) t += lenMs;
       for (; t <= last && bars.length <= page.limit; t += lenMs) if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
     } else {
-      for (let t = alignDown(last, tf); t >= fromMs && bars.length <= page.limit; t -= lenMs) if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
+      for (let t = alignDown(last, tf); t >= fromMs && bars.length <= page.limit; t -= lenMs)
+        if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
     }
     const more = bars.length > page.limit;
     if (more) bars.length = page.limit;

@@ -42,7 +42,14 @@ describe('polymarket emulation', () => {
       expect(r.status).toBe(200);
       const body = r.json();
       const snap = bookAt('polymarket', token, NOW, 7);
-      expect(body).toMatchObject({ market: market.conditionId, asset_id: token, timestamp: String(NOW), min_order_size: '5', tick_size: '0.01', neg_risk: false });
+      expect(body).toMatchObject({
+        market: market.conditionId,
+        asset_id: token,
+        timestamp: String(NOW),
+        min_order_size: '5',
+        tick_size: '0.01',
+        neg_risk: false,
+      });
       expect(body.hash).toMatch(/^[0-9a-f]{40}$/);
       expect(body.bids).toEqual(snap.bids.map(([price, size]) => ({ price, size })).reverse());
       expect(body.asks).toEqual(snap.asks.map(([price, size]) => ({ price, size })).reverse());

@@ -5,8 +5,21 @@ describe('compareValues', () => {
   it('orders across types as MongoDB documents', () => {
     const oid = new ObjectId();
     const ordered = [
-      new MinKey(), null, -1, Long.fromNumber(2), 'a', { a: 1 }, [1], new Binary(Buffer.from([1])), oid, false, true,
-      new Date(0), new Timestamp({ t: 1, i: 0 }), /x/, new MaxKey(),
+      new MinKey(),
+      null,
+      -1,
+      Long.fromNumber(2),
+      'a',
+      { a: 1 },
+      [1],
+      new Binary(Buffer.from([1])),
+      oid,
+      false,
+      true,
+      new Date(0),
+      new Timestamp({ t: 1, i: 0 }),
+      /x/,
+      new MaxKey(),
     ];
     const shuffled = [...ordered].reverse();
     expect(shuffled.sort(compareValues)).toEqual(ordered);

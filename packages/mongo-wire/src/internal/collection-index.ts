@@ -16,7 +16,16 @@ export interface IndexSpec {
 
 /** Index options this server understands; anything else in an index spec is refused. */
 export const INDEX_SPEC_FIELDS = new Set([
-  'key', 'name', 'unique', 'sparse', 'partialFilterExpression', 'expireAfterSeconds', 'background', 'v', 'ns', 'hidden',
+  'key',
+  'name',
+  'unique',
+  'sparse',
+  'partialFilterExpression',
+  'expireAfterSeconds',
+  'background',
+  'v',
+  'ns',
+  'hidden',
 ]);
 
 interface KeyEntry {
@@ -39,9 +48,7 @@ export class CollectionIndex {
   constructor(spec: IndexSpec) {
     this.spec = spec;
     this.fields = Object.keys(spec.key);
-    this.partial = spec.partialFilterExpression
-      ? compileFilter(spec.partialFilterExpression, { now: new Date() })
-      : undefined;
+    this.partial = spec.partialFilterExpression ? compileFilter(spec.partialFilterExpression, { now: new Date() }) : undefined;
   }
 
   get name(): string {
@@ -105,11 +112,12 @@ export class CollectionIndex {
     this.fields.forEach((field, i) => {
       keyValue[field] = entry.values[i];
     });
-    const shown = Object.entries(keyValue).map(([k, v]) => `${k}: ${formatValue(v)}`).join(', ');
-    return new CommandError(
-      'DuplicateKey',
-      `E11000 duplicate key error collection: ${ns} index: ${this.spec.name} dup key: { ${shown} }`,
-      { keyPattern: { ...this.spec.key }, keyValue },
-    );
+    const shown = Object.entries(keyValue)
+      .map(([k, v]) => `${k}: ${formatValue(v)}`)
+      .join(', ');
+    return new CommandError('DuplicateKey', `E11000 duplicate key error collection: ${ns} index: ${this.spec.name} dup key: { ${shown} }`, {
+      keyPattern: { ...this.spec.key },
+      keyValue,
+    });
   }
 }

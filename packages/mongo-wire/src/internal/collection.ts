@@ -85,14 +85,25 @@ export class Collection {
     if (sameName) {
       if (sameName.sameAs(spec)) return false;
       if (canonicalKey(sameName.spec.key) !== canonicalKey(spec.key)) {
-        throw new CommandError('IndexKeySpecsConflict', `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${formatValue(spec)}, existing index: ${formatValue(sameName.spec)}`);
+        throw new CommandError(
+          'IndexKeySpecsConflict',
+          `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${formatValue(spec)}, existing index: ${formatValue(sameName.spec)}`,
+        );
       }
-      throw new CommandError('IndexOptionsConflict', `An equivalent index already exists with the same name but different options. Requested index: ${formatValue(spec)}, existing index: ${formatValue(sameName.spec)}`);
+      throw new CommandError(
+        'IndexOptionsConflict',
+        `An equivalent index already exists with the same name but different options. Requested index: ${formatValue(spec)}, existing index: ${formatValue(sameName.spec)}`,
+      );
     }
     for (const existing of this.indexes.values()) {
-      if (canonicalKey(existing.spec.key) === canonicalKey(spec.key) &&
-        canonicalKey(existing.spec.partialFilterExpression) === canonicalKey(spec.partialFilterExpression)) {
-        throw new CommandError('IndexOptionsConflict', `An equivalent index already exists with a different name and options. Requested index: ${formatValue(spec)}, existing index: ${formatValue(existing.spec)}`);
+      if (
+        canonicalKey(existing.spec.key) === canonicalKey(spec.key) &&
+        canonicalKey(existing.spec.partialFilterExpression) === canonicalKey(spec.partialFilterExpression)
+      ) {
+        throw new CommandError(
+          'IndexOptionsConflict',
+          `An equivalent index already exists with a different name and options. Requested index: ${formatValue(spec)}, existing index: ${formatValue(existing.spec)}`,
+        );
       }
     }
     const index = new CollectionIndex(spec);
@@ -157,11 +168,10 @@ export class Collection {
   }
 
   private duplicateIdError(id: unknown): CommandError {
-    return new CommandError(
-      'DuplicateKey',
-      `E11000 duplicate key error collection: ${this.ns} index: _id_ dup key: { _id: ${formatValue(id)} }`,
-      { keyPattern: { _id: 1 }, keyValue: { _id: id } },
-    );
+    return new CommandError('DuplicateKey', `E11000 duplicate key error collection: ${this.ns} index: _id_ dup key: { _id: ${formatValue(id)} }`, {
+      keyPattern: { _id: 1 },
+      keyValue: { _id: id },
+    });
   }
 }
 

@@ -21,9 +21,25 @@ export type CommandHandler = (cmd: Document, ctx: CommandContext) => Document;
 
 /** Fields every command may carry (sessions, gossip, read/write concerns, API version). */
 const GENERIC_FIELDS = new Set([
-  '$db', 'lsid', '$clusterTime', '$readPreference', 'readConcern', 'writeConcern', 'comment', 'maxTimeMS',
-  'apiVersion', 'apiStrict', 'apiDeprecationErrors', '$audit', '$client', 'mayBypassWriteBlocking', 'txnNumber',
-  'autocommit', 'startTransaction', '$queryOptions', 'backpressure',
+  '$db',
+  'lsid',
+  '$clusterTime',
+  '$readPreference',
+  'readConcern',
+  'writeConcern',
+  'comment',
+  'maxTimeMS',
+  'apiVersion',
+  'apiStrict',
+  'apiDeprecationErrors',
+  '$audit',
+  '$client',
+  'mayBypassWriteBlocking',
+  'txnNumber',
+  'autocommit',
+  'startTransaction',
+  '$queryOptions',
+  'backpressure',
 ]);
 
 /**
@@ -59,7 +75,10 @@ export function optionalDocument(cmd: Document, field: string, command: string):
   const value: unknown = cmd[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new CommandError('TypeMismatch', `BSON field '${command}.${field}' is the wrong type '${Array.isArray(value) ? 'array' : typeof value}', expected type 'object'`);
+    throw new CommandError(
+      'TypeMismatch',
+      `BSON field '${command}.${field}' is the wrong type '${Array.isArray(value) ? 'array' : typeof value}', expected type 'object'`,
+    );
   }
   return value as Document;
 }

@@ -31,7 +31,7 @@ export class CommandDispatcher {
   execute(cmd: Document, origin: CommandOrigin, defaultDb = 'admin'): Document {
     const name = Object.keys(cmd)[0];
     try {
-      if (name === undefined) throw new CommandError('CommandNotFound', 'no such command: \'\'');
+      if (name === undefined) throw new CommandError('CommandNotFound', "no such command: ''");
       const handler = this.handlers.get(name);
       if (!handler) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
       if (cmd.txnNumber !== undefined || cmd.startTransaction !== undefined || cmd.autocommit !== undefined) {

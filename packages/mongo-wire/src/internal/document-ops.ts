@@ -15,7 +15,11 @@ export function parseUpdate(u: unknown): UpdateSpec {
   if (!isPlainDocument(u)) throw new CommandError('FailedToParse', 'Update argument must be either an object or an array');
   if (isOperatorUpdate(u)) return { kind: 'operators', doc: u };
   for (const key of Object.keys(u)) {
-    if (key.startsWith('$')) throw new CommandError('BadValue', `The dollar ($) prefixed field '${key}' in '${key}' is not allowed in the context of an update's replacement document.`);
+    if (key.startsWith('$'))
+      throw new CommandError(
+        'BadValue',
+        `The dollar ($) prefixed field '${key}' in '${key}' is not allowed in the context of an update's replacement document.`,
+      );
   }
   return { kind: 'replacement', doc: u };
 }
@@ -29,11 +33,7 @@ function idFirst(doc: Document, id: unknown): Document {
  * The document `current` becomes under `update`. `_id` is immutable: an operator update that
  * changes it fails with ImmutableField; a replacement or pipeline that drops it keeps the old one.
  */
-export function updatedDocument(
-  current: Document,
-  update: UpdateSpec,
-  options: { filter: Document; arrayFilters?: Document[]; eval: EvalOptions },
-): Document {
+export function updatedDocument(current: Document, update: UpdateSpec, options: { filter: Document; arrayFilters?: Document[]; eval: EvalOptions }): Document {
   let next: Document;
   switch (update.kind) {
     case 'operators':
@@ -78,11 +78,7 @@ function equalitySeed(filter: Document, into: Document): void {
 }
 
 /** The document an upsert inserts when nothing matched `filter`. */
-export function upsertDocument(
-  filter: Document,
-  update: UpdateSpec,
-  options: { arrayFilters?: Document[]; eval: EvalOptions },
-): Document {
+export function upsertDocument(filter: Document, update: UpdateSpec, options: { arrayFilters?: Document[]; eval: EvalOptions }): Document {
   const seed: Document = {};
   equalitySeed(filter, seed);
   let doc: Document;

@@ -25,8 +25,21 @@ export interface EvalOptions {
 
 /** Update operators MongoDB supports; all but `$setOnInsert` are applied by mingo. */
 const UPDATE_OPERATORS = new Set([
-  '$addToSet', '$bit', '$currentDate', '$inc', '$max', '$min', '$mul', '$pop', '$pull', '$pullAll',
-  '$push', '$rename', '$set', '$setOnInsert', '$unset',
+  '$addToSet',
+  '$bit',
+  '$currentDate',
+  '$inc',
+  '$max',
+  '$min',
+  '$mul',
+  '$pop',
+  '$pull',
+  '$pullAll',
+  '$push',
+  '$rename',
+  '$set',
+  '$setOnInsert',
+  '$unset',
 ]);
 
 /** Stages MongoDB allows in a pipeline-style update. */
@@ -119,7 +132,10 @@ export function isOperatorUpdate(update: Document): boolean {
   const keys = Object.keys(update);
   const operators = keys.filter((k) => k.startsWith('$'));
   if (operators.length > 0 && operators.length !== keys.length) {
-    throw new CommandError('FailedToParse', `Unknown modifier: ${keys.find((k) => !k.startsWith('$'))}. Expected a valid update modifier or pipeline-style update specified as an array`);
+    throw new CommandError(
+      'FailedToParse',
+      `Unknown modifier: ${keys.find((k) => !k.startsWith('$'))}. Expected a valid update modifier or pipeline-style update specified as an array`,
+    );
   }
   for (const op of operators) {
     if (!UPDATE_OPERATORS.has(op)) {

@@ -30,8 +30,14 @@ describe('JsonlSink files', () => {
     sink.sync();
     const done = files('2024-01-01');
     expect(done).toEqual([expect.stringMatching(/^part-\d+-\d+\.jsonl$/)]);
-    const lines = readFileSync(join(dir.path, 'trades', 'date=2024-01-01', done[0]!), 'utf8').trim().split('\n');
-    expect(lines.map((l) => (JSON.parse(l) as { key: string }).key)).toEqual(['mid:trade:binance:BTC/USDT:0', 'mid:trade:binance:BTC/USDT:1', 'mid:trade:binance:BTC/USDT:2']);
+    const lines = readFileSync(join(dir.path, 'trades', 'date=2024-01-01', done[0]!), 'utf8')
+      .trim()
+      .split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { key: string }).key)).toEqual([
+      'mid:trade:binance:BTC/USDT:0',
+      'mid:trade:binance:BTC/USDT:1',
+      'mid:trade:binance:BTC/USDT:2',
+    ]);
     // The open day stays open until close.
     expect(files('2024-01-02')[0]).toMatch(/\.open$/);
     await sink.close();
@@ -42,7 +48,7 @@ describe('JsonlSink files', () => {
     await again.close();
   });
 
-  it('finalizes a crashed process\'s open file at start: partial last line cut, complete lines kept', async () => {
+  it("finalizes a crashed process's open file at start: partial last line cut, complete lines kept", async () => {
     const part = join(dir.path, 'trades', 'date=2024-01-01');
     mkdirSync(part, { recursive: true });
     const lines = trades(2).map((e, i) => JSON.stringify({ key: `mid:trade:binance:BTC/USDT:${i}`, ...e }));

@@ -19,8 +19,16 @@ export class MongoDataReader implements DataReader {
     const filter = candleFilter(q);
     const count = await this.candles.countDocuments(filter);
     if (count === 0) return { count, firstOpenTime: null, lastOpenTime: null };
-    const first = await this.candles.find(filter, { projection: { openTime: 1 } }).sort({ openTime: 1 }).limit(1).toArray();
-    const last = await this.candles.find(filter, { projection: { openTime: 1 } }).sort({ openTime: -1 }).limit(1).toArray();
+    const first = await this.candles
+      .find(filter, { projection: { openTime: 1 } })
+      .sort({ openTime: 1 })
+      .limit(1)
+      .toArray();
+    const last = await this.candles
+      .find(filter, { projection: { openTime: 1 } })
+      .sort({ openTime: -1 })
+      .limit(1)
+      .toArray();
     return { count, firstOpenTime: (first[0]?.openTime as number | undefined) ?? null, lastOpenTime: (last[0]?.openTime as number | undefined) ?? null };
   }
 

@@ -25,7 +25,10 @@ run('MongoSink state machine', () => {
     });
     expect(sink.state).toBe('ok');
     // No server on the port: the driver's connection failures, retried, surface as SinkUnavailableError.
-    const first = await sink.write(trades(3)).then(() => undefined, (err: unknown) => err);
+    const first = await sink.write(trades(3)).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(first).toBeInstanceOf(SinkUnavailableError);
     expect(first).toMatchObject({ code: 'E_SINK_UNAVAILABLE', adapter: 'mongodb', attempts: 3, retryable: true });
     expect(sink.state).toBe('unavailable');

@@ -136,4 +136,3 @@ function candleDoc({ key, envelope: e }: KeyedEnvelope): Document {
 function envelopeDoc({ key, envelope }: KeyedEnvelope): Document {
   return { _id: key, ...envelope };
 }
-

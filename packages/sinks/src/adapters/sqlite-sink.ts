@@ -55,9 +55,32 @@ export class SqliteSink extends RetryingSink implements Sink {
       for (const { key, envelope: e } of rows) {
         if (e.channel === 'candles') {
           const c = e.payload as Candle;
-          inserted += candleStmt.run(c.venue, c.symbol, c.timeframe, c.openTime, c.open, c.high, c.low, c.close, c.volume, c.trades ?? null, e.serverTimeMs ?? null, e.receivedAtMs).changes;
+          inserted += candleStmt.run(
+            c.venue,
+            c.symbol,
+            c.timeframe,
+            c.openTime,
+            c.open,
+            c.high,
+            c.low,
+            c.close,
+            c.volume,
+            c.trades ?? null,
+            e.serverTimeMs ?? null,
+            e.receivedAtMs,
+          ).changes;
         } else {
-          inserted += envStmt.run(key, e.venue, e.channel, e.symbol, e.messageId ?? null, e.sequence ?? null, e.serverTimeMs ?? null, e.receivedAtMs, JSON.stringify(e.payload)).changes;
+          inserted += envStmt.run(
+            key,
+            e.venue,
+            e.channel,
+            e.symbol,
+            e.messageId ?? null,
+            e.sequence ?? null,
+            e.serverTimeMs ?? null,
+            e.receivedAtMs,
+            JSON.stringify(e.payload),
+          ).changes;
         }
       }
       return inserted;

@@ -1,12 +1,4 @@
-import {
-  Connector,
-  Job,
-  JobStats,
-  type ConnectorInput,
-  type JobInput,
-  jobId,
-  parseOrThrow,
-} from '@tickfleet/core';
+import { Connector, Job, JobStats, type ConnectorInput, type JobInput, jobId, parseOrThrow } from '@tickfleet/core';
 
 /** A validated connector plus which optional fields the caller actually gave (absent ones keep stored values on update). */
 export interface NormalizedConnector {

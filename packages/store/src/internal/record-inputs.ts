@@ -8,7 +8,9 @@ const BackfillCreateInput = z
     jobId: z.string().min(1),
     fromMs: z.number().int(),
     toMs: z.number().int(),
-    chunks: z.array(z.object({ fromMs: z.number().int(), toMs: z.number().int() }).refine((c) => c.toMs > c.fromMs, { message: 'expected toMs after fromMs' })).min(1),
+    chunks: z
+      .array(z.object({ fromMs: z.number().int(), toMs: z.number().int() }).refine((c) => c.toMs > c.fromMs, { message: 'expected toMs after fromMs' }))
+      .min(1),
   })
   .refine((b) => b.toMs > b.fromMs, { message: 'expected toMs after fromMs', path: ['toMs'] })
   .refine((b) => b.chunks.every((c, i) => c.fromMs >= b.fromMs && c.toMs <= b.toMs && (i === 0 || c.fromMs > b.chunks[i - 1]!.fromMs)), {

@@ -1,13 +1,5 @@
 import { MongoBulkWriteError, type Filter } from 'mongodb';
-import {
-  type Backfill,
-  type BackfillChunk,
-  BackfillChunkStatus,
-  BackfillStatus,
-  type Clock,
-  NotFoundError,
-  parseOrThrow,
-} from '@tickfleet/core';
+import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
 import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { type BackfillChunkDoc, type BackfillDoc, type MongoCollections, toBackfill } from './documents.js';
@@ -90,7 +82,10 @@ export class MongoBackfillsRepo implements BackfillsRepo {
     await this.requireBackfill(id);
     const before = await this.c.backfillChunks.findOneAndUpdate(
       { _id: chunkId(id, range.fromMs) },
-      { $set: { status: 'done', error: null, updatedAt: this.clock.now() }, $setOnInsert: { backfillId: id, fromMs: range.fromMs, toMs: range.toMs, index: -1 } },
+      {
+        $set: { status: 'done', error: null, updatedAt: this.clock.now() },
+        $setOnInsert: { backfillId: id, fromMs: range.fromMs, toMs: range.toMs, index: -1 },
+      },
       { upsert: true, returnDocument: 'before' },
     );
     const was = before?.status ?? 'pending';
@@ -103,11 +98,24 @@ export class MongoBackfillsRepo implements BackfillsRepo {
     const now = this.clock.now();
     const _id = chunkId(id, range.fromMs);
     // Done wins: a chunk already stored is never turned into a failure by a late report.
-    const before = await this.c.backfillChunks.findOneAndUpdate({ _id, status: { $ne: 'done' } }, { $set: { status: 'failed', error: reason, updatedAt: now } }, { returnDocument: 'before' });
+    const before = await this.c.backfillChunks.findOneAndUpdate(
+      { _id, status: { $ne: 'done' } },
+      { $set: { status: 'failed', error: reason, updatedAt: now } },
+      { returnDocument: 'before' },
+    );
     if (before) return before.status === 'pending' ? this.apply(id, 0, 1) : this.recountIfDrifted(id);
     if (await this.c.backfillChunks.findOne({ _id })) return this.recountIfDrifted(id);
     try {
-      await this.c.backfillChunks.insertOne({ _id, backfillId: id, fromMs: range.fromMs, toMs: range.toMs, index: -1, status: 'failed', error: reason, updatedAt: now });
+      await this.c.backfillChunks.insertOne({
+        _id,
+        backfillId: id,
+        fromMs: range.fromMs,
+        toMs: range.toMs,
+        index: -1,
+        status: 'failed',
+        error: reason,
+        updatedAt: now,
+      });
     } catch (err) {
       if ((err as { code?: unknown }).code !== DUPLICATE_KEY) throw err;
       return this.recountIfDrifted(id);
@@ -122,7 +130,10 @@ export class MongoBackfillsRepo implements BackfillsRepo {
   }
 
   async owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]> {
-    const open = await this.c.backfills.find({ status: { $in: ['pending', 'running'] } }).sort({ _id: 1 }).toArray();
+    const open = await this.c.backfills
+      .find({ status: { $in: ['pending', 'running'] } })
+      .sort({ _id: 1 })
+      .toArray();
     const limit = Math.max(1, Math.floor(options.limit));
     const after = options.after;
     const out: OwedChunk[] = [];
@@ -130,7 +141,11 @@ export class MongoBackfillsRepo implements BackfillsRepo {
       if (after && b._id < after.backfillId) continue;
       const q: Filter<BackfillChunkDoc> = { backfillId: b._id, status: 'pending' };
       if (after && b._id === after.backfillId) q.fromMs = { $gt: after.fromMs };
-      const docs = await this.c.backfillChunks.find(q).sort({ fromMs: 1 }).limit(limit - out.length).toArray();
+      const docs = await this.c.backfillChunks
+        .find(q)
+        .sort({ fromMs: 1 })
+        .limit(limit - out.length)
+        .toArray();
       out.push(...docs.map((d) => ({ ...toChunk(d), jobId: b.jobId })));
       if (out.length >= limit) break;
     }

@@ -29,11 +29,7 @@ export class MongoConnectorsRepo implements ConnectorsRepo {
     put(given.maxInflight, 'maxInflight', v.maxInflight);
     put(given.freezeMs, 'freezeMs', v.freezeMs);
     put(given.aimd, 'aimd', v.aimd);
-    const doc = await this.c.connectors.findOneAndUpdate(
-      { _id: v.venue },
-      { $set: set, $setOnInsert: onInsert },
-      { upsert: true, returnDocument: 'after' },
-    );
+    const doc = await this.c.connectors.findOneAndUpdate({ _id: v.venue }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });
     if (!doc) throw new NotFoundError('connector', v.venue);
     const connector = toConnector(doc);
     await this.syncBudget(connector);

@@ -102,11 +102,7 @@ export class MongoJobsRepo implements JobsRepo {
   }
 
   async advanceCursor(id: string, cursor: number): Promise<number | null> {
-    const doc = await this.c.jobs.findOneAndUpdate(
-      { _id: id },
-      { $max: { cursor }, $set: { updatedAt: this.clock.now() } },
-      { returnDocument: 'after' },
-    );
+    const doc = await this.c.jobs.findOneAndUpdate({ _id: id }, { $max: { cursor }, $set: { updatedAt: this.clock.now() } }, { returnDocument: 'after' });
     return this.found(id, doc).cursor;
   }
 

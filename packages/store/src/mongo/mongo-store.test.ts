@@ -23,7 +23,10 @@ beforeAll(async () => {
 afterAll(async () => {
   if (process.env.MONGO_URL) {
     const client = await MongoClient.connect(url);
-    await client.db(database).dropDatabase().catch(() => undefined);
+    await client
+      .db(database)
+      .dropDatabase()
+      .catch(() => undefined);
     await client.close();
   }
   await stopServer?.();
@@ -61,7 +64,10 @@ describe('mongodb store specifics', () => {
     try {
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 2, periodMs: 60_000, headroom: 1 } });
       // as if the process died between writing the connector and its budget copy
-      await client.db(database).collection(`${prefix}budgets`).deleteOne({ _id: 'binance' as never });
+      await client
+        .db(database)
+        .collection(`${prefix}budgets`)
+        .deleteOne({ _id: 'binance' as never });
       expect(await store.budgets.acquire('binance', 2)).toMatchObject({ ok: true, used: 2, limit: 2 });
       expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted' });
       expect(await store.budgets.acquire('nope', 1)).toMatchObject({ ok: false, reason: 'unknown-venue' });

@@ -1,13 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import {
-  type Backfill,
-  type BackfillChunk,
-  BackfillChunkStatus,
-  BackfillStatus,
-  type Clock,
-  NotFoundError,
-  parseOrThrow,
-} from '@tickfleet/core';
+import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
 import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { toBackfill, type BackfillRow } from './rows.js';

@@ -1,6 +1,15 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationError } from '@tickfleet/core';
-import { type AcquireResult, type BudgetUsage, type BudgetsRepo, CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget';
+import {
+  type AcquireResult,
+  type BudgetUsage,
+  type BudgetsRepo,
+  CLOCK_SKEW_TOLERANCE_MS,
+  onCallerClock,
+  PAUSED_RETRY_MS,
+  toAcquireResult,
+  toBudgetUsage,
+} from '@tickfleet/budget';
 
 /*
  * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every

@@ -58,10 +58,13 @@ export async function guardSqliteCall<T>(call: () => Promise<T>, options: Sqlite
           { cause: err },
         );
       }
-      if (failure === 'unavailable') throw new StoreUnavailableError(`SQLite store ${options.path} cannot be used (${code}): ${(err as Error).message}`, { cause: err });
+      if (failure === 'unavailable')
+        throw new StoreUnavailableError(`SQLite store ${options.path} cannot be used (${code}): ${(err as Error).message}`, { cause: err });
       const waited = performance.now() - started;
       if (waited >= maxWaitMs) {
-        throw new StoreUnavailableError(`SQLite store ${options.path} stayed locked by another connection for ${Math.round(waited)} ms (${code})`, { cause: err });
+        throw new StoreUnavailableError(`SQLite store ${options.path} stayed locked by another connection for ${Math.round(waited)} ms (${code})`, {
+          cause: err,
+        });
       }
       await sleep(Math.min(250, 10 * 2 ** Math.min(attempt, 5), Math.max(1, maxWaitMs - waited)) * (0.5 + Math.random() / 2));
     }
@@ -73,7 +76,11 @@ export async function guardSqliteCall<T>(call: () => Promise<T>, options: Sqlite
  * `fast.methods` get `fast.waitMs` instead of the full wait (calls that have a fallback, such as budget acquires, should learn
  * quickly that the store is away).
  */
-export function guardRepo<T extends object>(repo: T, options: SqliteGuardOptions, fast: { methods: readonly string[]; waitMs: number } = { methods: [], waitMs: 0 }): T {
+export function guardRepo<T extends object>(
+  repo: T,
+  options: SqliteGuardOptions,
+  fast: { methods: readonly string[]; waitMs: number } = { methods: [], waitMs: 0 },
+): T {
   return new Proxy(repo, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);

@@ -95,7 +95,10 @@ export class SqliteStateStore implements StateStore {
       db.pragma('synchronous = NORMAL');
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
-        throw new ConfigError('store URL', `a SQLite store of schema version <= ${SCHEMA_VERSION}; ${path} has version ${version} (written by a newer tickfleet)`);
+        throw new ConfigError(
+          'store URL',
+          `a SQLite store of schema version <= ${SCHEMA_VERSION}; ${path} has version ${version} (written by a newer tickfleet)`,
+        );
       }
       migrate(db);
       assertIntact(db, path);

@@ -1,13 +1,4 @@
-import {
-  BannedError,
-  candleKey,
-  MalformedPayloadError,
-  ManualClock,
-  RateLimitedError,
-  TransientError,
-  UnrecoverableError,
-  type Candle,
-} from '@tickfleet/core';
+import { BannedError, candleKey, MalformedPayloadError, ManualClock, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { AfterResponseInfo, BeforeRequestInfo } from '../types.js';
 import { VenueRejectedError } from '../venue-rejected-error.js';
@@ -51,14 +42,19 @@ describe('BinanceAdapter against documented response samples', () => {
       trades: 37,
     });
     const env = pages[0]!.envelopes[0]!;
-    expect(env).toMatchObject({ v: 1, channel: 'candles', venue: 'binance', symbol: 'BTC/USDT', messageId: candleKey(candles[0]!), serverTimeMs: 1624559579999 });
+    expect(env).toMatchObject({
+      v: 1,
+      channel: 'candles',
+      venue: 'binance',
+      symbol: 'BTC/USDT',
+      messageId: candleKey(candles[0]!),
+      serverTimeMs: 1624559579999,
+    });
     expect(env.payload).toEqual(candles[0]);
     const q = server.requests.at(-1)!.query;
     expect(Object.fromEntries(q)).toEqual({ symbol: 'BTCUSDT', interval: '1m', startTime: String(from), endTime: String(from + 180_000 - 1), limit: '3' });
     expect(before).toEqual([{ venue: 'binance', endpoint: 'klines', weight: 2 }]);
-    expect(after).toEqual([
-      { venue: 'binance', endpoint: 'klines', status: 200, latencyMs: 0, usedWeight: 42, usedWeightWindowStartMs: Date.UTC(2024, 0, 1) },
-    ]);
+    expect(after).toEqual([{ venue: 'binance', endpoint: 'klines', status: 200, latencyMs: 0, usedWeight: 42, usedWeightWindowStartMs: Date.UTC(2024, 0, 1) }]);
   });
 
   it('parses the documented klines example row', async () => {
@@ -95,13 +91,19 @@ describe('BinanceAdapter against documented response samples', () => {
       const end = Number(req.query.get('endTime'));
       return { body: JSON.stringify(rows.filter((r) => (r[0] as number) >= start && (r[0] as number) <= end)) };
     };
-    const pages2 = await collect(new BinanceAdapter({ baseUrl: server.url, clock }).fetchCandles('BTC/USDT', '1m', Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 1, 1)));
+    const pages2 = await collect(
+      new BinanceAdapter({ baseUrl: server.url, clock }).fetchCandles('BTC/USDT', '1m', Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 1, 1)),
+    );
     expect(server.requests.at(-1)!.query.get('endTime')).toBe(String(Date.UTC(2024, 0, 1, 0, 5)));
     expect(pages2.flatMap((p) => p.candles).map((c) => c.openTime)).toEqual([0, 1, 2, 3, 4].map((i) => Date.UTC(2024, 0, 1, 0, i)));
 
     // Rows past the requested endTime are refused as malformed rather than stored.
     route = () => ({ body: JSON.stringify(rows) });
-    const err = await caught(() => collect(new BinanceAdapter({ baseUrl: server.url, clock: new ManualClock(now) }).fetchCandles('BTC/USDT', '1m', Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 1, 1))));
+    const err = await caught(() =>
+      collect(
+        new BinanceAdapter({ baseUrl: server.url, clock: new ManualClock(now) }).fetchCandles('BTC/USDT', '1m', Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 1, 1)),
+      ),
+    );
     expect(err).toBeInstanceOf(MalformedPayloadError);
   });
 
@@ -201,7 +203,13 @@ describe('BinanceAdapter against documented response samples', () => {
     const before: BeforeRequestInfo[] = [];
     const adapter = new BinanceAdapter({ baseUrl: server.url, depthLimit: 500, hooks: { beforeRequest: async (i) => void before.push(i) } });
     const { book, envelope } = await adapter.fetchBook('LTC/BTC');
-    expect(book).toMatchObject({ venue: 'binance', symbol: 'LTC/BTC', sequence: 1027024, bids: [['4.00000000', '431.00000000']], asks: [['4.00000200', '12.00000000']] });
+    expect(book).toMatchObject({
+      venue: 'binance',
+      symbol: 'LTC/BTC',
+      sequence: 1027024,
+      bids: [['4.00000000', '431.00000000']],
+      asks: [['4.00000200', '12.00000000']],
+    });
     expect(envelope).toMatchObject({ channel: 'book', sequence: 1027024, messageId: 'binance:LTCBTC:depth:1027024' });
     expect(server.requests.at(-1)!.query.get('limit')).toBe('500');
     expect(before).toEqual([{ venue: 'binance', endpoint: 'depth', weight: 25 }]);

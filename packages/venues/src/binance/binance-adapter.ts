@@ -158,4 +158,3 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
     return { book, envelope: bookEnvelope(book, `binance:${venueSymbol}:depth:${depth.lastUpdateId}`, res.receivedAtMs, undefined) };
   }
 }
-

@@ -35,9 +35,7 @@ export type BinanceSymbolInfo = z.infer<typeof BinanceSymbolInfo>;
 export const BinanceExchangeInfo = z.looseObject({
   timezone: z.string().optional(),
   serverTime: z.number().int().optional(),
-  rateLimits: z
-    .array(z.looseObject({ rateLimitType: z.string(), interval: z.string(), intervalNum: z.number().int(), limit: z.number().int() }))
-    .optional(),
+  rateLimits: z.array(z.looseObject({ rateLimitType: z.string(), interval: z.string(), intervalNum: z.number().int(), limit: z.number().int() })).optional(),
   symbols: z.array(BinanceSymbolInfo),
 });
 export type BinanceExchangeInfo = z.infer<typeof BinanceExchangeInfo>;

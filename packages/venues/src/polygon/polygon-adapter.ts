@@ -1,13 +1,4 @@
-import {
-  candleEnvelope,
-  ConfigError,
-  MalformedPayloadError,
-  systemClock,
-  timeframeMs,
-  type Candle,
-  type Clock,
-  type Timeframe,
-} from '@tickfleet/core';
+import { candleEnvelope, ConfigError, MalformedPayloadError, systemClock, timeframeMs, type Candle, type Clock, type Timeframe } from '@tickfleet/core';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { CandlePage, CandleSource, FetchOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';

@@ -66,7 +66,9 @@ describe('XetraAdapter against documented samples', () => {
     const ref = { name: 'x.json.gz', market: 'DETR', date: '2025-10-31' };
     route = () => ({ body: 'plain text' });
     expect(await caught(() => adapter.fetchFile(ref))).toBeInstanceOf(MalformedPayloadError);
-    route = () => ({ body: gzipSync('{"isin":"DE0007100000","lastTrade":1,"lastQty":1,"lastTradeTime":"2025-10-31T13:54:00Z","transIdCode":"a"}\n{"isin":"nope"}\n') });
+    route = () => ({
+      body: gzipSync('{"isin":"DE0007100000","lastTrade":1,"lastQty":1,"lastTradeTime":"2025-10-31T13:54:00Z","transIdCode":"a"}\n{"isin":"nope"}\n'),
+    });
     const err = await caught(() => adapter.fetchFile(ref));
     expect(err).toBeInstanceOf(MalformedPayloadError);
     expect((err as Error).message).toContain('line 2');

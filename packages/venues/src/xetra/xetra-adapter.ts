@@ -1,14 +1,6 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
-import {
-  MalformedPayloadError,
-  RateLimitedError,
-  systemClock,
-  ValidationError,
-  type Clock,
-  type Envelope,
-  type Trade,
-} from '@tickfleet/core';
+import { MalformedPayloadError, RateLimitedError, systemClock, ValidationError, type Clock, type Envelope, type Trade } from '@tickfleet/core';
 import PQueue from 'p-queue';
 import { tradeEnvelope } from '../internal/envelopes.js';
 import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
@@ -175,7 +167,10 @@ export class XetraAdapter implements VenueAdapter, FileSource {
   }
 
   private toTrade(ref: FileRef, record: XetraTradeRecord): Trade {
-    const tradeId = record.transIdCode ?? (record.tradeId === undefined ? undefined : String(record.tradeId)) ?? (record.tickId === undefined ? undefined : String(record.tickId));
+    const tradeId =
+      record.transIdCode ??
+      (record.tradeId === undefined ? undefined : String(record.tradeId)) ??
+      (record.tickId === undefined ? undefined : String(record.tickId));
     if (!tradeId) throw new MalformedPayloadError(this.venue, `${ref.name} record has no transIdCode, tradeId or tickId`, record);
     const timeMs = parseIsoNs(record.lastTradeTime);
     if (timeMs === undefined) throw new MalformedPayloadError(this.venue, `${ref.name} record has an unreadable lastTradeTime`, record);

@@ -7,9 +7,22 @@ import { DatabaseCatalog } from '../database-catalog.js';
 import { compileFilter } from '../query-engine.js';
 
 const UNSUPPORTED_CREATE_OPTIONS = [
-  'capped', 'size', 'max', 'validator', 'validationLevel', 'validationAction', 'timeseries', 'expireAfterSeconds',
-  'clusteredIndex', 'viewOn', 'pipeline', 'collation', 'storageEngine', 'changeStreamPreAndPostImages',
-  'indexOptionDefaults', 'encryptedFields',
+  'capped',
+  'size',
+  'max',
+  'validator',
+  'validationLevel',
+  'validationAction',
+  'timeseries',
+  'expireAfterSeconds',
+  'clusteredIndex',
+  'viewOn',
+  'pipeline',
+  'collation',
+  'storageEngine',
+  'changeStreamPreAndPostImages',
+  'indexOptionDefaults',
+  'encryptedFields',
 ];
 
 const create: CommandHandler = (cmd, ctx) => {
@@ -138,7 +151,12 @@ const listIndexes: CommandHandler = (cmd, ctx) => {
   if (!collection) throw new CommandError('NamespaceNotFound', `ns does not exist: ${ctx.db}.${name}`);
   const ns = `${ctx.db}.$cmd.listIndexes.${name}`;
   const batchSize = optionalDocument(cmd, 'cursor', 'listIndexes')?.batchSize as number | undefined;
-  const batch = ctx.cursors.open(ns, collection.indexSpecs().map((s) => ({ ...s })), batchSize, false);
+  const batch = ctx.cursors.open(
+    ns,
+    collection.indexSpecs().map((s) => ({ ...s })),
+    batchSize,
+    false,
+  );
   return { cursor: { id: batch.id, ns, firstBatch: batch.docs }, ok: 1 };
 };
 
@@ -156,9 +174,10 @@ const dropIndexes: CommandHandler = (cmd, ctx) => {
   } else if (Array.isArray(index)) {
     const names = index.filter((n): n is string => typeof n === 'string');
     // Check all names first so a missing one drops nothing.
-    for (const n of names) if (n !== '_id_' && !collection.indexSpecs().some((s) => s.name === n)) {
-      throw new CommandError('IndexNotFound', `index not found with name [${n}]`);
-    }
+    for (const n of names)
+      if (n !== '_id_' && !collection.indexSpecs().some((s) => s.name === n)) {
+        throw new CommandError('IndexNotFound', `index not found with name [${n}]`);
+      }
     for (const n of names) collection.dropIndex(n);
   } else if (isPlainDocument(index)) {
     collection.dropIndex(collection.indexNameForKey(index));

@@ -12,7 +12,18 @@ import { project } from '../query-engine.js';
 const findAndModify: CommandHandler = (cmd, ctx) => {
   const command = 'findAndModify' in cmd ? 'findAndModify' : 'findandmodify';
   checkFields(cmd, command, [
-    'query', 'sort', 'remove', 'update', 'new', 'fields', 'upsert', 'bypassDocumentValidation', 'collation', 'arrayFilters', 'hint', 'let',
+    'query',
+    'sort',
+    'remove',
+    'update',
+    'new',
+    'fields',
+    'upsert',
+    'bypassDocumentValidation',
+    'collation',
+    'arrayFilters',
+    'hint',
+    'let',
   ]);
   refuseOptions(cmd, command, ['collation']);
   const name = collectionName(cmd, command);

@@ -1,14 +1,6 @@
 import { type Document, Long } from 'bson';
 import { canonicalKey, valuesAtPath } from '../bson-values.js';
-import {
-  checkFields,
-  collectionName,
-  type CommandHandler,
-  evalOptions,
-  optionalDocument,
-  optionalInteger,
-  refuseOptions,
-} from '../command-context.js';
+import { checkFields, collectionName, type CommandHandler, evalOptions, optionalDocument, optionalInteger, refuseOptions } from '../command-context.js';
 import { CommandError } from '../command-error.js';
 import { matching, parseSort, sortDocuments } from '../document-ops.js';
 import { checkPipeline, project, runPipeline } from '../query-engine.js';
@@ -24,9 +16,28 @@ function nonNegative(value: number | undefined, what: string): number | undefine
 
 const find: CommandHandler = (cmd, ctx) => {
   checkFields(cmd, 'find', [
-    'filter', 'sort', 'projection', 'hint', 'skip', 'limit', 'batchSize', 'singleBatch', 'max', 'min', 'returnKey',
-    'showRecordId', 'tailable', 'oplogReplay', 'noCursorTimeout', 'awaitData', 'allowPartialResults', 'collation',
-    'allowDiskUse', 'let', 'readOnce', 'term',
+    'filter',
+    'sort',
+    'projection',
+    'hint',
+    'skip',
+    'limit',
+    'batchSize',
+    'singleBatch',
+    'max',
+    'min',
+    'returnKey',
+    'showRecordId',
+    'tailable',
+    'oplogReplay',
+    'noCursorTimeout',
+    'awaitData',
+    'allowPartialResults',
+    'collation',
+    'allowDiskUse',
+    'let',
+    'readOnce',
+    'term',
   ]);
   refuseOptions(cmd, 'find', ['max', 'min', 'returnKey', 'showRecordId', 'tailable', 'awaitData', 'collation']);
   const name = collectionName(cmd, 'find');

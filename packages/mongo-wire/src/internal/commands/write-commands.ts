@@ -1,15 +1,7 @@
 import { type Document } from 'bson';
 import { isPlainDocument } from '../bson-values.js';
 import { withId } from '../collection.js';
-import {
-  checkFields,
-  collectionName,
-  type CommandContext,
-  type CommandHandler,
-  evalOptions,
-  optionalDocument,
-  refuseOptions,
-} from '../command-context.js';
+import { checkFields, collectionName, type CommandContext, type CommandHandler, evalOptions, optionalDocument, refuseOptions } from '../command-context.js';
 import { CommandError } from '../command-error.js';
 import { changed, matching, parseUpdate, updatedDocument, upsertDocument } from '../document-ops.js';
 
@@ -63,7 +55,12 @@ const update: CommandHandler = (cmd, ctx) => {
   const name = collectionName(cmd, 'update');
   const statements = statementsOf(cmd, 'updates', 'update');
   for (const stmt of statements) {
-    checkFields(stmt, 'q', UPDATE_STATEMENT_FIELDS.filter((f) => f !== 'q'), 'update.updates');
+    checkFields(
+      stmt,
+      'q',
+      UPDATE_STATEMENT_FIELDS.filter((f) => f !== 'q'),
+      'update.updates',
+    );
     refuseOptions(stmt, 'update', ['collation', 'sort']);
   }
   const ordered = cmd.ordered !== false;
@@ -80,12 +77,7 @@ const update: CommandHandler = (cmd, ctx) => {
   return reply(upserted.length > 0 ? { n, nModified, upserted } : { n, nModified }, writeErrors);
 };
 
-function updateOne(
-  ctx: CommandContext,
-  name: string,
-  stmt: Document,
-  variables: Document | undefined,
-): { n: number; nModified: number; upsertedId?: unknown } {
+function updateOne(ctx: CommandContext, name: string, stmt: Document, variables: Document | undefined): { n: number; nModified: number; upsertedId?: unknown } {
   const filter = optionalDocument(stmt, 'q', 'update.updates') ?? {};
   const spec = parseUpdate(stmt.u);
   const constants = optionalDocument(stmt, 'c', 'update.updates');
