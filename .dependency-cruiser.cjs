@@ -85,6 +85,21 @@ module.exports = {
       to: { path: '^apps/' },
     },
     {
+      name: 'venues-only-core',
+      comment:
+        'a venue adapter imports a workspace package other than @tickfleet/core: budget, store and queues reach it only through the request hooks the worker passes in',
+      severity: 'error',
+      from: { path: '^packages/venues/', pathNot: TEST },
+      to: { path: '^(apps|packages)/', pathNot: '^packages/(venues|core)/' },
+    },
+    {
+      name: 'budget-not-to-store',
+      comment: 'packages/budget imports the store: the store implements the budget interfaces (BudgetsRepo), never the reverse',
+      severity: 'error',
+      from: { path: '^packages/budget/', pathNot: TEST },
+      to: { path: '^packages/store/' },
+    },
+    {
       name: 'mock-venue-only-in-tests-and-demo',
       comment:
         'the venue emulations are for tests, scripts, the test kit and the CLI demo commands (apps/cli/src/commands/mock-venue.ts, up.ts for --demo) only',
