@@ -24,18 +24,7 @@ const DAY = 86_400_000;
 
 /** Runs one Binance backfill of DAYS x 1440 candles on the running fleet; returns candles/s. */
 async function binanceBackfill(fleet: FleetHarness, symbol: string, to: number): Promise<number> {
-  const out = await fleet.ok(
-    'backfill',
-    'binance',
-    symbol,
-    '--timeframe',
-    '1m',
-    '--from',
-    new Date(to - DAYS * DAY).toISOString(),
-    '--to',
-    new Date(to).toISOString(),
-    '--json',
-  );
+  const out = await fleet.backfill('binance', symbol, '1m', to - DAYS * DAY, to, '--json');
   const id = (JSON.parse(out) as { id: string }).id;
   const started = performance.now();
   await waitFor(() => fleet.withStore(async (store) => (await store.backfills.get(id))?.status === 'done'), 'binance backfill', {
@@ -57,40 +46,14 @@ async function round(): Promise<{ alone: number; withPolygon: number }> {
     },
   });
   try {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '1000000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '4',
-    );
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'polygon',
-      '--base-url',
-      fleet.mock.baseUrl('polygon'),
-      '--limit',
-      '5',
-      '--period',
-      '60s',
-      '--headroom',
-      '1',
-      '--max-inflight',
-      '4',
-    );
+    await fleet.upsertConnector('binance', '--limit', '1000000', '--period', '10s', '--max-inflight', '4');
+    await fleet.upsertConnector('polygon', '--limit', '5', '--period', '60s', '--headroom', '1', '--max-inflight', '4');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     for (const i of [0, 1]) fleet.spawn(`worker-${i}`, ['worker'], { LOG_LEVEL: 'warn' });
     await binanceBackfill(fleet, 'ETH/USDT', to);
     const alone = await binanceBackfill(fleet, 'BTC/USDT', to);
     for (const s of ['AAPL', 'MSFT', 'NVDA', 'TSLA']) {
-      await fleet.ok('backfill', 'polygon', s, '--timeframe', '1m', '--from', new Date(to - 60 * DAY).toISOString(), '--to', new Date(to).toISOString());
+      await fleet.backfill('polygon', s, '1m', to - 60 * DAY, to);
     }
     await waitFor(() => fleet.mock.stats().venues.polygon.requests >= 2, 'polygon in flight', { timeoutMs: 60_000 });
     const withPolygon = await binanceBackfill(fleet, 'SOL/USDT', to);

@@ -169,19 +169,7 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
     const started = Date.now();
     const symbols = SYMBOLS;
     const days = 5;
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '40000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '8',
-    );
+    await fleet.upsertConnector('binance', '--limit', '40000', '--period', '10s', '--max-inflight', '8');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - days * DAY;
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
@@ -190,18 +178,7 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
     await fleet.ready(scheduler, 'scheduler started');
     const ids: string[] = [];
     for (const s of symbols) {
-      const out = await fleet.ok(
-        'backfill',
-        'binance',
-        s,
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(from).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      );
+      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
       ids.push((JSON.parse(out) as { id: string }).id);
     }
     const backfills = () => fleet.withStore((store) => Promise.all(ids.map(async (id) => (await store.backfills.get(id))!)));

@@ -44,19 +44,7 @@ describe('chaos: Redis SIGKILL mid-backfill, restarted on the same port after 10
 });
 
 async function runExperiment(fleet: FleetHarness, aof: boolean, started: number): Promise<void> {
-  await fleet.ok(
-    'connectors',
-    'upsert',
-    'binance',
-    '--base-url',
-    fleet.mock.baseUrl('binance'),
-    '--limit',
-    '600',
-    '--period',
-    '10s',
-    '--max-inflight',
-    String(CAP),
-  );
+  await fleet.upsertConnector('binance', '--limit', '600', '--period', '10s', '--max-inflight', String(CAP));
   const to = Math.floor(Date.now() / DAY) * DAY - DAY;
   const from = to - 8 * DAY;
   const liveSince = alignDown(Date.now() - 3 * 3_600_000, '1m');
@@ -69,18 +57,7 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
 
   const backfillIds: string[] = [];
   for (const s of BACKFILL_SYMBOLS) {
-    const out = await fleet.ok(
-      'backfill',
-      'binance',
-      s,
-      '--timeframe',
-      '1m',
-      '--from',
-      new Date(from).toISOString(),
-      '--to',
-      new Date(to).toISOString(),
-      '--json',
-    );
+    const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
     backfillIds.push((JSON.parse(out) as { id: string }).id);
   }
   const progress = (): Promise<{ done: number; total: number; statuses: string[] }> =>

@@ -76,7 +76,7 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
 
     // 20 weight / 10 s (a page of 1000 candles weighs 2): at most about one unit a second, so a
     // 30-day backfill (44 units) is still running when the spool's disk fills (~30 s in).
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '20', '--period', '10s', '--max-inflight', '4');
+    await fleet.upsertConnector('binance', '--limit', '20', '--period', '10s', '--max-inflight', '4');
     const since = alignDown(Date.now() - 6 * HOUR, '1m');
     const backfillFrom = since - 30 * DAY;
     await fleet.ok('jobs', 'add', 'binance', 'ohlcv', SYMBOL, '--timeframe', '1m', '--since', iso(since));

@@ -31,19 +31,7 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
 
   it('stores every candle exactly once, each backfill done with every chunk counted once', async () => {
     const started = Date.now();
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '600',
-      '--period',
-      '10s',
-      '--max-inflight',
-      String(WORKERS),
-    );
+    await fleet.upsertConnector('binance', '--limit', '600', '--period', '10s', '--max-inflight', String(WORKERS));
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - DAYS * DAY;
     const liveSince = alignDown(Date.now() - 6 * 3_600_000, '1m');
@@ -59,18 +47,7 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
 
     const backfillIds: string[] = [];
     for (const s of SYMBOLS) {
-      const out = await fleet.ok(
-        'backfill',
-        'binance',
-        s,
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(from).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      );
+      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
       backfillIds.push((JSON.parse(out) as { id: string }).id);
     }
     const backfills = () => fleet.withStore((store) => Promise.all(backfillIds.map(async (id) => (await store.backfills.get(id))!)));

@@ -24,19 +24,7 @@ describe('fleet: backfill truth', () => {
 
   beforeAll(async () => {
     fleet = await FleetHarness.start({ venues: { binance: { latencyMs: 20 } } });
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '2',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '2');
   });
   afterAll(() => fleet.stop());
 
@@ -77,20 +65,7 @@ describe('fleet: backfill truth', () => {
     // No scheduler: only backfills run. Store the second day only (the first day's units "lost").
     const worker = fleet.spawn('worker-gaps', ['worker']);
     await fleet.ready(worker);
-    const second = JSON.parse(
-      await fleet.ok(
-        'backfill',
-        'binance',
-        'ETH/USDT',
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(to - DAY).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      ),
-    ) as BackfillReport;
+    const second = JSON.parse(await fleet.backfill('binance', 'ETH/USDT', '1m', to - DAY, to, '--json')) as BackfillReport;
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(second.id))?.status === 'done'), 'second-day backfill done', { timeoutMs: 60_000 });
     expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({ missing: 1440, duplicates: 0 });
 

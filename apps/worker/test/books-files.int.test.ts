@@ -21,22 +21,8 @@ describe('fleet: order-book polling and daily files', () => {
   afterAll(() => fleet.stop());
 
   it('discovers instruments, polls their books with per-instrument backoff, and collects a day of Xetra files', async () => {
-    await fleet.ok('connectors', 'upsert', 'polymarket', '--base-url', fleet.mock.baseUrl('polymarket'), '--limit', '100000', '--period', '10s');
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'xetra',
-      '--base-url',
-      fleet.mock.baseUrl('xetra'),
-      '--limit',
-      '5',
-      '--period',
-      '2s',
-      '--headroom',
-      '1',
-      '--max-inflight',
-      '1',
-    );
+    await fleet.upsertConnector('polymarket', '--limit', '100000', '--period', '10s');
+    await fleet.upsertConnector('xetra', '--limit', '5', '--period', '2s', '--headroom', '1', '--max-inflight', '1');
     await fleet.ok('jobs', 'add', 'polymarket', 'discovery', 'markets');
     // A token the venue does not know: its snapshots fail (404) and only it backs off.
     await fleet.ok('jobs', 'add', 'polymarket', 'book', '999999');

@@ -45,36 +45,13 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
   afterAll(() => fleet.stop());
 
   it('never exceeds 120 weight per 10 s window, uses >= 85% of it while demand lasts, and stores every candle once', async () => {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      String(LIMIT),
-      '--period',
-      '10s',
-      '--max-inflight',
-      '6',
-    );
+    await fleet.upsertConnector('binance', '--limit', String(LIMIT), '--period', '10s', '--max-inflight', '6');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - 40 * DAY;
     const symbols = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT'];
     const backfillIds: string[] = [];
     for (const s of symbols) {
-      const out = await fleet.ok(
-        'backfill',
-        'binance',
-        s,
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(from).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      );
+      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
       backfillIds.push((JSON.parse(out) as { id: string }).id);
     }
     fleet.mock.reset();

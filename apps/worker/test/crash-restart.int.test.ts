@@ -20,19 +20,7 @@ describe('fleet: worker SIGKILL and scheduler restart', () => {
   afterAll(() => fleet.stop());
 
   it('recovers the killed unit on another worker and stores every candle exactly once', async () => {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '4',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '4');
     const since = alignDown(Date.now() - 72 * HOUR, '1m');
     for (const s of SYMBOLS) await fleet.ok('jobs', 'add', 'binance', 'ohlcv', s, '--timeframe', '1m', '--since', new Date(since).toISOString());
 

@@ -13,19 +13,7 @@ describe('tickfleet backfill --follow', () => {
   afterAll(() => fleet.stop());
 
   it('shows progress, rate and ETA on a TTY and ends with the result', async () => {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '2',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '2');
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;

@@ -47,10 +47,10 @@ describe('fleet: a 429 storm freezes only its venue', () => {
     });
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     for (const s of ['BTC/USDT', 'ETH/USDT', 'SOL/USDT']) {
-      await fleet.ok('backfill', 'binance', s, '--timeframe', '1m', '--from', new Date(to - 80 * DAY).toISOString(), '--to', new Date(to).toISOString());
+      await fleet.backfill('binance', s, '1m', to - 80 * DAY, to);
     }
     for (const s of ['AAPL', 'MSFT', 'NVDA', 'TSLA']) {
-      await fleet.ok('backfill', 'polygon', s, '--timeframe', '1m', '--from', new Date(to - 80 * DAY).toISOString(), '--to', new Date(to).toISOString());
+      await fleet.backfill('polygon', s, '1m', to - 80 * DAY, to);
     }
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);

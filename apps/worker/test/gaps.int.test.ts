@@ -45,23 +45,10 @@ describe('fleet: gap ledger and backfill --gaps', () => {
   };
 
   it('records a venue hole as a gap, retries it twice, then marks it a venue hole and stops', async () => {
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '100000', '--period', '10s');
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s');
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
-    const first = JSON.parse(
-      await fleet.ok(
-        'backfill',
-        'binance',
-        'BTC/USDT',
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(from).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      ),
-    ) as { id: string };
+    const first = JSON.parse(await fleet.backfill('binance', 'BTC/USDT', '1m', from, to, '--json')) as { id: string };
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(first.id))?.status === 'done'), 'range backfill done', { timeoutMs: 30_000 });
 
     const stored = await fleet.storedOpenTimes('binance', 'BTC/USDT', '1m');
@@ -90,20 +77,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     // Lose 20 stored ETH candles (as a crashed sink might), then scan, then fill.
     const worker = fleet.spawn('worker-2', ['worker']);
     await fleet.ready(worker);
-    const eth = JSON.parse(
-      await fleet.ok(
-        'backfill',
-        'binance',
-        'ETH/USDT',
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(from).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      ),
-    ) as { id: string };
+    const eth = JSON.parse(await fleet.backfill('binance', 'ETH/USDT', '1m', from, to, '--json')) as { id: string };
     await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(eth.id))?.status === 'done'), 'eth backfill done', { timeoutMs: 30_000 });
     const lostFrom = from + 100 * MIN;
     const { default: Database } = await import('better-sqlite3');

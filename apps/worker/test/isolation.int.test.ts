@@ -22,37 +22,11 @@ describe('fleet: a slow venue does not block a fast one', () => {
   afterAll(() => fleet.stop());
 
   it('completes a binance backfill while polygon units are in flight', async () => {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '4',
-    );
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'polygon',
-      '--base-url',
-      fleet.mock.baseUrl('polygon'),
-      '--limit',
-      '5',
-      '--period',
-      '60s',
-      '--headroom',
-      '1',
-      '--max-inflight',
-      '4',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '4');
+    await fleet.upsertConnector('polygon', '--limit', '5', '--period', '60s', '--headroom', '1', '--max-inflight', '4');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     for (const s of ['AAPL', 'MSFT', 'NVDA', 'TSLA']) {
-      await fleet.ok('backfill', 'polygon', s, '--timeframe', '1m', '--from', new Date(to - 20 * DAY).toISOString(), '--to', new Date(to).toISOString());
+      await fleet.backfill('polygon', s, '1m', to - 20 * DAY, to);
     }
     const workers = [0, 1].map((i) => fleet.spawn(`worker-${i}`, ['worker']));
     await Promise.all(workers.map((w) => fleet.ready(w)));
@@ -62,18 +36,7 @@ describe('fleet: a slow venue does not block a fast one', () => {
     const redis = createRedisConnection(fleet.redis.url, { blocking: false });
     const queues = new VenueQueues(redis, { prefix: fleet.prefix });
     try {
-      const out = await fleet.ok(
-        'backfill',
-        'binance',
-        'BTC/USDT',
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(to - 30 * DAY).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      );
+      const out = await fleet.backfill('binance', 'BTC/USDT', '1m', to - 30 * DAY, to, '--json');
       const id = (JSON.parse(out) as { id: string }).id;
       let polygonActiveSeen = 0;
       await waitFor(

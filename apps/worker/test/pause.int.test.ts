@@ -12,31 +12,9 @@ describe('fleet: pausing a connector', () => {
   afterAll(() => fleet.stop());
 
   it('stops new binance requests within one scheduler tick plus in-flight completion, and resume restarts them', async () => {
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '3',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '3');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
-    await fleet.ok(
-      'backfill',
-      'binance',
-      'BTC/USDT',
-      '--timeframe',
-      '1m',
-      '--from',
-      new Date(to - 200 * DAY).toISOString(),
-      '--to',
-      new Date(to).toISOString(),
-    );
+    await fleet.backfill('binance', 'BTC/USDT', '1m', to - 200 * DAY, to);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);

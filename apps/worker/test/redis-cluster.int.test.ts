@@ -23,51 +23,14 @@ describe('fleet on Redis Cluster', () => {
 
   it('schedules, runs, freezes and locks across cluster slots', async () => {
     expect(fleet.redis.url).toMatch(/^redis\+cluster:\/\//);
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'binance',
-      '--base-url',
-      fleet.mock.baseUrl('binance'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '3',
-    );
-    await fleet.ok(
-      'connectors',
-      'upsert',
-      'polygon',
-      '--base-url',
-      fleet.mock.baseUrl('polygon'),
-      '--limit',
-      '100000',
-      '--period',
-      '10s',
-      '--max-inflight',
-      '2',
-    );
+    await fleet.upsertConnector('binance', '--limit', '100000', '--period', '10s', '--max-inflight', '3');
+    await fleet.upsertConnector('polygon', '--limit', '100000', '--period', '10s', '--max-inflight', '2');
     const since = alignDown(Date.now() - 6 * HOUR, '1m');
     for (const s of ['BTC/USDT', 'ETH/USDT'])
       await fleet.ok('jobs', 'add', 'binance', 'ohlcv', s, '--timeframe', '1m', '--since', new Date(since).toISOString());
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'AAPL', '--timeframe', '1m', '--since', new Date(since).toISOString());
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
-    const bf = JSON.parse(
-      await fleet.ok(
-        'backfill',
-        'binance',
-        'SOL/USDT',
-        '--timeframe',
-        '1m',
-        '--from',
-        new Date(to - 3 * DAY).toISOString(),
-        '--to',
-        new Date(to).toISOString(),
-        '--json',
-      ),
-    ) as { id: string };
+    const bf = JSON.parse(await fleet.backfill('binance', 'SOL/USDT', '1m', to - 3 * DAY, to, '--json')) as { id: string };
 
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
     const workers = [0, 1].map((i) => fleet.spawn(`worker-${i}`, ['worker']));

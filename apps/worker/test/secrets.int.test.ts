@@ -37,20 +37,9 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
     const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
-    await fleet.ok('connectors', 'upsert', 'polygon', '--base-url', fleet.mock.baseUrl('polygon'), '--limit', '1000', '--period', '10s', '--max-inflight', '2');
+    await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
-    const out = await fleet.ok(
-      'backfill',
-      'polygon',
-      'AAPL',
-      '--timeframe',
-      '1m',
-      '--from',
-      new Date(to - 3 * DAY).toISOString(),
-      '--to',
-      new Date(to).toISOString(),
-      '--json',
-    );
+    const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
 

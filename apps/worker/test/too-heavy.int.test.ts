@@ -17,20 +17,9 @@ describe('fleet: a request heavier than the whole window', () => {
   afterAll(() => fleet.stop());
 
   it('fails its unit once, without retries and without a request, naming venue and weight', async () => {
-    await fleet.ok('connectors', 'upsert', 'binance', '--base-url', fleet.mock.baseUrl('binance'), '--limit', '1', '--headroom', '1', '--period', '10s');
+    await fleet.upsertConnector('binance', '--limit', '1', '--headroom', '1', '--period', '10s');
     const to = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
-    const out = await fleet.ok(
-      'backfill',
-      'binance',
-      'BTC/USDT',
-      '--timeframe',
-      '1m',
-      '--from',
-      new Date(to - HOUR).toISOString(),
-      '--to',
-      new Date(to).toISOString(),
-      '--json',
-    );
+    const out = await fleet.backfill('binance', 'BTC/USDT', '1m', to - HOUR, to, '--json');
     const id = (JSON.parse(out) as { id: string }).id;
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);

@@ -1,4 +1,4 @@
-import { BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
+import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
@@ -8,28 +8,6 @@ import type { FallbackBudget } from './store-outage-fallback.js';
 export interface FreezeSource {
   /** Remaining fleet-wide freeze of the venue in ms (0 when not frozen). */
   frozenForMs(venue: string): Promise<number>;
-}
-
-/** One upstream request about to be sent (what a venue adapter's `beforeRequest` hook receives). */
-export interface BudgetRequest {
-  venue: string;
-  /** Name of the endpoint in the adapter's weights table, e.g. `klines`. */
-  endpoint: string;
-  /** Weight the request costs in the venue's budget. */
-  weight: number;
-}
-
-/** One upstream request's answer (what a venue adapter's `afterResponse` hook receives). */
-export interface BudgetResponse {
-  venue: string;
-  endpoint: string;
-  /** HTTP status; 0 when no response arrived. */
-  status: number;
-  latencyMs: number;
-  /** Weight the venue says this client has used in its current window. */
-  usedWeight?: number;
-  /** Start (epoch ms) of the venue window `usedWeight` refers to. */
-  usedWeightWindowStartMs?: number;
 }
 
 type Labels<L extends string> = Partial<Record<L, string | number>>;
@@ -124,7 +102,7 @@ export class BudgetGate {
    * may go, throws BudgetExhaustedError (yield the unit until its `retryAtMs`) or
    * RequestTooHeavyError (the request can never fit the venue's window).
    */
-  async beforeRequest({ venue, weight }: BudgetRequest): Promise<void> {
+  async beforeRequest({ venue, weight }: BeforeRequestInfo): Promise<void> {
     const { clock, freezes } = this.options;
     for (;;) {
       const frozenMs = await freezes.frozenForMs(venue);
@@ -150,7 +128,7 @@ export class BudgetGate {
   }
 
   /** Records one answer: latency and status metrics, and a venue-reported usage above the shared count. */
-  async afterResponse(info: BudgetResponse): Promise<void> {
+  async afterResponse(info: AfterResponseInfo): Promise<void> {
     const { metrics, budgets } = this.options;
     metrics.requestSeconds.observe({ venue: info.venue, endpoint: info.endpoint }, info.latencyMs / 1000);
     metrics.responses.inc({ venue: info.venue, status: statusClass(info.status) });

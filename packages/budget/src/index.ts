@@ -9,15 +9,7 @@ export {
   type AcquireDecision,
   type BudgetState,
 } from './acquire-math.js';
-export {
-  BudgetGate,
-  boundaryGuardMs,
-  type BudgetGateMetrics,
-  type BudgetGateOptions,
-  type BudgetRequest,
-  type BudgetResponse,
-  type FreezeSource,
-} from './budget-gate.js';
+export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 export {
   FleetVenueControl,

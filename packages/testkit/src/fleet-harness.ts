@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type VenueStats } from '@tickfleet/mock-venue';
+import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type MockVenueName, type VenueStats } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { randomUUID } from 'node:crypto';
@@ -136,6 +136,27 @@ export class FleetHarness {
     const r = await this.cli(args);
     if (r.code !== 0) throw new FixtureError(`tickfleet ${args[0] ?? ''}`, `tickfleet ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
     return r.stdout;
+  }
+
+  /** `tickfleet connectors upsert <venue>` pointed at this fleet's emulation of the venue, plus `flags` (`--limit`, `--period`…). */
+  upsertConnector(venue: MockVenueName, ...flags: string[]): Promise<string> {
+    return this.ok('connectors', 'upsert', venue, '--base-url', this.mock.baseUrl(venue), ...flags);
+  }
+
+  /** `tickfleet backfill <venue> <symbol> --timeframe … --from … --to …` (ISO of the epoch ms given), plus `flags`; returns stdout. */
+  backfill(venue: string, symbol: string, timeframe: string, fromMs: number, toMs: number, ...flags: string[]): Promise<string> {
+    return this.ok(
+      'backfill',
+      venue,
+      symbol,
+      '--timeframe',
+      timeframe,
+      '--from',
+      new Date(fromMs).toISOString(),
+      '--to',
+      new Date(toMs).toISOString(),
+      ...flags,
+    );
   }
 
   /** Starts a long-running role (`worker`, `scheduler`) as a child process. */

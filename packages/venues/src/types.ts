@@ -1,26 +1,6 @@
-import type { BookSnapshot, Candle, Clock, Envelope, Timeframe, Trade } from '@tickfleet/core';
+import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, Timeframe, Trade } from '@tickfleet/core';
 
-/** What the HTTP client tells the worker before each upstream request. */
-export interface BeforeRequestInfo {
-  venue: string;
-  /** Name of the endpoint in the adapter's `weights` table, e.g. `klines`. */
-  endpoint: string;
-  /** Weight this request costs in the venue's budget. */
-  weight: number;
-}
-
-/** What the HTTP client tells the worker after each upstream request, answered or not. */
-export interface AfterResponseInfo {
-  venue: string;
-  endpoint: string;
-  /** HTTP status; 0 when no response arrived (timeout, refused or reset connection). */
-  status: number;
-  latencyMs: number;
-  /** Weight the venue says this client has used in its current window (Binance `X-MBX-USED-WEIGHT-1M`). */
-  usedWeight?: number;
-  /** Start (epoch ms) of the venue window `usedWeight` refers to. */
-  usedWeightWindowStartMs?: number;
-}
+export type { AfterResponseInfo, BeforeRequestInfo } from '@tickfleet/core';
 
 /**
  * The two hooks a caller attaches to every upstream request of an adapter; this package only

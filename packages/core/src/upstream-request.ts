@@ -1,0 +1,25 @@
+/**
+ * One upstream request about to be sent: what a venue adapter hands its `beforeRequest` hook and
+ * what the budget gate spends. Declared here, not in venues or budget, so neither package needs
+ * the other.
+ */
+export interface BeforeRequestInfo {
+  venue: string;
+  /** Name of the endpoint in the adapter's `weights` table, e.g. `klines`. */
+  endpoint: string;
+  /** Weight this request costs in the venue's budget. */
+  weight: number;
+}
+
+/** What happened to one upstream request, answered or not: the `afterResponse` hook's argument. */
+export interface AfterResponseInfo {
+  venue: string;
+  endpoint: string;
+  /** HTTP status; 0 when no response arrived (timeout, refused or reset connection). */
+  status: number;
+  latencyMs: number;
+  /** Weight the venue says this client has used in its current window (Binance `X-MBX-USED-WEIGHT-1M`). */
+  usedWeight?: number;
+  /** Start (epoch ms) of the venue window `usedWeight` refers to. */
+  usedWeightWindowStartMs?: number;
+}
