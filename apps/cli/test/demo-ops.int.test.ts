@@ -2,9 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { freePort, repoRoot, runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
+import { CHROMIUM, CHROMIUM_ARGS, freePort, repoRoot, runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 
-const CHROMIUM = '/usr/bin/chromium';
 const RULES = join(repoRoot(), 'deploy/prometheus/rules/tickfleet.rules.yml');
 
 interface FleetFile {
@@ -133,16 +132,7 @@ describe('operations surface on a running demo fleet', () => {
     const context = await chromium.launchPersistentContext(profile.path, {
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+      args: [...CHROMIUM_ARGS],
       viewport: { width: 1440, height: 700 },
     });
     try {

@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { repoRoot, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { CHROMIUM, CHROMIUM_ARGS, repoRoot, requireChromium, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { DashboardServer } from '../src/index.js';
 import { connector, liveUnits, openTestFleet, writeSpoolSegment, type TestFleet } from './fleet-fixture.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot(), '.test-artifacts');
 
 let redis: TestRedis;
@@ -17,8 +16,7 @@ let context: BrowserContext;
 
 beforeAll(async () => {
   // No skip: a machine without Debian's chromium fails here, saying how to get it.
-  if (!existsSync(CHROMIUM))
-    throw new Error(`${CHROMIUM} not found: the browser test needs Debian's chromium (scripts/setup.sh installs it: apt-get install -y chromium)`);
+  requireChromium();
   redis = await startRedis();
   dir = tempDir();
   profile = tempDir('tickfleet-chromium-');
@@ -40,16 +38,7 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile.path, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: [...CHROMIUM_ARGS],
     viewport: { width: 1440, height: 640 },
   });
 });

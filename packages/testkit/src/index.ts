@@ -9,3 +9,4 @@ export * from './cli.js';
 export * from './wait-for.js';
 export * from './redis-cluster.js';
 export * from './testkit-error.js';
+export * from './chromium.js';
