@@ -1,3 +1,4 @@
+import { DEFAULT_REDIS_PREFIX } from '@tickfleet/core';
 import { duration, logLevel, port, positiveInt, redisPrefix, redisUrl, text } from './fields.js';
 
 /**
@@ -5,7 +6,7 @@ import { duration, logLevel, port, positiveInt, redisPrefix, redisUrl, text } fr
  * option default takes them from here, so a default changes in one place.
  */
 export const DEFAULTS = {
-  prefix: 'tickfleet',
+  prefix: DEFAULT_REDIS_PREFIX,
   storeUrl: 'sqlite://.tickfleet/state.db',
   sinkUrl: 'sqlite://.tickfleet/data.db',
   spoolDir: '.tickfleet/spool',

@@ -52,6 +52,8 @@ export const REDIS_URL_EXPECTED = 'a redis://, rediss:// or redis+cluster://host
 /** A Redis key prefix of one fleet: no braces (they would break Cluster hash tags), no spaces. */
 export const REDIS_PREFIX_PATTERN = /^[A-Za-z0-9_.-]+$/;
 export const REDIS_PREFIX_EXPECTED = 'a Redis key prefix of [A-Za-z0-9_.-]';
+/** The key prefix of a fleet that names none (`TICKFLEET_PREFIX`); one constant for config and the libraries' defaults. */
+export const DEFAULT_REDIS_PREFIX = 'tickfleet';
 
 /** pino's levels, the only values `LOG_LEVEL` may take. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

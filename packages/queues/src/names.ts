@@ -1,10 +1,10 @@
-import { VenueName, parseOrThrow, ValidationError } from '@tickfleet/core';
+import { DEFAULT_REDIS_PREFIX, VenueName, parseOrThrow, ValidationError } from '@tickfleet/core';
 
 /**
  * Default Redis key prefix of every tickfleet queue. It holds no `{`, so the hash tag of each key
  * is the venue tag in the queue name (see {@link queueNameFor}).
  */
-export const QUEUE_PREFIX = 'tickfleet';
+export const QUEUE_PREFIX = DEFAULT_REDIS_PREFIX;
 
 /**
  * Queue name of a venue: `{binance}`. BullMQ keys are `<prefix>:<queue>:<suffix>`, so every key of
