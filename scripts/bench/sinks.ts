@@ -14,8 +14,8 @@
 import { appendFileSync, closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tempDir } from '@tickfleet/testkit';
-import { tradeEnvelope, openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
-import type { Envelope } from '@tickfleet/core';
+import { openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
+import { tradeEnvelope, type Envelope } from '@tickfleet/core';
 
 const quick = process.argv.includes('--quick');
 const T0 = Date.UTC(2024, 0, 1);
@@ -26,6 +26,7 @@ function records(n: number): Envelope[] {
     const i = serial++;
     return tradeEnvelope(
       { venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '43210.12', size: '0.00125', side: i % 2 ? 'buy' : 'sell' },
+      `trade:binance:BTC/USDT:${i}`,
       T0 + i + 3,
     );
   });

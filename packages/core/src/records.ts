@@ -61,3 +61,47 @@ export const Trade = z.object({
   currency: z.string().optional(),
 });
 export type Trade = z.infer<typeof Trade>;
+
+/**
+ * The envelope of an order-book snapshot. The adapter names the message id (a venue's book
+ * sequences are per symbol while `seq:` dedup keys are per venue and channel, so each venue keys
+ * snapshots by symbol and sequence or time); `serverTimeMs` only when the venue stamped the
+ * snapshot itself; `extra` joins the payload (venue fields worth keeping).
+ */
+export function bookEnvelope(
+  book: BookSnapshot,
+  messageId: string,
+  receivedAtMs: number,
+  serverTimeMs?: number,
+  extra: Record<string, unknown> = {},
+): Envelope {
+  return {
+    v: 1,
+    messageId,
+    ...(book.sequence === undefined ? {} : { sequence: book.sequence }),
+    venue: book.venue,
+    channel: 'book',
+    symbol: book.symbol,
+    ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
+    receivedAtMs,
+    payload: { ...book, ...extra },
+  };
+}
+
+/**
+ * The envelope of a trade. Trade ids are unique per venue and symbol (or market) only, and `mid:`
+ * dedup keys are global, so the adapter's message id carries that scope. `source`, when given, is
+ * the venue's raw record, kept in the payload.
+ */
+export function tradeEnvelope(trade: Trade, messageId: string, receivedAtMs: number, source?: Record<string, unknown>): Envelope {
+  return {
+    v: 1,
+    messageId,
+    venue: trade.venue,
+    channel: 'trades',
+    symbol: trade.symbol,
+    serverTimeMs: trade.timeMs,
+    receivedAtMs,
+    payload: source === undefined ? { ...trade } : { ...trade, source },
+  };
+}

@@ -1,4 +1,4 @@
-export { bookEnvelope, keyEnvelope, parseEnvelope, tradeEnvelope, type KeyedEnvelope } from './records.js';
+export { keyEnvelope, parseEnvelope, type KeyedEnvelope } from './records.js';
 export { candleEnvelope } from '@tickfleet/core';
 export {
   type CandleQuery,

@@ -50,39 +50,3 @@ function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeo
       return undefined;
   }
 }
-
-/**
- * The envelope of a trade: `messageId = trade:<venue>:<symbol>:<tradeId>`. Trade ids are unique
- * per venue and symbol only, and `mid:` keys are global, hence the prefix.
- */
-export function tradeEnvelope(trade: Trade, receivedAtMs: number): Envelope {
-  return {
-    v: 1,
-    messageId: `trade:${trade.venue}:${trade.symbol}:${trade.tradeId}`,
-    venue: trade.venue,
-    channel: 'trades',
-    symbol: trade.symbol,
-    serverTimeMs: trade.timeMs,
-    receivedAtMs,
-    payload: { ...trade },
-  };
-}
-
-/**
- * The envelope of an order-book snapshot: `messageId = book:<venue>:<symbol>:<sequence|timeMs>`.
- * Venue book sequences are per symbol, while `seq:` keys are per venue and channel, so the
- * snapshot is keyed by a message id that includes the symbol.
- */
-export function bookEnvelope(book: BookSnapshot, receivedAtMs: number): Envelope {
-  return {
-    v: 1,
-    messageId: `book:${book.venue}:${book.symbol}:${book.sequence ?? `t${book.timeMs}`}`,
-    ...(book.sequence === undefined ? {} : { sequence: book.sequence }),
-    venue: book.venue,
-    channel: 'book',
-    symbol: book.symbol,
-    serverTimeMs: book.timeMs,
-    receivedAtMs,
-    payload: { ...book },
-  };
-}

@@ -1,5 +1,6 @@
 import { runCli, tempDir, type TempDir } from '@tickfleet/testkit';
-import { SqliteSink, candleEnvelope, tradeEnvelope } from '@tickfleet/sinks';
+import { candleEnvelope, tradeEnvelope } from '@tickfleet/core';
+import { SqliteSink } from '@tickfleet/sinks';
 
 const T0 = Date.UTC(2024, 0, 1);
 const M = 60_000;
@@ -20,7 +21,11 @@ describe('tickfleet data', () => {
         ),
       ),
       ...[1, 2, 3].map((i) =>
-        tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' }, T0 + i),
+        tradeEnvelope(
+          { venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' },
+          `trade:binance:BTC/USDT:${i}`,
+          T0 + i,
+        ),
       ),
     ]);
     await sink.close();

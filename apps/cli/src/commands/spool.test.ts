@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, tempDir, type TempDir } from '@tickfleet/testkit';
-import { SqliteSink, Spool, tradeEnvelope } from '@tickfleet/sinks';
+import { tradeEnvelope } from '@tickfleet/core';
+import { SqliteSink, Spool } from '@tickfleet/sinks';
 
 const T0 = Date.UTC(2024, 0, 1);
 
@@ -14,7 +15,11 @@ describe('tickfleet spool', () => {
     const spool = Spool.open({ dir: dir.file('spool'), maxSegmentBytes: 2000 });
     await spool.append(
       Array.from({ length: 50 }, (_, i) =>
-        tradeEnvelope({ venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '1', size: '1' }, T0 + i),
+        tradeEnvelope(
+          { venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '1', size: '1' },
+          `trade:binance:BTC/USDT:${i}`,
+          T0 + i,
+        ),
       ),
     );
     await spool.close();
@@ -56,7 +61,11 @@ describe('tickfleet spool', () => {
       const spool = Spool.open({ dir: join(base, slot), maxSegmentBytes: 2000 });
       await spool.append(
         Array.from({ length: 10 }, (_, i) =>
-          tradeEnvelope({ venue: 'binance', symbol: 'ETH/USDT', tradeId: `${slot}-${i}`, timeMs: T0 + i, price: '1', size: '1' }, T0 + 100 + i),
+          tradeEnvelope(
+            { venue: 'binance', symbol: 'ETH/USDT', tradeId: `${slot}-${i}`, timeMs: T0 + i, price: '1', size: '1' },
+            `trade:binance:ETH/USDT:${slot}-${i}`,
+            T0 + 100 + i,
+          ),
         ),
       );
       await spool.close();

@@ -1,5 +1,6 @@
 import {
   alignDown,
+  bookEnvelope,
   candleEnvelope,
   lastClosedOpenTime,
   MalformedPayloadError,
@@ -11,7 +12,6 @@ import {
   type Envelope,
   type Timeframe,
 } from '@tickfleet/core';
-import { bookEnvelope } from '../internal/envelopes.js';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { parsePayload } from '../internal/parse-payload.js';
 import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';

@@ -1,5 +1,4 @@
-import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope } from '@tickfleet/core';
-import { bookEnvelope } from '../internal/envelopes.js';
+import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { parsePayload, validatePayload } from '../internal/parse-payload.js';
 import type { BookSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';

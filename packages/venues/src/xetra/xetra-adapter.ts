@@ -1,8 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
-import { MalformedPayloadError, RateLimitedError, systemClock, ValidationError, type Clock, type Envelope, type Trade } from '@tickfleet/core';
+import { MalformedPayloadError, RateLimitedError, systemClock, ValidationError, type Clock, type Envelope, type Trade, tradeEnvelope } from '@tickfleet/core';
 import PQueue from 'p-queue';
-import { tradeEnvelope } from '../internal/envelopes.js';
 import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { FetchOptions, FileRef, FileSource, VenueAdapter, VenueAdapterOptions } from '../types.js';
