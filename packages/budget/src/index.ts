@@ -23,6 +23,5 @@ export {
   type VenueControlSnapshot,
   type ControlStep,
 } from './fleet-venue-control.js';
-export { backoffMs, retryAtFromHeaders, type BackoffOptions } from './backoff.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';

@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import { ManualClock } from '@tickfleet/core';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
-import { backoffMs, retryAtFromHeaders } from './backoff.js';
 import { LocalFallbackBudget, StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './worker-heartbeat.js';
 
@@ -73,26 +72,5 @@ describe('StoreOutageFallback', () => {
     await workers[2]!.leave();
     await workers[0]!.configure('binance', 1140, 60_000);
     expect(workers[0]!.shareOf('binance')).toBe(1140);
-  });
-});
-
-describe('backoff', () => {
-  it('draws a full-jitter delay below min(cap, base * 2^attempt)', () => {
-    expect(backoffMs(0, { random: () => 0.999 })).toBe(999);
-    expect(backoffMs(3, { baseMs: 100, random: () => 0.5 })).toBe(400);
-    expect(backoffMs(30, { baseMs: 1000, capMs: 60_000, random: () => 0.999 })).toBe(59_940);
-    expect(backoffMs(5, { random: () => 0 })).toBe(0);
-    for (let i = 0; i < 50; i++) expect(backoffMs(4, { baseMs: 10 })).toBeLessThan(160);
-  });
-
-  it('reads the retry time a venue gave', () => {
-    const now = Date.UTC(2024, 0, 1);
-    expect(retryAtFromHeaders({ 'Retry-After': '7' }, now)).toBe(now + 7000);
-    expect(retryAtFromHeaders(new Headers({ 'retry-after': 'Mon, 01 Jan 2024 00:01:00 GMT' }), now)).toBe(now + 60_000);
-    expect(retryAtFromHeaders({ 'retry-after-ms': '250' }, now)).toBe(now + 250);
-    expect(retryAtFromHeaders({ 'x-ratelimit-reset': String(now / 1000 + 30) }, now)).toBe(now + 30_000);
-    expect(retryAtFromHeaders({ 'x-ratelimit-reset': '2' }, now)).toBe(now + 2000);
-    expect(retryAtFromHeaders({ 'retry-after': 'soon' }, now)).toBeUndefined();
-    expect(retryAtFromHeaders({}, now)).toBeUndefined();
   });
 });

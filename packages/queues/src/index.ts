@@ -1,4 +1,4 @@
-export { QUEUE_PREFIX, queueNameFor, venueOfQueueName, venueKey, assertPrefix } from './names.js';
+export { QUEUE_PREFIX, queueNameFor, venueKey, assertPrefix } from './names.js';
 export { QueuedUnit } from './queued-unit.js';
 export { unitJobId } from './unit-job-id.js';
 export { unitPriority, LIVE_PRIORITY_BASE, BACKFILL_PRIORITY_BASE } from './priorities.js';
@@ -22,7 +22,6 @@ export {
   type EnqueueResult,
   type UnitCounts,
 } from './venue-queues.js';
-export { applyConcurrency, type ConcurrencySource } from './concurrency-source.js';
 export { RedisMutex } from './redis-mutex.js';
 export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
 export { luaCommand, type LuaCommand } from './lua-command.js';

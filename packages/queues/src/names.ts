@@ -17,12 +17,6 @@ export function queueNameFor(venue: string): string {
   return `{${venue}}`;
 }
 
-/** The venue of a queue name made by {@link queueNameFor}, or undefined for any other name. */
-export function venueOfQueueName(name: string): string | undefined {
-  const m = /^\{([a-z][a-z0-9_-]{1,31})\}$/.exec(name);
-  return m?.[1];
-}
-
 /** Checks a key prefix: non-empty, no `{`/`}` (it would become the hash tag), no trailing `:`. */
 export function assertPrefix(prefix: string): string {
   if (!/^[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*$/.test(prefix)) {

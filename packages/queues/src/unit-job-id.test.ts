@@ -1,5 +1,5 @@
 import { ValidationError } from '@tickfleet/core';
-import { queueNameFor, venueKey, venueOfQueueName } from './names.js';
+import { queueNameFor, venueKey } from './names.js';
 import { BACKFILL_PRIORITY_BASE, unitPriority } from './priorities.js';
 import { unitJobId } from './unit-job-id.js';
 
@@ -38,8 +38,6 @@ describe('priorities', () => {
 describe('queue names', () => {
   it('tag each venue for Redis Cluster', () => {
     expect(queueNameFor('binance')).toBe('{binance}');
-    expect(venueOfQueueName('{binance}')).toBe('binance');
-    expect(venueOfQueueName('binance')).toBeUndefined();
     expect(venueKey('tickfleet', 'kraken', 'control')).toBe('tickfleet:venue:{kraken}:control');
     expect(() => queueNameFor('Bad Venue')).toThrow(/venue/);
     expect(() => venueKey('{x}', 'kraken', 'control')).toThrow(/prefix/);

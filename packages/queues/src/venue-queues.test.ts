@@ -2,7 +2,6 @@ import type { RedisClient } from './redis-connection.js';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { createRedisConnection } from './redis-connection.js';
-import { applyConcurrency } from './concurrency-source.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { VenueQueues } from './venue-queues.js';
 
@@ -87,8 +86,7 @@ describe('VenueQueues', () => {
 
   it('caps in-flight units of a venue across workers with the global concurrency', async () => {
     const queues = fresh();
-    const control = { concurrency: async () => 2 };
-    expect(await applyConcurrency(queues, control, 'binance')).toBe(2);
+    await queues.setGlobalConcurrency('binance', 2);
     expect(await queues.globalConcurrency('binance')).toBe(2);
     let inflight = 0;
     let peak = 0;
