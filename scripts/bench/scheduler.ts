@@ -12,11 +12,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManualClock, type Job } from '@tickfleet/core';
+import { type Job } from '@tickfleet/core';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis } from '@tickfleet/testkit';
+import { startRedis, ManualClock } from '@tickfleet/testkit';
 import { Scheduler } from '@tickfleet/scheduler';
 
 const args = process.argv.slice(2);

@@ -1,9 +1,9 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { ConfigError, ManualClock } from '@tickfleet/core';
+import { ConfigError } from '@tickfleet/core';
 import { createRedisConnection, type QueuedUnit } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, tempDir, waitFor, type TempDir, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { parseConfig, type Env } from '@tickfleet/config';
 import { SchedulerEnv } from './env.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
-import { BudgetExhaustedError, type Clock, ManualClock, RequestTooHeavyError, systemClock } from '@tickfleet/core';
+import { BudgetExhaustedError, type Clock, RequestTooHeavyError, systemClock } from '@tickfleet/core';
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createRegistry, registerMetric } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
 import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';

@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
-import { ManualClock } from '@tickfleet/core';
-import { startRedis, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { Worker } from 'bullmq';
 import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';

@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
-import { ManualClock } from '@tickfleet/core';
-import { startRedis, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { LocalFallbackBudget, StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './worker-heartbeat.js';
 

@@ -1,4 +1,4 @@
-import { ManualClock } from './clock.js';
+import { ManualClock } from '@tickfleet/testkit';
 import { ValidationError } from './errors/validation-error.js';
 import { alignDown, lastClosedOpenTime, timeframeMs, TIMEFRAMES, Timeframe } from './timeframe.js';
 

@@ -1,4 +1,4 @@
-import { ManualClock } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
 import { expectedCandles } from './data/candles.js';
 import { unitFloat } from './data/random.js';
 import { startMockVenue, type MockVenue } from './mock-venue-server.js';

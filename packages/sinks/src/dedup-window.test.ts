@@ -1,4 +1,4 @@
-import { ManualClock } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
 import { DedupWindow } from './index.js';
 
 describe('DedupWindow', () => {

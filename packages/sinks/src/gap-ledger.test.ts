@@ -1,6 +1,6 @@
-import { ManualClock, type Gap } from '@tickfleet/core';
+import { type Gap } from '@tickfleet/core';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
+import { tempDir, waitFor, type TempDir, ManualClock } from '@tickfleet/testkit';
 import { GapLedger, Pipeline, Spool, SqliteSink, findGaps, gapsToRanges } from './index.js';
 import { candles, T0 } from '../test/fixtures/envelopes.js';
 import { holdWriteLock } from '../test/fixtures/sqlite-lock.js';

@@ -10,3 +10,4 @@ export * from './wait-for.js';
 export * from './redis-cluster.js';
 export * from './testkit-error.js';
 export * from './chromium.js';
+export * from './manual-clock.js';

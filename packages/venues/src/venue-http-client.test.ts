@@ -1,5 +1,5 @@
-import { freePort } from '@tickfleet/testkit';
-import { BudgetExhaustedError, ManualClock, TransientError, type RateLimitedError } from '@tickfleet/core';
+import { freePort, ManualClock } from '@tickfleet/testkit';
+import { BudgetExhaustedError, TransientError, type RateLimitedError } from '@tickfleet/core';
 import { FixtureServer, type FixtureResponse } from '../test/fixture-server.js';
 import type { AfterResponseInfo } from './types.js';
 import { VenueHttpClient } from './venue-http-client.js';

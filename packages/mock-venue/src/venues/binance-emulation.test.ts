@@ -1,4 +1,4 @@
-import { ManualClock } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
 import { candleAt, expectedCandles } from '../data/candles.js';
 import { bookAt } from '../data/books.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';

@@ -1,4 +1,4 @@
-import { ManualClock } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
 import { bookAt } from '../data/books.js';
 import { marketTokenIds, polymarketMarkets } from '../data/markets.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';

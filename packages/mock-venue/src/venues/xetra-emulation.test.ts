@@ -1,5 +1,5 @@
+import { ManualClock } from '@tickfleet/testkit';
 import { gunzipSync } from 'node:zlib';
-import { ManualClock } from '@tickfleet/core';
 import { tradesInFile, xetraFileName, xetraFilesBetween } from '../data/trades.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
 import { XETRA_LISTING_MS } from './xetra-emulation.js';

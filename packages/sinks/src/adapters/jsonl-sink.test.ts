@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManualClock } from '@tickfleet/core';
-import { tempDir, type TempDir } from '@tickfleet/testkit';
+import { tempDir, type TempDir, ManualClock } from '@tickfleet/testkit';
 import { JsonlSink } from '../index.js';
 import { trades, T0 } from '../../test/fixtures/envelopes.js';
 

@@ -1,5 +1,5 @@
-import { ManualClock, ValidationError } from '@tickfleet/core';
-import { tempDir, type TempDir } from '@tickfleet/testkit';
+import { ValidationError } from '@tickfleet/core';
+import { tempDir, type TempDir, ManualClock } from '@tickfleet/testkit';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';

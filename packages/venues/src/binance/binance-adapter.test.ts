@@ -1,4 +1,5 @@
-import { BannedError, candleKey, MalformedPayloadError, ManualClock, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
+import { BannedError, candleKey, MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { AfterResponseInfo, BeforeRequestInfo } from '../types.js';
 import { VenueRejectedError } from '../venue-rejected-error.js';

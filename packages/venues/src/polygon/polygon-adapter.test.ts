@@ -1,4 +1,5 @@
-import { ConfigError, MalformedPayloadError, ManualClock, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
+import { ConfigError, MalformedPayloadError, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { CandlePage } from '../types.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';

@@ -1,4 +1,5 @@
-import { MalformedPayloadError, RateLimitedError, UnrecoverableError, ManualClock } from '@tickfleet/core';
+import { ManualClock } from '@tickfleet/testkit';
+import { MalformedPayloadError, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { PolymarketAdapter } from './polymarket-adapter.js';
