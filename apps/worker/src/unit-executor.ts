@@ -282,7 +282,8 @@ export class UnitExecutor {
   /** Hands records to the pipeline and waits until they are durable; refuses to go past dropped ones. */
   private async persist(ctx: UnitContext, envelopes: Envelope[]): Promise<void> {
     if (envelopes.length === 0) return;
-    const result = await this.options.pipeline.push(envelopes);
+    // Built by the venue adapter from payloads its schemas already validated: no second parse.
+    const result = await this.options.pipeline.pushValidated(envelopes);
     if (result.dropped > 0) {
       // Not acknowledged: the unit goes back to the queue (no attempt burned) and fetches them again.
       const spool = this.options.pipeline.spool;

@@ -14,6 +14,29 @@ describe('Batcher', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(30);
   });
 
+  it('by default writes a partial batch as soon as no write runs: same-turn pushes share it, pushes during a write share the next', async () => {
+    const batches: number[][] = [];
+    let release: () => void = () => undefined;
+    let gate: Promise<void> = Promise.resolve();
+    const b = new Batcher<number, number>(async (items) => {
+      batches.push(items);
+      await gate;
+      return items;
+    });
+    gate = new Promise<void>((r) => (release = r));
+    const first = [b.push([1]), b.push([2, 3])];
+    // Let the first write start, then push while it is running.
+    await new Promise((r) => setImmediate(r));
+    expect(batches).toEqual([[1, 2, 3]]);
+    const during = [b.push([4]), b.push([5])];
+    release();
+    expect(await Promise.all([...first, ...during])).toEqual([[1], [2, 3], [4], [5]]);
+    expect(batches).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
+  });
+
   it('makes the producer wait while maxPendingRecords are queued or in flight', async () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));

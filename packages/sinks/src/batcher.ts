@@ -1,7 +1,16 @@
 export interface BatcherOptions {
-  /** A batch is written as soon as this many records wait. @defaultValue 500 */
+  /**
+   * Most records in one write. A venue page (Binance's 1,000 candles) fits in one, so it is one
+   * transaction. @defaultValue 2000
+   */
   maxBatchSize?: number;
-  /** A batch is written at the latest this long after its first record arrived. @defaultValue 100 */
+  /**
+   * How long a partial batch lingers for more records before it is written. 0 (the default)
+   * writes as soon as no write is running: records pushed in the same event-loop turn share a
+   * write, records pushed during a write share the next one, and nothing waits on a timer (a
+   * fixed linger caps a worker at one batch per linger when units are small).
+   * @defaultValue 0
+   */
   maxBatchAgeMs?: number;
   /**
    * Records queued or being written before `push` makes its caller wait (backpressure to the
@@ -24,8 +33,8 @@ interface Slot<T, R> {
 }
 
 /**
- * Groups records from many `push` calls into batches flushed by size or age, one flush at a
- * time. Each `push` resolves with one result per record once every batch holding its records
+ * Groups records from many `push` calls into batches, one write at a time: a full batch is
+ * written at once, a partial one when no write is running (or after `maxBatchAgeMs`, if set). Each `push` resolves with one result per record once every batch holding its records
  * was flushed.
  */
 export class Batcher<T, R> {
@@ -34,7 +43,7 @@ export class Batcher<T, R> {
   private readonly maxPendingRecords: number;
   private queue: Array<Slot<T, R>> = [];
   private inFlight = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: { cancel(): void } | undefined;
   private flushing: Promise<void> | undefined;
   private spaceWaiters: Array<() => void> = [];
 
@@ -42,8 +51,8 @@ export class Batcher<T, R> {
     private readonly flushFn: (items: T[]) => Promise<R[]>,
     options: BatcherOptions = {},
   ) {
-    this.maxBatchSize = options.maxBatchSize ?? 500;
-    this.maxBatchAgeMs = options.maxBatchAgeMs ?? 100;
+    this.maxBatchSize = options.maxBatchSize ?? 2000;
+    this.maxBatchAgeMs = options.maxBatchAgeMs ?? 0;
     this.maxPendingRecords = options.maxPendingRecords ?? 10_000;
   }
 
@@ -63,7 +72,7 @@ export class Batcher<T, R> {
       items.forEach((item, index) => this.queue.push({ item, owner, index }));
     });
     if (this.queue.length >= this.maxBatchSize) this.kick();
-    else this.timer ??= setTimeout(() => this.kick(), this.maxBatchAgeMs);
+    else this.timer ??= this.after(this.maxBatchAgeMs);
     return done;
   }
 
@@ -76,14 +85,22 @@ export class Batcher<T, R> {
   }
 
   private kick(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
+    this.timer?.cancel();
+    this.timer = undefined;
     this.flushing ??= this.run().finally(() => {
       this.flushing = undefined;
-      if (this.queue.length > 0) this.timer ??= setTimeout(() => this.kick(), this.queue.length >= this.maxBatchSize ? 0 : this.maxBatchAgeMs);
+      if (this.queue.length > 0) this.timer ??= this.after(this.queue.length >= this.maxBatchSize ? 0 : this.maxBatchAgeMs);
     });
+  }
+
+  /** Kicks after `ms`; 0 means at the end of this event-loop turn (after the pushes it holds). */
+  private after(ms: number): { cancel(): void } {
+    if (ms <= 0) {
+      const immediate = setImmediate(() => this.kick());
+      return { cancel: () => clearImmediate(immediate) };
+    }
+    const timeout = setTimeout(() => this.kick(), ms);
+    return { cancel: () => clearTimeout(timeout) };
   }
 
   private async run(): Promise<void> {
@@ -102,7 +119,7 @@ export class Batcher<T, R> {
         this.inFlight = 0;
         for (const w of this.spaceWaiters.splice(0)) w();
       }
-      // A partial batch waits for its age unless more records arrived meanwhile.
+      // A partial batch goes through after()'s turn (or linger) so pushes of this turn join it.
       if (this.queue.length < this.maxBatchSize) return;
     }
   }

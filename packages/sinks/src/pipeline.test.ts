@@ -33,6 +33,16 @@ describe('Pipeline', () => {
     expect(text).toMatch(/tickfleet_sink_batch_write_seconds_count\{adapter="sqlite"\} \d+/);
   });
 
+  it('pushValidated stores envelopes built from validated payloads under the same keys as push, and dedups against them', async () => {
+    pipeline = new Pipeline({ sink, dedup: { windowMs: 60_000, maxKeys: 1000 } });
+    const batch = [...trades(10), ...candles([0, 1, 2]), ...books(2)];
+    expect(await pipeline.pushValidated(batch)).toMatchObject({ accepted: 15, stored: 15, duplicates: 0, rejected: [] });
+    // The validating path sees the same keys: all of it is a repeat.
+    expect(await pipeline.push(batch)).toMatchObject({ accepted: 0, stored: 0, duplicates: 15 });
+    // Trades and books are envelopes; candles live in their own table.
+    expect(await sink.reader.countEnvelopes({})).toBe(12);
+  });
+
   it('refuses a push after close with PipelineClosedError and writes nothing', async () => {
     const closed = new Pipeline({ sink, batch: { maxBatchAgeMs: 5 } });
     await closed.push(trades(3));

@@ -1,0 +1,382 @@
+/**
+ * Worker hot-path benchmark (issue 12): units/s of one tickfleet worker process against a minimal
+ * hand-made BullMQ worker doing the same units, in one run with interleaved rounds (baseline,
+ * tickfleet, baseline, tickfleet, ...). A unit is one 1,000-candle Binance klines page from the
+ * venue emulation (limiter off, no latency unless --latency) stored in SQLite.
+ *
+ *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR]
+ *
+ * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
+ * per symbol. Baseline: scripts/bench/fixtures/hot-path-baseline-worker.ts in a child process
+ * (bullmq Worker, concurrency 4, fetch + one better-sqlite3 transaction of INSERT OR IGNORE per
+ * page), fed the same units (same QueuedUnit data and job options through VenueQueues).
+ * tickfleet: a fresh FleetHarness (redis-server, emulations, temp SQLite store + sink), one
+ * `tickfleet worker` with the Binance connector capped at 4 in flight and a budget that never
+ * binds. Each measurement uses fresh processes; both workers are warmed up by 8 discarded units
+ * (DOGE/USDT), then the queue is paused, the measured units enqueued, the queue resumed.
+ *
+ * Measured: units / (last unit done - first unit started). First started = earliest BullMQ
+ * `processedOn` of the measured units. Last done: baseline = latest `finishedOn`; tickfleet = latest
+ * `updatedAt` of the backfills once the store (polled every 500 ms) reports every one `done`.
+ * Worker CPU per unit = utime+stime from /proc/<pid>/stat of the worker process between resume
+ * and completion seen (both systems alike). In flight: the queue's active count every 200 ms.
+ * `--cpu-prof DIR` starts both workers with `--cpu-prof` (profiles land in DIR; timings then
+ * include the profiler).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startMockVenue } from '@tickfleet/mock-venue';
+import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
+import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
+import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+
+const args = process.argv.slice(2);
+const argOf = (name: string): string | undefined => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const num = (name: string, fallback: number): number => {
+  const v = Number(argOf(name));
+  return Number.isFinite(v) && v >= 0 && argOf(name) !== undefined ? v : fallback;
+};
+const QUICK = args.includes('--quick');
+const UNITS = Math.max(8, Math.round(num('units', QUICK ? 16 : 200)));
+const ROUNDS = Math.max(1, Math.round(num('rounds', QUICK ? 1 : 3)));
+const LATENCY_MS = num('latency', 0);
+const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
+const CAP = 4;
+const WARM_UNITS = 8;
+const PAGE_MS = 1000 * 60_000;
+const DAY = 86_400_000;
+const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
+const SCENARIO = { venues: { binance: { limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) } } };
+const FIXTURE = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures', 'hot-path-baseline-worker.ts');
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+interface Series {
+  symbol: string;
+  fromMs: number;
+  toMs: number;
+}
+interface Scenario {
+  name: 'single' | 'many';
+  series: Series[];
+  units: number;
+}
+const series = (symbol: string, units: number): Series => ({ symbol, fromMs: TO - units * PAGE_MS, toMs: TO });
+const MANY_SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'SOL/USDT', 'XRP/USDT', 'ADA/USDT', 'AVAX/USDT', 'DOT/USDT'];
+const perSymbol = Math.max(1, Math.round(UNITS / MANY_SYMBOLS.length));
+const SCENARIOS: Scenario[] = [
+  { name: 'single', series: [series('BTC/USDT', UNITS)], units: UNITS },
+  { name: 'many', series: MANY_SYMBOLS.map((s) => series(s, perSymbol)), units: perSymbol * MANY_SYMBOLS.length },
+];
+const WARM: Series = series('DOGE/USDT', WARM_UNITS);
+
+type System = 'baseline' | 'tickfleet';
+interface Result {
+  system: System;
+  scenario: Scenario['name'];
+  round: number;
+  units: number;
+  seconds: number;
+  unitsPerSec: number;
+  workerCpuMsPerUnit: number;
+  /** CPU of this process (venue emulation, samplers) per unit. */
+  benchCpuMsPerUnit: number;
+  /** Samples of the queue's active count: value -> how many samples. */
+  inflight: Record<number, number>;
+  /** 'processedOn' unless finished units were trimmed from Redis (then the resume time). */
+  startFrom: 'processedOn' | 'resume';
+}
+
+/** utime + stime of a process in ms, from /proc/<pid>/stat. */
+function procCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+/** Samples the active count every 200 ms (never two reads at once). */
+function sampler(read: () => Promise<number>): { stop: () => Record<number, number> } {
+  const hist: Record<number, number> = {};
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    read()
+      .then((n) => (hist[n] = (hist[n] ?? 0) + 1))
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, 200);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return hist;
+    },
+  };
+}
+
+/** The units of a series as the CLI makes them (kind backfill, page-sized chunks). */
+function unitsOf(s: Series, backfillId: string): QueuedUnit[] {
+  const out: QueuedUnit[] = [];
+  for (let t = s.fromMs, i = 0; t < s.toMs; t += PAGE_MS, i++) {
+    out.push({ kind: 'backfill', venue: 'binance', jobId: `binance:${s.symbol}:1m:ohlcv`, backfillId, fromMs: t, toMs: t + PAGE_MS, chunkIndex: i, priority: 0, enqueuedAt: Date.now() });
+  }
+  return out;
+}
+
+/** Earliest processedOn and latest finishedOn of the completed units of `backfillIds`. */
+async function jobTimes(queues: VenueQueues, backfillIds: Set<string>, units: number): Promise<{ first?: number; last?: number }> {
+  const jobs = await queues.queue('binance').getJobs(['completed'], 0, -1);
+  const mine = jobs.filter((j) => j?.data.backfillId !== undefined && backfillIds.has(j.data.backfillId));
+  const last = mine.length ? Math.max(...mine.map((j) => j.finishedOn ?? 0)) : undefined;
+  // BullMQ trims completed units beyond 1000 (UNIT_JOB_OPTIONS): then the first ones are gone.
+  if (mine.length < units) return { last };
+  return { first: Math.min(...mine.map((j) => j.processedOn ?? Infinity)), last };
+}
+
+function result(
+  system: System,
+  sc: Scenario,
+  round: number,
+  startMs: number,
+  endMs: number,
+  cpuMs: number,
+  benchCpu: NodeJS.CpuUsage,
+  inflight: Record<number, number>,
+  startFrom: Result['startFrom'],
+): Result {
+  const seconds = (endMs - startMs) / 1000;
+  return {
+    system,
+    scenario: sc.name,
+    round,
+    units: sc.units,
+    seconds,
+    unitsPerSec: sc.units / seconds,
+    workerCpuMsPerUnit: cpuMs / sc.units,
+    benchCpuMsPerUnit: (benchCpu.user + benchCpu.system) / 1000 / sc.units,
+    inflight,
+    startFrom,
+  };
+}
+
+const profileEnv = (name: string): string => (PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${join(PROFILE_DIR, name)}` : '');
+
+async function runBaseline(sc: Scenario, round: number): Promise<Result> {
+  const redis = await startRedis();
+  const mock = await startMockVenue({ scenario: SCENARIO as never });
+  const dir = tempDir('tickfleet-hot-path-');
+  const prefix = redis.namespace();
+  const conn = createRedisConnection(redis.url, { blocking: false });
+  const queues = new VenueQueues(conn, { prefix });
+  let child: ChildProcess | undefined;
+  try {
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', FIXTURE, redis.url, prefix, queueNameFor('binance'), mock.baseUrl('binance'), dir.file('data.db'), String(CAP)],
+      { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: profileEnv(`baseline-${sc.name}-r${round}`) }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    const proc = child;
+    await waitFor(() => out.includes('"t":"ready"') || proc.exitCode !== null, 'baseline worker ready', { timeoutMs: 30_000 });
+    if (proc.exitCode !== null) throw new Error(`baseline worker exited ${proc.exitCode}: ${out}`);
+    const queue = queues.queue('binance');
+    await queues.enqueue(unitsOf(WARM, 'warm'));
+    await waitFor(async () => (await queues.counts('binance')).completed >= WARM_UNITS, 'baseline warm-up', { timeoutMs: 120_000, intervalMs: 100 });
+    await queue.pause();
+    const ids = new Set<string>();
+    for (const s of sc.series) {
+      const id = `base-${s.symbol}`;
+      ids.add(id);
+      await queues.enqueue(unitsOf(s, id));
+    }
+    const cpu0 = procCpuMs(proc.pid);
+    const bench0 = process.cpuUsage();
+    const inflight = sampler(async () => (await queues.counts('binance')).active);
+    const resumedAt = Date.now();
+    await queue.resume();
+    await waitFor(
+      async () => {
+        const c = await queues.counts('binance');
+        if (c.failed > 0) throw new Error(`baseline: ${c.failed} units failed: ${out}`);
+        return c.waiting + c.prioritized + c.delayed + c.active === 0 && c.completed >= Math.min(1000, WARM_UNITS + sc.units);
+      },
+      'baseline units completed',
+      { timeoutMs: 1_800_000, intervalMs: 500 },
+    );
+    const cpuMs = procCpuMs(proc.pid) - cpu0;
+    const benchCpu = process.cpuUsage(bench0);
+    const hist = inflight.stop();
+    const times = await jobTimes(queues, ids, sc.units);
+    if (times.last === undefined) throw new Error('baseline: completed units missing from Redis');
+    return result('baseline', sc, round, times.first ?? resumedAt, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+  } finally {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await queues.close();
+    conn.disconnect();
+    await mock.stop();
+    await redis.stop();
+    dir.remove();
+  }
+}
+
+async function waitBackfillsDone(fleet: FleetHarness, ids: string[], timeoutMs: number): Promise<number> {
+  let last = 0;
+  await waitFor(
+    () =>
+      fleet.withStore(async (store) => {
+        last = 0;
+        for (const id of ids) {
+          const bf = await store.backfills.get(id);
+          if (bf?.status === 'failed' || bf?.status === 'cancelled') throw new Error(`backfill ${id} ${bf.status}`);
+          if (bf?.status !== 'done') return false;
+          last = Math.max(last, bf.updatedAt);
+        }
+        return true;
+      }),
+    'backfills done',
+    { timeoutMs, intervalMs: 500 },
+  );
+  return last;
+}
+
+async function workerReady(proc: FleetProcess, port: number): Promise<void> {
+  await waitFor(
+    async () => {
+      if (proc.child.exitCode !== null) throw new Error(`worker exited ${proc.child.exitCode}: ${proc.output()}`);
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      return res.status === 200;
+    },
+    'tickfleet worker /readyz',
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+}
+
+async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
+  const fleet = await FleetHarness.start(SCENARIO);
+  const conn = createRedisConnection(fleet.redis.url, { blocking: false });
+  const queues = new VenueQueues(conn, { prefix: fleet.prefix });
+  try {
+    await fleet.upsertConnector('binance', '--limit', '1000000', '--period', '10s', '--max-inflight', String(CAP));
+    const port = await freePort();
+    const env: Record<string, string> = { LOG_LEVEL: 'warn', TICKFLEET_HEALTH_PORT: String(port) };
+    if (PROFILE_DIR) env.NODE_OPTIONS = profileEnv(`tickfleet-${sc.name}-r${round}`);
+    const worker = fleet.spawn('worker', ['worker'], env);
+    await workerReady(worker, port);
+    const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
+    await waitBackfillsDone(fleet, [warm], 120_000);
+    const queue = queues.queue('binance');
+    await queue.pause();
+    const ids: string[] = [];
+    for (const s of sc.series) ids.push((JSON.parse(await fleet.backfill('binance', s.symbol, '1m', s.fromMs, s.toMs, '--json')) as { id: string }).id);
+    const cpu0 = procCpuMs(worker.child.pid);
+    const bench0 = process.cpuUsage();
+    const inflight = sampler(async () => (await queues.counts('binance')).active);
+    const resumedAt = Date.now();
+    await queue.resume();
+    const lastDone = await waitBackfillsDone(fleet, ids, 1_800_000);
+    const cpuMs = procCpuMs(worker.child.pid) - cpu0;
+    const benchCpu = process.cpuUsage(bench0);
+    const hist = inflight.stop();
+    const times = await jobTimes(queues, new Set(ids), sc.units);
+    if (PROFILE_DIR) await fleet.stopProcess(worker);
+    return result('tickfleet', sc, round, times.first ?? resumedAt, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+  } finally {
+    await queues.close();
+    conn.disconnect();
+    await fleet.stop();
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const fmt = (x: number, digits = 0): string => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+const load0 = loadavg();
+process.stderr.write(
+  `hot-path: ${UNITS} units (many: ${SCENARIOS[1]!.units}), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
+);
+const results: Result[] = [];
+for (let r = 1; r <= ROUNDS; r++) {
+  for (const sc of SCENARIOS) {
+    for (const run of [runBaseline, runTickfleet]) {
+      const res = await run(sc, r);
+      results.push(res);
+      process.stderr.write(
+        `round ${r} ${sc.name} ${res.system}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, load ${loadavg()[0]!.toFixed(2)}\n`,
+      );
+    }
+  }
+}
+const load1 = loadavg();
+
+const pick = (sc: string, sys: System): Result[] => results.filter((x) => x.scenario === sc && x.system === sys);
+const summary = SCENARIOS.map((sc) => {
+  const base = pick(sc.name, 'baseline');
+  const tick = pick(sc.name, 'tickfleet');
+  const ratios = tick.map((t, i) => t.unitsPerSec / base[i]!.unitsPerSec);
+  const merge = (rs: Result[]): Record<number, number> => {
+    const h: Record<number, number> = {};
+    for (const x of rs) for (const [k, v] of Object.entries(x.inflight)) h[Number(k)] = (h[Number(k)] ?? 0) + v;
+    return h;
+  };
+  return {
+    scenario: sc.name,
+    units: sc.units,
+    baselineUnitsPerSec: median(base.map((x) => x.unitsPerSec)),
+    tickfleetUnitsPerSec: median(tick.map((x) => x.unitsPerSec)),
+    ratioOfMedians: median(tick.map((x) => x.unitsPerSec)) / median(base.map((x) => x.unitsPerSec)),
+    roundRatios: ratios,
+    baselineCpuMsPerUnit: median(base.map((x) => x.workerCpuMsPerUnit)),
+    tickfleetCpuMsPerUnit: median(tick.map((x) => x.workerCpuMsPerUnit)),
+    baselineBenchCpuMsPerUnit: median(base.map((x) => x.benchCpuMsPerUnit)),
+    tickfleetBenchCpuMsPerUnit: median(tick.map((x) => x.benchCpuMsPerUnit)),
+    baselineInflight: merge(base),
+    tickfleetInflight: merge(tick),
+  };
+});
+
+const profile = (h: Record<number, number>): string => {
+  const total = Object.values(h).reduce((a, b) => a + b, 0);
+  const keys = [...new Set([0, 1, 2, 3, 4, ...Object.keys(h).map(Number)])].sort((a, b) => a - b);
+  const mean = Object.entries(h).reduce((a, [k, v]) => a + Number(k) * v, 0) / (total || 1);
+  return `${keys.map((k) => `${k}: ${total ? Math.round((100 * (h[k] ?? 0)) / total) : 0}%`).join(', ')} (mean ${mean.toFixed(2)}, ${total} samples)`;
+};
+
+console.log(`| scenario | units | baseline units/s | tickfleet units/s | ratio tickfleet/baseline (per-round range) | worker CPU ms/unit baseline / tickfleet |`);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+for (const s of summary) {
+  console.log(
+    `| ${s.scenario === 'single' ? '(a) one backfill' : '(b) 8 backfills, 1 per symbol'} | ${s.units} | ${fmt(s.baselineUnitsPerSec, 1)} | ${fmt(s.tickfleetUnitsPerSec, 1)} | ${s.ratioOfMedians.toFixed(2)} (${Math.min(...s.roundRatios).toFixed(2)}-${Math.max(...s.roundRatios).toFixed(2)}) | ${s.baselineCpuMsPerUnit.toFixed(1)} / ${s.tickfleetCpuMsPerUnit.toFixed(1)} |`,
+  );
+}
+console.log('');
+for (const s of summary) {
+  console.log(`in flight, ${s.scenario}, baseline:  ${profile(s.baselineInflight)}`);
+  console.log(`in flight, ${s.scenario}, tickfleet: ${profile(s.tickfleetInflight)}`);
+}
+console.log(
+  `bench process CPU ms/unit (emulation + samplers), baseline / tickfleet: ${summary.map((s) => `${s.scenario} ${s.baselineBenchCpuMsPerUnit.toFixed(1)} / ${s.tickfleetBenchCpuMsPerUnit.toFixed(1)}`).join('; ')}`,
+);
+console.log(`load average at start ${load0.map((l) => l.toFixed(2)).join(' ')}, at end ${load1.map((l) => l.toFixed(2)).join(' ')}`);
+console.log(JSON.stringify({ bench: 'hot-path', units: UNITS, rounds: ROUNDS, latencyMs: LATENCY_MS, cap: CAP, loadavg: { start: load0, end: load1 }, summary, results }));
