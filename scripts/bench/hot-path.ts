@@ -130,7 +130,17 @@ function sampler(read: () => Promise<number>): { stop: () => Record<number, numb
 function unitsOf(s: Series, backfillId: string): QueuedUnit[] {
   const out: QueuedUnit[] = [];
   for (let t = s.fromMs, i = 0; t < s.toMs; t += PAGE_MS, i++) {
-    out.push({ kind: 'backfill', venue: 'binance', jobId: `binance:${s.symbol}:1m:ohlcv`, backfillId, fromMs: t, toMs: t + PAGE_MS, chunkIndex: i, priority: 0, enqueuedAt: Date.now() });
+    out.push({
+      kind: 'backfill',
+      venue: 'binance',
+      jobId: `binance:${s.symbol}:1m:ohlcv`,
+      backfillId,
+      fromMs: t,
+      toMs: t + PAGE_MS,
+      chunkIndex: i,
+      priority: 0,
+      enqueuedAt: Date.now(),
+    });
   }
   return out;
 }
@@ -363,7 +373,9 @@ const profile = (h: Record<number, number>): string => {
   return `${keys.map((k) => `${k}: ${total ? Math.round((100 * (h[k] ?? 0)) / total) : 0}%`).join(', ')} (mean ${mean.toFixed(2)}, ${total} samples)`;
 };
 
-console.log(`| scenario | units | baseline units/s | tickfleet units/s | ratio tickfleet/baseline (per-round range) | worker CPU ms/unit baseline / tickfleet |`);
+console.log(
+  `| scenario | units | baseline units/s | tickfleet units/s | ratio tickfleet/baseline (per-round range) | worker CPU ms/unit baseline / tickfleet |`,
+);
 console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
 for (const s of summary) {
   console.log(
@@ -379,4 +391,6 @@ console.log(
   `bench process CPU ms/unit (emulation + samplers), baseline / tickfleet: ${summary.map((s) => `${s.scenario} ${s.baselineBenchCpuMsPerUnit.toFixed(1)} / ${s.tickfleetBenchCpuMsPerUnit.toFixed(1)}`).join('; ')}`,
 );
 console.log(`load average at start ${load0.map((l) => l.toFixed(2)).join(' ')}, at end ${load1.map((l) => l.toFixed(2)).join(' ')}`);
-console.log(JSON.stringify({ bench: 'hot-path', units: UNITS, rounds: ROUNDS, latencyMs: LATENCY_MS, cap: CAP, loadavg: { start: load0, end: load1 }, summary, results }));
+console.log(
+  JSON.stringify({ bench: 'hot-path', units: UNITS, rounds: ROUNDS, latencyMs: LATENCY_MS, cap: CAP, loadavg: { start: load0, end: load1 }, summary, results }),
+);
