@@ -19,12 +19,14 @@
  * `processedOn` of the measured units. Last done: baseline = latest `finishedOn`; tickfleet = latest
  * `updatedAt` of the backfills once the store (polled every 500 ms) reports every one `done`.
  * Worker CPU per unit = utime+stime from /proc/<pid>/stat of the worker process between resume
- * and completion seen (both systems alike). In flight: the queue's active count every 200 ms.
- * `--cpu-prof DIR` starts both workers with `--cpu-prof` (profiles land in DIR; timings then
- * include the profiler).
+ * and completion seen (both systems alike). In flight: the queue's active count every 200 ms,
+ * counting the samples taken between first unit started and last unit done.
+ * `--cpu-prof DIR` preloads fixtures/hot-path-cpu-prof.ts into both workers and profiles exactly
+ * the measured window (SIGUSR2 at resume and at completion seen): DIR/<system>-<scenario>-r<round>.cpuprofile
+ * (open in Chrome DevTools or speedscope; timings of such a run include the profiler).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,13 +49,15 @@ const UNITS = Math.max(8, Math.round(num('units', QUICK ? 16 : 200)));
 const ROUNDS = Math.max(1, Math.round(num('rounds', QUICK ? 1 : 3)));
 const LATENCY_MS = num('latency', 0);
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
+if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
 const WARM_UNITS = 8;
 const PAGE_MS = 1000 * 60_000;
 const DAY = 86_400_000;
 const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
 const SCENARIO = { venues: { binance: { limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) } } };
-const FIXTURE = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures', 'hot-path-baseline-worker.ts');
+const FIXTURES = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
+const FIXTURE = join(FIXTURES, 'hot-path-baseline-worker.ts');
 const CLK_TCK = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -106,21 +110,24 @@ function procCpuMs(pid: number | undefined): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
-/** Samples the active count every 200 ms (never two reads at once). */
-function sampler(read: () => Promise<number>): { stop: () => Record<number, number> } {
-  const hist: Record<number, number> = {};
+/** Samples the active count every 200 ms (never two reads at once); `stop` keeps the samples in [fromMs, toMs]. */
+function sampler(read: () => Promise<number>): { stop: (fromMs: number, toMs: number) => Record<number, number> } {
+  const samples: Array<[number, number]> = [];
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
+    const at = Date.now();
     read()
-      .then((n) => (hist[n] = (hist[n] ?? 0) + 1))
+      .then((n) => samples.push([at, n]))
       .catch(() => undefined)
       .finally(() => (busy = false));
   }, 200);
   return {
-    stop: () => {
+    stop: (fromMs, toMs) => {
       clearInterval(timer);
+      const hist: Record<number, number> = {};
+      for (const [at, n] of samples) if (at >= fromMs && at <= toMs) hist[n] = (hist[n] ?? 0) + 1;
       return hist;
     },
   };
@@ -181,7 +188,18 @@ function result(
   };
 }
 
-const profileEnv = (name: string): string => (PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${join(PROFILE_DIR, name)}` : '');
+/** Environment that makes a worker profilable by SIGUSR2 (see fixtures/hot-path-cpu-prof.ts). */
+const profileEnv = (name: string): Record<string, string> =>
+  PROFILE_DIR
+    ? { NODE_OPTIONS: `--import tsx --import ${join(FIXTURES, 'hot-path-cpu-prof.ts')}`, HOT_PATH_CPU_PROF: join(PROFILE_DIR, `${name}.cpuprofile`) }
+    : {};
+
+/** Starts (first call) or stops and writes (second call) the worker's profile when profiling. */
+async function toggleProfile(child: ChildProcess, name: string, stop: boolean): Promise<void> {
+  if (!PROFILE_DIR) return;
+  child.kill('SIGUSR2');
+  if (stop) await waitFor(() => existsSync(join(PROFILE_DIR, `${name}.cpuprofile`)), `profile ${name}`, { timeoutMs: 30_000 });
+}
 
 async function runBaseline(sc: Scenario, round: number): Promise<Result> {
   const redis = await startRedis();
@@ -195,7 +213,7 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     child = spawn(
       process.execPath,
       ['--import', 'tsx', FIXTURE, redis.url, prefix, queueNameFor('binance'), mock.baseUrl('binance'), dir.file('data.db'), String(CAP)],
-      { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: profileEnv(`baseline-${sc.name}-r${round}`) }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: '', ...profileEnv(`baseline-${sc.name}-r${round}`) }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -216,6 +234,7 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     const cpu0 = procCpuMs(proc.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
+    await toggleProfile(proc, `baseline-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
     await waitFor(
@@ -229,10 +248,12 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     );
     const cpuMs = procCpuMs(proc.pid) - cpu0;
     const benchCpu = process.cpuUsage(bench0);
-    const hist = inflight.stop();
+    await toggleProfile(proc, `baseline-${sc.name}-r${round}`, true);
     const times = await jobTimes(queues, ids, sc.units);
     if (times.last === undefined) throw new Error('baseline: completed units missing from Redis');
-    return result('baseline', sc, round, times.first ?? resumedAt, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+    const startMs = times.first ?? resumedAt;
+    const hist = inflight.stop(startMs, times.last);
+    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
   } finally {
     if (child && child.exitCode === null) {
       const exited = new Promise((r) => child!.once('exit', r));
@@ -286,9 +307,11 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
   try {
     await fleet.upsertConnector('binance', '--limit', '1000000', '--period', '10s', '--max-inflight', String(CAP));
     const port = await freePort();
-    const env: Record<string, string> = { LOG_LEVEL: 'warn', TICKFLEET_HEALTH_PORT: String(port) };
-    if (PROFILE_DIR) env.NODE_OPTIONS = profileEnv(`tickfleet-${sc.name}-r${round}`);
-    const worker = fleet.spawn('worker', ['worker'], env);
+    const worker = fleet.spawn('worker', ['worker'], {
+      LOG_LEVEL: 'warn',
+      TICKFLEET_HEALTH_PORT: String(port),
+      ...profileEnv(`tickfleet-${sc.name}-r${round}`),
+    });
     await workerReady(worker, port);
     const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
     await waitBackfillsDone(fleet, [warm], 120_000);
@@ -299,15 +322,17 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const cpu0 = procCpuMs(worker.child.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
+    await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
     const lastDone = await waitBackfillsDone(fleet, ids, 1_800_000);
     const cpuMs = procCpuMs(worker.child.pid) - cpu0;
     const benchCpu = process.cpuUsage(bench0);
-    const hist = inflight.stop();
+    await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, true);
     const times = await jobTimes(queues, new Set(ids), sc.units);
-    if (PROFILE_DIR) await fleet.stopProcess(worker);
-    return result('tickfleet', sc, round, times.first ?? resumedAt, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+    const startMs = times.first ?? resumedAt;
+    const hist = inflight.stop(startMs, lastDone);
+    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
   } finally {
     await queues.close();
     conn.disconnect();
