@@ -171,7 +171,7 @@ export class Pipeline {
     if (!this.spool || !this.replay || this.sink.state === 'ok') {
       const started = this.clock.monotonic();
       try {
-        const res = await this.sink.write(batch.map((k) => k.envelope));
+        const res = await this.sink.writeKeyed(batch);
         this.metrics.batchWriteSeconds.observe({ adapter }, (this.clock.monotonic() - started) / 1000);
         this.metrics.inserted.inc({ adapter }, res.inserted);
         this.metrics.duplicates.inc({ adapter }, res.duplicates);

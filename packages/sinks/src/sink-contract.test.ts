@@ -2,7 +2,7 @@ import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ValidationError } from '@tickfleet/core';
-import { ReplayWorker, Spool, openSink, type Sink } from './index.js';
+import { keyEnvelope, ReplayWorker, Spool, openSink, type Sink } from './index.js';
 import { candles, trades, books, T0 } from '../test/fixtures/envelopes.js';
 import { mongoTarget, type MongoTarget } from '../test/fixtures/mongo.js';
 
@@ -76,6 +76,14 @@ describe.each(adapters)('$name sink contract', (adapter) => {
     expect(await sink.write(overlapping)).toEqual({ inserted: 5, duplicates: 5, rejected: [] });
     expect(await adapter.stored(sink, dir)).toBe(64);
     expect(sink.state).toBe('ok');
+  });
+
+  it('writeKeyed stores pre-validated keyed records like write, under the same keys', async () => {
+    const batch = [...trades(20), ...candles([0, 1]), ...books(3)];
+    const keyed = batch.map((raw) => keyEnvelope(raw));
+    expect(await sink.writeKeyed(keyed)).toEqual({ inserted: 25, duplicates: 0, rejected: [] });
+    expect(await sink.write(batch)).toEqual({ inserted: 0, duplicates: 25, rejected: [] });
+    expect(await adapter.stored(sink, dir)).toBe(25);
   });
 
   it('replaying the same spool segment twice leaves one copy of each record', async () => {

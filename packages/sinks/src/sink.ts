@@ -1,3 +1,4 @@
+import type { KeyedEnvelope } from './records.js';
 import type { Channel, Envelope, Timeframe, ValidationError } from '@tickfleet/core';
 
 /**
@@ -113,6 +114,12 @@ export interface Sink {
    * Throws SinkUnavailableError when the sink failed `maxRetries + 1` times.
    */
   write(records: readonly unknown[], options?: WriteOptions): Promise<WriteResult>;
+  /**
+   * {@link write} for records already validated and keyed (the pipeline's batches: `push`
+   * validated them, `pushValidated` took them from a validating adapter): the same storage,
+   * retries and states, without validating every record again.
+   */
+  writeKeyed(records: readonly KeyedEnvelope[], options?: WriteOptions): Promise<WriteResult>;
   /** Appends samples to the errors stream (best effort: failures are swallowed and counted by the caller). */
   writeErrors(samples: readonly ErrorSample[]): Promise<void>;
   /** Reader over the stored data; undefined for JSONL (a raw append-only sink has no index to read). */

@@ -29,11 +29,16 @@ export abstract class RetryingSink {
 
   async write(records: readonly unknown[], options: WriteOptions = {}): Promise<WriteResult> {
     const { valid, rejected } = validateBatch(records);
-    if (valid.length === 0) return { inserted: 0, duplicates: 0, rejected };
+    const result = await this.writeKeyed(valid, options);
+    return { ...result, rejected };
+  }
+
+  async writeKeyed(valid: readonly KeyedEnvelope[], options: WriteOptions = {}): Promise<WriteResult> {
+    if (valid.length === 0) return { inserted: 0, duplicates: 0, rejected: [] };
     const inserted = await this.health.run(() => this.storeBatch(valid), options.maxRetries);
-    return { inserted, duplicates: valid.length - inserted, rejected };
+    return { inserted, duplicates: valid.length - inserted, rejected: [] };
   }
 
   /** Stores valid records idempotently; returns how many were not already there. */
-  protected abstract storeBatch(valid: KeyedEnvelope[]): Promise<number>;
+  protected abstract storeBatch(valid: readonly KeyedEnvelope[]): Promise<number>;
 }
