@@ -16,7 +16,7 @@ import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { parsePayload } from '../internal/parse-payload.js';
 import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
 import { VenueHttpClient } from '../venue-http-client.js';
-import { BinanceDepth, BinanceExchangeInfo, BinanceKlines } from './binance-schemas.js';
+import { BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
 import { binanceSymbolBySuffix, binanceVenueSymbol } from './binance-symbols.js';
 import { binanceWeights } from './binance-weights.js';
 
@@ -97,7 +97,7 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
         limit: String(limit),
       }).toString()}`;
       const res = await this.http.get({ endpoint: 'klines', weight: this.weights.klines, url, signal: options.signal });
-      const rows = parsePayload(this.venue, 'klines', res.body, BinanceKlines);
+      const rows = parsePayload(this.venue, 'klines', res.body, BinanceKlines, isBinanceKlines);
       if (rows.length > limit) throw new MalformedPayloadError(this.venue, `klines returned ${rows.length} rows for limit ${limit}`, res.body.toString('utf8'));
       const nowMs = this.clock.now();
       const candles: Candle[] = [];
