@@ -9,6 +9,7 @@ import {
   SpoolFullError,
   StoreUnavailableError,
   timeframeMs,
+  type Timeframe,
   TransientError,
   UnrecoverableError,
 } from '@tickfleet/core';
@@ -126,7 +127,8 @@ export class UnitExecutor {
         }
       }
     }
-    await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
+    // A range that came back complete has no hole to find: the scan would re-read it for nothing.
+    if (records < closedSlots(fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
     const newest = lastOpenTime ?? job.cursor;
     if (newest !== null) this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, this.options.clock.now() - newest - len) / 1000);
     return { outcome: 'ok', records };
@@ -185,7 +187,8 @@ export class UnitExecutor {
       const inRange = openGaps.filter((g) => g.fromMs >= unit.fromMs! && g.toMs <= unit.toMs!);
       if (inRange.length > 0) {
         for (const g of inRange) await ledger.fillAttempted(g, records);
-      } else {
+      } else if (records < closedSlots(unit.fromMs, unit.toMs, tf, this.options.clock.now())) {
+        // Only a chunk that came back short can hold a hole (a complete one would be re-read for nothing).
         await ledger.scan(job.id, { fromMs: unit.fromMs - timeframeMs(tf), toMs: unit.toMs + timeframeMs(tf) });
       }
     }
@@ -308,4 +311,16 @@ const INLINE_MALFORMED_RETRIES = 100;
 function requireTimeframe(job: Job): NonNullable<Job['timeframe']> {
   if (!job.timeframe) throw new TransientError(job.venue, `job ${job.id} has no timeframe`);
   return job.timeframe;
+}
+
+/**
+ * How many candles a complete fetch of [fromMs, toMs) returns now: the closed open times in it.
+ * A fetch that stored this many (the adapter refuses rows out of range or out of order) left no
+ * hole in the range.
+ */
+export function closedSlots(fromMs: number, toMs: number, tf: Timeframe, nowMs: number): number {
+  const len = timeframeMs(tf);
+  const first = alignDown(fromMs + len - 1, tf);
+  const last = alignDown(Math.min(toMs - 1, lastClosedOpenTime(nowMs, tf)), tf);
+  return last < first ? 0 : (last - first) / len + 1;
 }
