@@ -100,18 +100,7 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
 
   // The live job catches up; whatever it lost before its first stored candle or between candles is
   // owed and collected by `backfill --gaps`.
-  await waitFor(
-    () => fleet.withStore(async (store) => ((await store.jobs.get(LIVE_JOB))?.cursor ?? 0) >= alignDown(Date.now(), '1m') - 3 * MIN),
-    'live job caught up',
-    { timeoutMs: 90_000, intervalMs: 500 },
-  );
-  await fleet.ok('gaps', 'scan', LIVE_JOB, '--sink', fleet.sinkUrl);
-  const gapFill = JSON.parse(await fleet.ok('backfill', '--gaps', LIVE_JOB, '--json')) as { id: string } | null;
-  if (gapFill)
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', {
-      timeoutMs: 60_000,
-      intervalMs: 500,
-    });
+  const gapFill = await fleet.settleLiveJob(LIVE_JOB);
 
   // Both roles reconnected on their own: still the same processes.
   for (const p of [scheduler, ...workers])

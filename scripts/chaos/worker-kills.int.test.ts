@@ -76,18 +76,7 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
     for (const w of workers) await fleet.ready(w);
 
     await waitFor(allDone, 'every backfill done after the kills', { timeoutMs: 240_000, intervalMs: 500 });
-    await waitFor(
-      () => fleet.withStore(async (store) => ((await store.jobs.get(LIVE_JOB))?.cursor ?? 0) >= alignDown(Date.now(), '1m') - 3 * MIN),
-      'live job caught up',
-      { timeoutMs: 90_000, intervalMs: 500 },
-    );
-    await fleet.ok('gaps', 'scan', LIVE_JOB, '--sink', fleet.sinkUrl);
-    const gapFill = JSON.parse(await fleet.ok('backfill', '--gaps', LIVE_JOB, '--json')) as { id: string } | null;
-    if (gapFill)
-      await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', {
-        timeoutMs: 60_000,
-        intervalMs: 500,
-      });
+    const gapFill = await fleet.settleLiveJob(LIVE_JOB);
 
     const final = await backfills();
     const reports: Record<string, CandleReport> = {};

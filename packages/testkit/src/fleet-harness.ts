@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { alignDown } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type MockVenueName, type VenueStats } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
@@ -157,6 +158,27 @@ export class FleetHarness {
       new Date(toMs).toISOString(),
       ...flags,
     );
+  }
+
+  /**
+   * Settles a live `1m` candle job after a fault: waits until its cursor is within 3 minutes of
+   * now, scans its gaps and runs `backfill --gaps` for whatever is owed. Returns whether a gap
+   * backfill was needed.
+   */
+  async settleLiveJob(jobId: string): Promise<boolean> {
+    await waitFor(
+      () => this.withStore(async (store) => ((await store.jobs.get(jobId))?.cursor ?? 0) >= alignDown(Date.now(), '1m') - 3 * 60_000),
+      `${jobId} caught up`,
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
+    await this.ok('gaps', 'scan', jobId, '--sink', this.sinkUrl);
+    const gapFill = JSON.parse(await this.ok('backfill', '--gaps', jobId, '--json')) as { id: string } | null;
+    if (!gapFill) return false;
+    await waitFor(() => this.withStore(async (store) => (await store.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    return true;
   }
 
   /** Starts a long-running role (`worker`, `scheduler`) as a child process. */
