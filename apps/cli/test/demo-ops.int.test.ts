@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, freePort, repoRoot, runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
@@ -45,6 +45,13 @@ describe('operations surface on a running demo fleet', () => {
     if (up.exitCode !== null) throw new Error(`tickfleet up exited: ${out}`);
     fleet = JSON.parse(readFileSync(join(dir.path, '.tickfleet/fleet.json'), 'utf8')) as FleetFile;
   }, 90_000);
+
+  /** What `tickfleet up` and its roles said, for a failure message (the temp dir is gone after the suite). */
+  const fleetDiagnostics = (): string => {
+    const logs = join(dir.path, '.tickfleet/logs');
+    const tails = existsSync(logs) ? readdirSync(logs).map((f) => `--- ${f}:\n${readFileSync(join(logs, f), 'utf8').split('\n').slice(-15).join('\n')}`) : [];
+    return [`tickfleet up (exit ${String(up.exitCode)}):`, out.slice(-3000), ...tails].join('\n');
+  };
 
   afterAll(async () => {
     if (prometheus && prometheus.exitCode === null) {
@@ -92,7 +99,11 @@ describe('operations surface on a running demo fleet', () => {
     // Every role is scraped and up.
     const roles = Object.keys(fleet.metrics).sort();
     expect(roles).toEqual(['dashboard', 'scheduler', 'worker-0', 'worker-1']);
-    await waitFor(async () => (await query('up == 1')).data.result.length === roles.length, `all ${roles.length} targets up (${log})`, { timeoutMs: 30_000 });
+    await waitFor(async () => (await query('up == 1')).data.result.length === roles.length, `all ${roles.length} targets up`, { timeoutMs: 30_000 }).catch(
+      (err: Error) => {
+        throw new Error(`${err.message}\nprometheus: ${log}\n${fleetDiagnostics()}`);
+      },
+    );
 
     // Key series from each role, with values that make sense for the demo.
     const series = async (expr: string): Promise<QueryResult['data']['result']> =>
@@ -137,7 +148,9 @@ describe('operations surface on a running demo fleet', () => {
     });
     try {
       const page = await context.newPage();
-      await page.goto(`${fleet.dashboardUrl}/`);
+      await page.goto(`${fleet.dashboardUrl}/`).catch((err: Error) => {
+        throw new Error(`${err.message}\n${fleetDiagnostics()}`);
+      });
       await page.locator('tr[data-venue="binance"]').waitFor();
       expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual([
         'binance',
