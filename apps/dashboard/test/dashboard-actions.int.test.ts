@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { createRedisConnection } from '@tickfleet/queues';
 import { repoRoot, startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { DashboardServer } from '../src/index.js';
+import type { DashboardServer } from '../src/index.js';
 import { BOARD_ACTIONS } from '../src/internal/action-guard.js';
 import { TOKEN_COOKIE } from '../src/internal/dashboard-auth.js';
-import { connector, liveUnits, openTestFleet, type TestFleet } from './fleet-fixture.js';
+import { connector, liveUnits, openTestFleet, startDashboard, type TestFleet } from './fleet-fixture.js';
 
 /**
  * Security of the board's actions: what a valid token can do with --allow-actions is held to the
@@ -34,17 +34,7 @@ beforeEach(async () => {
   await fleet.store.connectors.upsert(connector('binance', 1200, { maxInflight: 4 }));
   await fleet.queues.enqueue(liveUnits('binance', 'BTC/USDT', 3, fleet.now));
   await fleet.queues.setGlobalConcurrency('binance', 4);
-  server = new DashboardServer({
-    redis: fleet.redis,
-    store: fleet.store,
-    prefix: fleet.prefix,
-    spoolDir: fleet.spoolDir,
-    discoverMs: 100,
-    statusMaxAgeMs: 0,
-    allowActions: true,
-    credentials: { token: TOKEN },
-  });
-  await server.start();
+  server = await startDashboard(fleet, { allowActions: true, credentials: { token: TOKEN } });
 });
 afterEach(async () => {
   await server.stop();

@@ -3,7 +3,7 @@ import { ConfigError } from '@tickfleet/core';
 import { createRedisConnection } from '@tickfleet/queues';
 import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { DashboardServer, runDashboard, type DashboardServerOptions, type FleetStatus } from '../src/index.js';
-import { connector, liveUnits, openTestFleet, type TestFleet } from './fleet-fixture.js';
+import { connector, liveUnits, openTestFleet, startDashboard, type TestFleet } from './fleet-fixture.js';
 
 let redis: TestRedis;
 let dir: TempDir;
@@ -30,16 +30,7 @@ afterEach(async () => {
 });
 
 async function serve(options: Partial<DashboardServerOptions> = {}): Promise<DashboardServer> {
-  const server = new DashboardServer({
-    redis: fleet.redis,
-    store: fleet.store,
-    prefix: fleet.prefix,
-    spoolDir: fleet.spoolDir,
-    discoverMs: 100,
-    statusMaxAgeMs: 0,
-    ...options,
-  });
-  await server.start();
+  const server = await startDashboard(fleet, options);
   servers.push(server);
   return server;
 }

@@ -6,6 +6,7 @@ import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, type QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import type { TempDir } from '@tickfleet/testkit';
+import { DashboardServer, type DashboardServerOptions } from '../src/index.js';
 
 /** A clock fixed at `nowMs`, so windows, freezes and lags come out exact. */
 export function fixedClock(nowMs: number): Clock {
@@ -91,4 +92,22 @@ export async function openTestFleet(redisUrl: string, prefix: string, dir: TempD
       await redis.quit();
     },
   };
+}
+
+/**
+ * A started dashboard over the test fleet: fresh status on every request (no cache), queue
+ * discovery every 100 ms, plus `options`.
+ */
+export async function startDashboard(fleet: TestFleet, options: Partial<DashboardServerOptions> = {}): Promise<DashboardServer> {
+  const server = new DashboardServer({
+    redis: fleet.redis,
+    store: fleet.store,
+    prefix: fleet.prefix,
+    spoolDir: fleet.spoolDir,
+    discoverMs: 100,
+    statusMaxAgeMs: 0,
+    ...options,
+  });
+  await server.start();
+  return server;
 }
