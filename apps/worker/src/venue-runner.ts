@@ -13,7 +13,7 @@ import {
   TickfleetError,
   TransientError,
 } from '@tickfleet/core';
-import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl } from '@tickfleet/budget';
+import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, OutcomeReporter } from '@tickfleet/budget';
 import {
   type JobLock,
   type JobLockHandle,
@@ -82,12 +82,20 @@ export class VenueRunner {
   private readonly bookBackoff: { baseMs?: number; maxMs?: number };
   /** Bounded logging of repeated failures: one line per kind per minute, with a suppressed count. */
   private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
+  /** Unit outcomes for the venue's fleet-wide AIMD, batched (never awaited by a unit). */
+  private readonly outcomes: OutcomeReporter;
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
     this.connector = options.connector;
     this.adapter = this.makeAdapter(options.connector);
     this.sampleLog = rateLimitedLog(options.logger, 60_000);
+    this.outcomes = new OutcomeReporter({
+      control: options.control,
+      venue: this.venue,
+      onStep: (step) => this.applyConcurrency(step),
+      onError: (err) => this.sampleLog('warn', 'aimd-report', { venue: this.venue, err }, 'could not report unit outcomes to the venue control (sampled)'),
+    });
     this.bookBackoff = {
       ...(options.bookBackoffBaseMs !== undefined ? { baseMs: options.bookBackoffBaseMs } : {}),
       ...(options.bookBackoffMaxMs !== undefined ? { maxMs: options.bookBackoffMaxMs } : {}),
@@ -142,6 +150,7 @@ export class VenueRunner {
   async stop(force = false): Promise<void> {
     this.shutdown.abort(new Error('worker shutting down'));
     await this.worker?.close(force);
+    await this.outcomes.flush();
   }
 
   /**
@@ -212,7 +221,7 @@ export class VenueRunner {
       const result = locked.value;
       this.counters.ok += 1;
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: result.outcome });
-      await this.applyConcurrency(await control.reportOutcome(this.venue, { ok: true, latencyMs: clock.monotonic() - startedAt }));
+      this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt });
       logger.debug({ records: result.records, detail: result.detail }, 'unit done');
       return { records: result.records, outcome: result.outcome };
     } catch (err) {
@@ -290,7 +299,7 @@ export class VenueRunner {
         'malformed venue payload (sampled: one line per kind per minute)',
       );
     }
-    await this.applyConcurrency(await control.reportOutcome(this.venue, { ok: false, latencyMs }));
+    this.outcomes.record({ ok: false, latencyMs });
     const message = err instanceof Error ? err.message : String(err);
     const retryable = err instanceof TickfleetError ? err.retryable : true;
     if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause))

@@ -1,8 +1,11 @@
-import { systemClock, type Clock } from '@tickfleet/core';
+import { systemClock, type Clock, ValidationError } from '@tickfleet/core';
 import { luaCommand, QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
+
+/** Most outcomes one report carries (they travel as script arguments). */
+export const MAX_OUTCOME_BATCH = 500;
 
 /** Every cause a freeze record can carry (bounded: metrics export one series per cause). */
 export const FREEZE_CAUSES = ['429', '418', 'budget', 'manual'] as const;
@@ -160,23 +163,24 @@ export class FleetVenueControl {
     return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: frozen?.untilMs ?? 0 };
   }
 
-  /** Feeds one outcome into the venue's fleet-wide window; may add or subtract one. */
+  /** Records one outcome and applies AIMD ({@link reportOutcomes} with a batch of one). */
   async reportOutcome(venue: string, outcome: AimdOutcome): Promise<ControlStep> {
+    return this.reportOutcomes(venue, [outcome]);
+  }
+
+  /**
+   * Records a batch of outcomes (a worker's units since its last report; see `OutcomeReporter`)
+   * and applies AIMD once over the window they leave. At most {@link MAX_OUTCOME_BATCH} per call.
+   */
+  async reportOutcomes(venue: string, outcomes: readonly AimdOutcome[]): Promise<ControlStep> {
+    if (outcomes.length === 0 || outcomes.length > MAX_OUTCOME_BATCH)
+      throw new ValidationError('outcomes', `1 to ${MAX_OUTCOME_BATCH} outcomes`, outcomes.length);
     const l = this.limitsOf(venue);
+    const failures = outcomes.reduce((n, o) => n + (o.ok ? 0 : 1), 0);
+    const latencies = outcomes.map((o) => Math.max(0, Math.round(o.latencyMs)));
     const [c, change] = (await this.outcomeCmd(
       [this.key(venue, 'control'), this.key(venue, 'latency')],
-      [
-        this.clock.now(),
-        outcome.ok ? 1 : 0,
-        Math.max(0, Math.round(outcome.latencyMs)),
-        l.min,
-        l.max,
-        l.increaseAfterMs,
-        l.maxFailureRatio,
-        l.maxP95LatencyMs,
-        l.minSamples,
-        l.sampleSize,
-      ],
+      [this.clock.now(), failures, l.min, l.max, l.increaseAfterMs, l.maxFailureRatio, l.maxP95LatencyMs, l.minSamples, l.sampleSize, ...latencies],
     )) as [number, number];
     return { concurrency: Number(c), change: change === 1 ? 'increase' : change === -1 ? 'decrease' : 'none' };
   }

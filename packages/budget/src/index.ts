@@ -14,6 +14,7 @@ export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-sett
 export {
   FleetVenueControl,
   FREEZE_CAUSES,
+  MAX_OUTCOME_BATCH,
   type AimdChange,
   type AimdOutcome,
   type BookBackoffOptions,
@@ -23,5 +24,6 @@ export {
   type VenueControlSnapshot,
   type ControlStep,
 } from './fleet-venue-control.js';
+export { OutcomeReporter, type OutcomeReporterOptions } from './outcome-reporter.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';

@@ -1,6 +1,8 @@
 --[[
-  Records one outcome of a venue's request or unit, from any worker, and applies AIMD to the
-  venue's fleet-wide concurrency in the same step, so N workers never fight over it:
+  Records a batch of outcomes of a venue's units (one or more, from one worker; workers batch
+  them for a few hundred ms so the fleet's hot path does not pay one round trip per unit) and
+  applies AIMD to the venue's fleet-wide concurrency in the same step, so N workers never fight
+  over it:
   - with at least minSamples outcomes in the window, a failure ratio above maxFailureRatio or a
     p95 latency above maxP95LatencyMs subtracts 1 (floor min) and starts a new window;
   - else, once increaseAfterMs have passed since the window started and the venue is not frozen,
@@ -11,34 +13,34 @@
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
     KEYS[2] venue latency list (<prefix>:venue:{<venue>}:latency)
     ARGV[1] now, epoch ms
-    ARGV[2] ok: 1 | 0
-    ARGV[3] latency ms
-    ARGV[4] min concurrency
-    ARGV[5] max concurrency
-    ARGV[6] increaseAfterMs
-    ARGV[7] maxFailureRatio
-    ARGV[8] maxP95LatencyMs
-    ARGV[9] minSamples
-    ARGV[10] sampleSize (latencies kept for the p95)
+    ARGV[2] failures among the batch's outcomes
+    ARGV[3] min concurrency
+    ARGV[4] max concurrency
+    ARGV[5] increaseAfterMs
+    ARGV[6] maxFailureRatio
+    ARGV[7] maxP95LatencyMs
+    ARGV[8] minSamples
+    ARGV[9] sampleSize (latencies kept for the p95)
+    ARGV[10..] one latency in ms per outcome of the batch (at least one)
 
   Output:
     { concurrency, change: 1 increased | -1 decreased | 0 unchanged }
 ]]
 local now = tonumber(ARGV[1])
-local minC = tonumber(ARGV[4])
-local maxC = tonumber(ARGV[5])
-local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[5])
+local minC = tonumber(ARGV[3])
+local maxC = tonumber(ARGV[4])
+local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[4])
 c = math.min(maxC, math.max(minC, c))
 local cs = tonumber(redis.call("HGET", KEYS[1], "cs") or ARGV[1])
-local n = redis.call("HINCRBY", KEYS[1], "n", 1)
+local n = redis.call("HINCRBY", KEYS[1], "n", #ARGV - 9)
 local f
-if ARGV[2] == "1" then
+if ARGV[2] == "0" then
   f = tonumber(redis.call("HGET", KEYS[1], "f") or "0")
 else
-  f = redis.call("HINCRBY", KEYS[1], "f", 1)
+  f = redis.call("HINCRBY", KEYS[1], "f", tonumber(ARGV[2]))
 end
-redis.call("RPUSH", KEYS[2], ARGV[3])
-redis.call("LTRIM", KEYS[2], -tonumber(ARGV[10]), -1)
+redis.call("RPUSH", KEYS[2], unpack(ARGV, 10))
+redis.call("LTRIM", KEYS[2], -tonumber(ARGV[9]), -1)
 
 local function p95()
   local values = redis.call("LRANGE", KEYS[2], 0, -1)
@@ -57,7 +59,7 @@ end
 
 local ratio = f / n
 local change = 0
-if n >= tonumber(ARGV[9]) and (ratio > tonumber(ARGV[7]) or p95() > tonumber(ARGV[8])) then
+if n >= tonumber(ARGV[8]) and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARGV[7])) then
   if c > minC then
     c = c - 1
     change = -1
@@ -65,8 +67,8 @@ if n >= tonumber(ARGV[9]) and (ratio > tonumber(ARGV[7]) or p95() > tonumber(ARG
   resetWindow()
 else
   local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
-  if now - cs >= tonumber(ARGV[6]) and fu <= now then
-    if ratio <= tonumber(ARGV[7]) and p95() <= tonumber(ARGV[8]) and c < maxC then
+  if now - cs >= tonumber(ARGV[5]) and fu <= now then
+    if ratio <= tonumber(ARGV[6]) and p95() <= tonumber(ARGV[7]) and c < maxC then
       c = c + 1
       change = 1
     end

@@ -4,13 +4,18 @@ import Database from 'better-sqlite3';
 import type { Candle } from '@tickfleet/core';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
+import { sleep } from '../internal/sleep.js';
 import { SQLITE_SCHEMA } from '../internal/sqlite-schema.js';
 import type { KeyedEnvelope } from '../records.js';
 import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { SqliteDataReader } from './sqlite-data-reader.js';
 
 export interface SqliteSinkOptions extends RetryOptions {
-  /** How long a writer waits for another process's lock before failing an attempt. @defaultValue 2000 */
+  /**
+   * How long a batch waits for another process's write lock before its attempt fails (then the
+   * sink's retries and state machine take over). The wait is asynchronous: see {@link ATTEMPT_BUSY_MS}.
+   * @defaultValue 2000
+   */
   busyTimeoutMs?: number;
   /**
    * `NORMAL` under WAL survives process crashes (SIGKILL) but may lose the last commits on power
@@ -18,6 +23,15 @@ export interface SqliteSinkOptions extends RetryOptions {
    */
   synchronous?: 'NORMAL' | 'FULL';
 }
+
+/**
+ * SQLite's own (synchronous) busy wait per try. better-sqlite3 blocks the event loop while SQLite
+ * waits for a lock, and SQLite's busy handler sleeps in steps of up to 100 ms, so a process that
+ * waited for another writer's lock this way stalled every unit it had in flight (waits of ~100 ms
+ * were measured with 4 worker processes on one file). Longer waits are tries with short
+ * asynchronous pauses in between, during which the process's other units go on.
+ */
+const ATTEMPT_BUSY_MS = 5;
 
 /**
  * SQLite sink: one `BEGIN IMMEDIATE` transaction per batch, `INSERT … ON CONFLICT DO NOTHING`,
@@ -29,6 +43,7 @@ export class SqliteSink extends RetryingSink implements Sink {
   private readonly db: Database.Database;
   private readonly insertBatch: (rows: KeyedEnvelope[]) => number;
   private readonly insertErrors: (samples: readonly ErrorSample[]) => void;
+  private readonly busyTimeoutMs: number;
 
   constructor(
     readonly path: string,
@@ -36,10 +51,13 @@ export class SqliteSink extends RetryingSink implements Sink {
   ) {
     super('sqlite', options);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path, { timeout: options.busyTimeoutMs ?? 2000 });
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
+    // Opening and the schema below wait for a lock the blocking way (once, at start).
+    this.db = new Database(path, { timeout: Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs) });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.exec(SQLITE_SCHEMA);
+    this.db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
     this.reader = new SqliteDataReader(this.db);
 
     const envStmt = this.db.prepare(
@@ -94,11 +112,29 @@ export class SqliteSink extends RetryingSink implements Sink {
   }
 
   protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
-    return this.insertBatch(valid);
+    return this.whenUnlocked(() => this.insertBatch(valid));
   }
 
   async writeErrors(samples: readonly ErrorSample[]): Promise<void> {
-    if (samples.length > 0) this.insertErrors(samples);
+    if (samples.length > 0) await this.whenUnlocked(() => this.insertErrors(samples));
+  }
+
+  /**
+   * Runs one transaction, trying again after a short asynchronous pause (1 ms, doubling to 16 ms,
+   * jittered) while another connection holds the write lock, for up to `busyTimeoutMs`; then the
+   * busy error goes to the caller. A failed try was rolled back whole, so a retry applies nothing twice.
+   */
+  private async whenUnlocked<T>(tx: () => T): Promise<T> {
+    const started = performance.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return tx();
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || performance.now() - started >= this.busyTimeoutMs) throw err;
+        await sleep(2 ** Math.min(attempt, 4) * (0.5 + Math.random() / 2));
+      }
+    }
   }
 
   async close(): Promise<void> {

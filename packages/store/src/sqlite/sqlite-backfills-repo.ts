@@ -25,7 +25,8 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
   private readonly getStmt: Statement;
   private readonly chunkDoneStmt: Statement;
   private readonly chunkFailedStmt: Statement;
-  private readonly recountStmt: Statement;
+  private readonly chunkStatusStmt: Statement;
+  private readonly applyStmt: Statement;
   private readonly setStatusStmt: Statement;
   private readonly owedStmt: Statement;
 
@@ -56,15 +57,19 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
       VALUES (:id, :fromMs, :toMs, -1, 'failed', :reason, :now)
       ON CONFLICT (backfill_id, from_ms) DO UPDATE SET status = 'failed', error = :reason, updated_at = :now
       WHERE status <> 'done'`);
-    // Progress is recounted from the chunks, never incremented, so repeats cannot inflate it.
-    this.recountStmt = db.prepare(`
+    this.chunkStatusStmt = db.prepare('SELECT status FROM backfill_chunks WHERE backfill_id = ? AND from_ms = ?').pluck();
+    // Progress moves by the chunk's own change of status (read before and after its write in the
+    // same transaction), so a repeat changes nothing and the cost does not grow with the number of
+    // chunks (a recount read every chunk of the backfill on every settle: quadratic over a backfill).
+    // A done chunk never changes again, so the capped done count only ever rises.
+    this.applyStmt = db.prepare(`
       UPDATE backfills SET
-        units_done = MIN(units_total, (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'done')),
-        units_failed = (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'failed'),
+        units_done = MIN(units_total, units_done + :dDone),
+        units_failed = units_failed + :dFailed,
         status = CASE
           WHEN status = 'cancelled' THEN status
-          WHEN (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status = 'done') >= units_total THEN 'done'
-          WHEN (SELECT COUNT(*) FROM backfill_chunks WHERE backfill_id = :id AND status IN ('done', 'failed')) >= units_total THEN 'failed'
+          WHEN MIN(units_total, units_done + :dDone) >= units_total THEN 'done'
+          WHEN MIN(units_total, units_done + :dDone) + units_failed + :dFailed >= units_total THEN 'failed'
           ELSE 'running' END,
         updated_at = :now
       WHERE id = :id
@@ -109,11 +114,11 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
   }
 
   async chunkDone(id: string, range: ChunkRange): Promise<Backfill> {
-    return this.settle(id, () => this.chunkDoneStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, now: this.clock.now() }));
+    return this.settle(id, range, () => this.chunkDoneStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, now: this.clock.now() }));
   }
 
   async chunkFailed(id: string, range: ChunkRange, reason: string): Promise<Backfill> {
-    return this.settle(id, () => this.chunkFailedStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, reason, now: this.clock.now() }));
+    return this.settle(id, range, () => this.chunkFailedStmt.run({ id, fromMs: range.fromMs, toMs: range.toMs, reason, now: this.clock.now() }));
   }
 
   async chunks(id: string, filter: { status?: BackfillChunk['status'] } = {}): Promise<BackfillChunk[]> {
@@ -142,12 +147,16 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     return toBackfill(row);
   }
 
-  /** Records one chunk's outcome and recounts the backfill in one write transaction. */
-  private settle(id: string, write: () => void): Backfill {
+  /** Records one chunk's outcome and moves the backfill's counters by its change, in one write transaction. */
+  private settle(id: string, range: ChunkRange, write: () => void): Backfill {
     const tx = this.db.transaction(() => {
       if (!this.getStmt.get(id)) throw new NotFoundError('backfill', id);
+      const before = this.chunkStatusStmt.get(id, range.fromMs) as BackfillChunk['status'] | undefined;
       write();
-      return this.recountStmt.get({ id, now: this.clock.now() }) as BackfillRow;
+      const after = this.chunkStatusStmt.get(id, range.fromMs) as BackfillChunk['status'] | undefined;
+      const dDone = Number(after === 'done') - Number(before === 'done');
+      const dFailed = Number(after === 'failed') - Number(before === 'failed');
+      return this.applyStmt.get({ id, dDone, dFailed, now: this.clock.now() }) as BackfillRow;
     });
     return toBackfill(tx.immediate());
   }

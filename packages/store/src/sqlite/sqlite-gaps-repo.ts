@@ -7,6 +7,7 @@ import { toGap, type GapRow } from './rows.js';
 export class SqliteGapsRepo implements GapsRepo {
   private readonly recordStmt: Statement;
   private readonly markFilledStmt: Statement;
+  private readonly listStmts = new Map<string, Statement>();
   private readonly attemptStmt: Statement;
 
   constructor(private readonly db: Database) {
@@ -41,7 +42,10 @@ export class SqliteGapsRepo implements GapsRepo {
       params.push(filter.kind);
     }
     const sql = `SELECT * FROM gaps ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY job_id, from_ms, to_ms`;
-    return (this.db.prepare(sql).all(...params) as GapRow[]).map(toGap);
+    // Eight shapes at most; a backfill chunk lists its job's open gaps on every run.
+    let stmt = this.listStmts.get(sql);
+    if (!stmt) this.listStmts.set(sql, (stmt = this.db.prepare(sql)));
+    return (stmt.all(...params) as GapRow[]).map(toGap);
   }
 
   async markFilled(jobId: string, fromMs: number, toMs: number, filledAt: number): Promise<number> {
