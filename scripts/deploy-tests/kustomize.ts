@@ -20,7 +20,6 @@ export interface K8sObject {
 
 /** What `kubectl kustomize` printed for one kustomization directory, parsed. */
 export interface Rendered {
-  dir: string;
   objects: K8sObject[];
 }
 
@@ -120,10 +119,10 @@ export function kustomizationFiles(dir: string, root: string): KustomizationFile
 
 /**
  * Files of the kustomization tree declaring the objects kubectl's error names by kustomize id
- * (`Deployment.v1.apps/tickfleet-wroker.[noNs]`): for a patch whose target is missing, the patch.
+ * (`Deployment.v1.apps/tickfleet-wroker.[noNs]`, `ConfigMap.v1.[noGrp]/x.[noNs]`): for a patch whose target is missing, the patch.
  */
 function filesDeclaring(message: string, dir: string, root: string): string[] {
-  const ids = [...message.matchAll(/\b([A-Z]\w*)\.[\w.]*\/([a-z0-9][a-z0-9.-]*)\.\[/g)].map((m) => ({ kind: m[1], name: m[2] }));
+  const ids = [...message.matchAll(/\b([A-Z]\w*)\.[\w.[\]]*\/([a-z0-9][a-z0-9.-]*)\.\[/g)].map((m) => ({ kind: m[1], name: m[2] }));
   if (ids.length === 0) return [];
   const files = kustomizationFiles(dir, root);
   const found = new Set<string>();
@@ -168,5 +167,5 @@ export function renderKustomization(dir: string, root: string, env: NodeJS.Proce
   const objects = parseDocs(res.stdout, `kubectl kustomize ${where}`) as K8sObject[];
   for (const o of objects)
     if (!o.apiVersion || !o.kind || !o.metadata?.name) throw new Error(`kubectl kustomize ${where}: an object without apiVersion, kind or metadata.name`);
-  return { dir, objects };
+  return { objects };
 }
