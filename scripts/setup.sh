@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine with Node lacks, idempotently: pnpm, redis-server, the
-# test tools (Debian's prometheus for promtool, chromium for the browser tests; skipped with
-# TICKFLEET_SETUP_TEST_TOOLS=0, as scripts/tickfleet does), then the workspace's dependencies.
+# test tools (Debian's prometheus for promtool, chromium for the browser tests, kubernetes-client
+# for `kubectl kustomize` in the deploy tests; skipped with TICKFLEET_SETUP_TEST_TOOLS=0, as
+# scripts/tickfleet does), then the workspace's dependencies. An existing kubectl is kept: the
+# deploy tests need 1.22 or newer, and Debian 12's kubernetes-client is 1.20 (they say so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 if [ "${TICKFLEET_SETUP_TEST_TOOLS:-1}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium fonts-liberation)
+  command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo_cmd=()
