@@ -35,7 +35,7 @@ export interface SqliteGuardOptions {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Runs one store call. A locked database is retried with growing pauses (10 ms … 250 ms) that
+ * Runs one store call. A locked database is retried with growing pauses (1 ms … 250 ms, doubling) that
  * yield the event loop, for up to `maxWaitMs`; each attempt itself blocks at most the connection's
  * short busy_timeout. Lock timeouts, I/O errors and a corrupted file surface as
  * StoreUnavailableError naming the file, so callers fall back or put work back instead of failing it.
@@ -66,7 +66,9 @@ export async function guardSqliteCall<T>(call: () => Promise<T>, options: Sqlite
           cause: err,
         });
       }
-      await sleep(Math.min(250, 10 * 2 ** Math.min(attempt, 5), Math.max(1, maxWaitMs - waited)) * (0.5 + Math.random() / 2));
+      // Write transactions of other processes last well under a millisecond: start short, so a
+      // waiter does not sleep long after the lock is free (4 processes on one file contend often).
+      await sleep(Math.min(250, 2 ** Math.min(attempt, 8), Math.max(1, maxWaitMs - waited)) * (0.5 + Math.random() / 2));
     }
   }
 }

@@ -34,7 +34,7 @@ export interface SqliteStoreOptions {
  * attempt may stall the process's event loop (health probes, lock renewals); longer waits are
  * retries with asynchronous pauses in between.
  */
-const ATTEMPT_BUSY_MS = 25;
+const ATTEMPT_BUSY_MS = 5;
 
 /** How often a readiness ping re-verifies the file's pages (`PRAGMA quick_check`). */
 const QUICK_CHECK_EVERY_MS = 60_000;
