@@ -5,14 +5,19 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
+ * Rounds are interleaved (every worker count once per round); the table shows medians. Per run it
+ * also reports where the CPU went over the measured window: the machine's busy share (from
+ * /proc/stat, over all cores), the worker processes, the scheduler, and this process (the
+ * emulations and the benchmark's own polling), so the saturated resource is visible.
  */
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -23,6 +28,41 @@ const JOBS = Number(argOf('jobs') ?? 10_000);
 const WORKERS = (argOf('workers') ?? '1,2,4').split(',').map(Number);
 /** Fleet-wide in-flight cap of the venue (also each worker's local concurrency). */
 const INFLIGHT = Number(argOf('inflight') ?? 128);
+const ROUNDS = Number(argOf('rounds') ?? 3);
+
+/** One measured run: units/s and the CPU spent in the window, in cores (1.0 = one core busy throughout). */
+interface Run {
+  unitsPerSec: number;
+  machineBusy: number;
+  cores: number;
+  workers: number;
+  scheduler: number;
+  bench: number;
+}
+
+/** Measures CPU from `start()` to `stop()` for the given processes. */
+function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: number | undefined }) {
+  const m0 = machineCpuMs();
+  const b0 = process.cpuUsage();
+  const t0 = performance.now();
+  const p0 = pids();
+  const w0 = p0.workers.map(procCpuMs);
+  return (unitsPerSec: number, schedulerCpu0: number): Run => {
+    const seconds = (performance.now() - t0) / 1000;
+    const m1 = machineCpuMs();
+    const p1 = pids();
+    const b = process.cpuUsage(b0);
+    const workers = p1.workers.reduce<number>((sum, pid, i) => sum + (procCpuMs(pid) - (w0[i] ?? 0)), 0);
+    return {
+      unitsPerSec,
+      machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
+      cores: m1.cores,
+      workers: workers / 1000 / seconds,
+      scheduler: (procCpuMs(p1.scheduler) - schedulerCpu0) / 1000 / seconds,
+      bench: (b.user + b.system) / 1e6 / seconds,
+    };
+  };
+}
 
 const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5, '0')}/USDT`);
 
@@ -39,7 +79,7 @@ async function seed(fleet: FleetHarness): Promise<void> {
   });
 }
 
-async function run(workers: number): Promise<number> {
+async function run(workers: number): Promise<Run> {
   const fleet = await FleetHarness.start({ venues: { binance: { symbols, limit: { enabled: false } } } });
   const redis = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(redis, { prefix: fleet.prefix });
@@ -49,6 +89,7 @@ async function run(workers: number): Promise<number> {
     await new Promise((r) => setTimeout(r, 3000));
     const started = performance.now();
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
+    const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler.child.pid }));
     // Polling must not compete with what it measures: the queue's counters are one cheap Redis
     // call; the store's full job list (10,000 rows) is read only once the queue looks drained.
     await waitFor(
@@ -61,9 +102,10 @@ async function run(workers: number): Promise<number> {
       { timeoutMs: 900_000, intervalMs: 250 },
     );
     const seconds = (performance.now() - started) / 1000;
+    const measured = done(JOBS / seconds, 0);
     await fleet.stopProcess(scheduler);
     await Promise.all(procs.map((p) => fleet.stopProcess(p)));
-    return JOBS / seconds;
+    return measured;
   } finally {
     await queues.close();
     redis.disconnect();
@@ -97,15 +139,34 @@ async function schedulerOnly(): Promise<number> {
   }
 }
 
-const baseline = await schedulerOnly();
-process.stderr.write(`scheduler alone: ${baseline.toFixed(0)} units/s\n`);
-const rows: Array<[string, number]> = [];
-for (const w of WORKERS) {
-  const r = await run(w);
-  process.stderr.write(`${w} worker(s): ${r.toFixed(0)} units/s\n`);
-  rows.push([`${w} worker process${w > 1 ? 'es' : ''}`, r]);
+const median = (xs: number[]): number => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+};
+const baselines: number[] = [];
+const runs = new Map<number, Run[]>(WORKERS.map((w) => [w, []]));
+for (let round = 1; round <= ROUNDS; round++) {
+  const b = await schedulerOnly();
+  baselines.push(b);
+  process.stderr.write(`round ${round}: scheduler alone ${b.toFixed(0)} units/s\n`);
+  for (const w of WORKERS) {
+    const r = await run(w);
+    runs.get(w)!.push(r);
+    process.stderr.write(
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}\n`,
+    );
+  }
 }
-console.log(`| ${JOBS} jobs | units/s | ratio to scheduler-alone |`);
-console.log('| --- | ---: | ---: |');
-console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 |`);
-for (const [name, r] of rows) console.log(`| end to end, ${name} | ${r.toFixed(0)} | ${(r / baseline).toFixed(2)} |`);
+const baseline = median(baselines);
+console.log(`| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | emulation + benchmark (cores) |`);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | |`);
+for (const w of WORKERS) {
+  const rs = runs.get(w)!;
+  const m = (f: (r: Run) => number) => median(rs.map(f));
+  const u = m((r) => r.unitsPerSec);
+  console.log(
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+  );
+}
+console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);

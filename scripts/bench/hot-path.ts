@@ -25,8 +25,8 @@
  * the measured window (SIGUSR2 at resume and at completion seen): DIR/<system>-<scenario>-r<round>.cpuprofile
  * (open in Chrome DevTools or speedscope; timings of such a run include the profiler).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,7 @@ import { startMockVenue } from '@tickfleet/mock-venue';
 import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -58,13 +59,6 @@ const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
 const SCENARIO = { venues: { binance: { limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) } } };
 const FIXTURES = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
 const FIXTURE = join(FIXTURES, 'hot-path-baseline-worker.ts');
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
 
 interface Series {
   symbol: string;
@@ -102,13 +96,6 @@ interface Result {
   startFrom: 'processedOn' | 'resume';
 }
 
-/** utime + stime of a process in ms, from /proc/<pid>/stat. */
-function procCpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
-}
 
 /** Samples the active count every 200 ms (never two reads at once); `stop` keeps the samples in [fromMs, toMs]. */
 function sampler(read: () => Promise<number>): { stop: (fromMs: number, toMs: number) => Record<number, number> } {
