@@ -108,7 +108,8 @@ const CASES: Record<string, JsonCase> = {
   'backfill start': {
     runs: () => [
       ['backfill', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-02', '--to', '2024-01-02T02:00:00Z'],
-      ['backfill', 'start', '--gaps', JOB],
+      ['backfill', '--gaps', JOB],
+      ['backfill', 'start', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-03', '--to', '2024-01-03T01:00:00Z'],
     ],
     check: (out, seen) => {
       const bf = asObject(out);
