@@ -1,19 +1,9 @@
-import { Command, CommanderError } from 'commander';
-import { cliEnv } from './cli-env.js';
-import { registerCommands } from './commands/index.js';
+import { CommanderError } from 'commander';
 import { errorExitCode, oneLineError } from './edge-errors.js';
-
-const program = new Command('tickfleet')
-  .description('tickfleet: a market-data collection fleet with fleet-wide rate budgets')
-  .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', cliEnv('TICKFLEET_STORE_URL').TICKFLEET_STORE_URL)
-  // One line and a hint, not the whole help, after a mistyped command or option.
-  .showHelpAfterError('(run tickfleet --help, or tickfleet <command> --help, for usage)')
-  .exitOverride();
-
-registerCommands(program);
+import { buildProgram } from './program.js';
 
 try {
-  await program.parseAsync(process.argv);
+  await buildProgram().parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
     // commander already printed its one-line message (e.g. "error: unknown option '--x'").

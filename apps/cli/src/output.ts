@@ -1,3 +1,14 @@
+import { Option } from 'commander';
+
+/**
+ * `--json`, declared the same way by every command that prints a result (`.addOption(jsonOption())`):
+ * one flag name and one meaning, stdout is then exactly one JSON document.
+ * apps/cli/test/json-output.int.test.ts finds every command declaring it and parses its output.
+ */
+export function jsonOption(description = 'print JSON'): Option {
+  return new Option('--json', description);
+}
+
 /** Prints a value as one JSON document on stdout. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

@@ -26,7 +26,7 @@ import { preflightRedis } from '../role-guard.js';
 import { assertVenueSymbol } from '../venue-symbols.js';
 import { sinkOption, withSink } from './data.js';
 import { fleetRedis } from '../fleet-context.js';
-import { isoOrDash, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { ProgressBar } from '../progress-bar.js';
 import { withStore } from '../store-context.js';
 
@@ -45,10 +45,17 @@ interface BackfillOptions {
 type BackfillReport = Backfill & { failedChunks: Array<Pick<BackfillChunk, 'fromMs' | 'toMs' | 'error'>> };
 
 export function registerBackfill(program: Command): void {
-  const backfill = sinkOption(
-    program
-      .command('backfill')
-      .description("collect a past range of candles (or a job's open gaps) as page-sized units below live work")
+  const backfill = program
+    .command('backfill')
+    .description("collect a past range of candles (or a job's open gaps) as page-sized units below live work; status, list, cancel");
+
+  sinkOption(
+    backfill
+      // The default subcommand, so `tickfleet backfill <venue> <symbol> …` runs it: were it the
+      // group's own action, its options would be the group's, and commander lets a group claim
+      // its options anywhere on the line (`backfill status <id> --json` printed the table).
+      .command('start', { isDefault: true })
+      .description('enqueue a backfill (the default: tickfleet backfill <venue> <symbol> … is tickfleet backfill start <venue> <symbol> …)')
       .argument('[venue]', 'venue, e.g. binance')
       .argument('[symbol]', 'symbol, e.g. BTC/USDT')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
@@ -59,7 +66,7 @@ export function registerBackfill(program: Command): void {
         "turn the job's open gaps (not venue holes), and a missing head from its --since to the first stored candle (read from --sink), into units instead of a range",
       )
       .option('--follow', 'wait and show progress until the backfill ends; exits 1 unless it ends done')
-      .option('--json', 'print JSON')
+      .addOption(jsonOption())
       .option(
         '--max-units <n>',
         `refuse a backfill needing more page-sized units than this (at most ${MAX_BACKFILL_UNITS_CEILING})`,
@@ -102,10 +109,10 @@ export function registerBackfill(program: Command): void {
   backfill
     .command('status <id>')
     .description('show a backfill')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       const found = await withStore(cmd, (store) => report(store, id));
-      if (wantsJson(opts, cmd)) printJson(found);
+      if (opts.json) printJson(found);
       else {
         printBackfills([found]);
         printFailures(found);
@@ -115,17 +122,17 @@ export function registerBackfill(program: Command): void {
   backfill
     .command('list')
     .description('list backfills')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const all = await withStore(cmd, (store) => store.backfills.list());
-      if (wantsJson(opts, cmd)) printJson(all);
+      if (opts.json) printJson(all);
       else printBackfills(all);
     });
 
   backfill
     .command('cancel <id>')
     .description('cancel a backfill: its queued units are removed, running ones finish')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       const cancelled = await withStore(cmd, async (store) => {
         const bf = await getBackfill(store, id);
@@ -145,14 +152,9 @@ export function registerBackfill(program: Command): void {
         });
         return { ...saved, removedUnits: removed };
       });
-      if (wantsJson(opts, cmd)) printJson(cancelled);
+      if (opts.json) printJson(cancelled);
       else process.stdout.write(`${cancelled.id}: cancelled, ${cancelled.removedUnits} queued units removed\n`);
     });
-}
-
-/** `--json` is also an option of the parent `backfill`, which commander lets claim it. */
-function wantsJson(opts: { json?: boolean }, cmd: Command): boolean {
-  return opts.json === true || (cmd.optsWithGlobals() as { json?: boolean }).json === true;
 }
 
 interface BackfillRequest {

@@ -1,7 +1,7 @@
 import { type Command } from 'commander';
 import { type Connector, type ConnectorInput, effectiveLimit, formatDurationMs, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
-import { printJson, printTable } from '../output.js';
+import { jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
 interface UpsertOptions {
@@ -28,7 +28,7 @@ export function registerConnectors(program: Command): void {
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
     .option('--max-inflight <n>', 'fleet-wide in-flight units (default 4 on create)', positiveInt('--max-inflight'))
     .option('--freeze <duration>', 'how long a job waits before it is claimed again after its unit failed for good (default 60s)', duration('--freeze'))
-    .option('--json', 'print the connector as JSON')
+    .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const saved = await withStore(cmd, async (store) => {
@@ -59,7 +59,7 @@ export function registerConnectors(program: Command): void {
   connectors
     .command('list')
     .description('list connectors')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const all = await withStore(cmd, (store) => store.connectors.list());
       if (opts.json) printJson(all);
@@ -69,7 +69,7 @@ export function registerConnectors(program: Command): void {
   connectors
     .command('show <venue>')
     .description('show one connector')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (venue: string, opts: { json?: boolean }, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const found = await withStore(cmd, (store) => store.connectors.get(name));
@@ -86,7 +86,7 @@ export function registerConnectors(program: Command): void {
     connectors
       .command(`${verb} <venue>`)
       .description(`${verb} a venue fleet-wide (status ${status})`)
-      .option('--json', 'print JSON')
+      .addOption(jsonOption())
       .action(async (venue: string, opts: { json?: boolean }, cmd: Command) => {
         const name = parseOrThrow(VenueName, venue, 'venue');
         const saved = await withStore(cmd, async (store) => {

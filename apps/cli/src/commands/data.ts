@@ -6,7 +6,7 @@ import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timefram
 import { openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
-import { isoOrDash, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
 /** `--sink <url>`: env TICKFLEET_SINK_URL, else the shared default sink. */
@@ -66,7 +66,7 @@ export function registerData(program: Command): void {
       .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
       .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
-      .option('--json', 'print JSON'),
+      .addOption(jsonOption()),
   ).action(async (venue: string, symbol: string, opts: RangeOptions, cmd: Command) => {
     const q = series(venue, symbol, opts);
     const result = await withSink(opts.sink, async (sink) => {

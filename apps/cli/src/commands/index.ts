@@ -17,6 +17,12 @@ import { registerSpool } from './spool.js';
 /**
  * Every command group registers itself here, one file per group under `commands/`, in the order
  * `tickfleet --help` lists them: roles first, then operator commands.
+ *
+ * A command with subcommands declares no options and no action of its own: commander lets a
+ * command claim its options anywhere on the line, its subcommands' part included, so a group's
+ * `--json` would take its subcommand's. What the group itself does is its default subcommand
+ * (`backfill start`, `gaps list`). Only the root has options (`--store`), global on purpose, and
+ * no command reuses their names. apps/cli/test/json-output.int.test.ts checks both.
  */
 export function registerCommands(program: Command): void {
   registerUp(program);

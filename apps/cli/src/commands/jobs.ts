@@ -13,7 +13,7 @@ import {
 } from '@tickfleet/core';
 import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
-import { isoOrDash, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 import { assertVenueSymbol } from '../venue-symbols.js';
 
@@ -33,7 +33,7 @@ export function registerJobs(program: Command): void {
     .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for ohlcv`, oneOf('--timeframe', TIMEFRAMES))
     .option('--since <iso>', 'collect from this date (UTC), e.g. 2024-01-01', isoDate('--since'))
     .option('--priority <n>', 'higher runs first (default 0)', integer('--priority'))
-    .option('--json', 'print the job as JSON')
+    .addOption(jsonOption('print the job as JSON'))
     .action(async (venue: string, type: string, symbol: string, opts: AddOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const jobType = oneOf<JobType>('type', JOB_TYPES)(type);
@@ -64,7 +64,7 @@ export function registerJobs(program: Command): void {
     .command('list')
     .description('list jobs')
     .option('--venue <venue>', 'only this venue')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (opts: { venue?: string; json?: boolean }, cmd: Command) => {
       const venue = opts.venue === undefined ? undefined : parseOrThrow(VenueName, opts.venue, '--venue');
       const list = await withStore(cmd, (store) => store.jobs.list(venue ? { venue } : {}));
@@ -75,7 +75,7 @@ export function registerJobs(program: Command): void {
   jobs
     .command('show <id>')
     .description('show one job')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       const job = await withStore(cmd, (store) => getJob(store.jobs, id));
       if (opts.json) printJson(job);
@@ -89,7 +89,7 @@ export function registerJobs(program: Command): void {
     jobs
       .command(`${verb} <id>`)
       .description(`${verb} a job`)
-      .option('--json', 'print JSON')
+      .addOption(jsonOption())
       .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
         const job = await withStore(cmd, async (store) => {
           await getJob(store.jobs, id);

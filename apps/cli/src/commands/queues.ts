@@ -1,7 +1,7 @@
 import { type Command } from 'commander';
 import type { VenueQueues, RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
-import { printJson, printTable } from '../output.js';
+import { jsonOption, printJson, printTable } from '../output.js';
 import { fleetRedis } from '../fleet-context.js';
 import { REDIS_CONNECT_WAIT_MS } from '../role-guard.js';
 import { withStore } from '../store-context.js';
@@ -59,7 +59,7 @@ export function registerQueues(program: Command): void {
   program
     .command('queues')
     .description('per venue queue: units by state, rate-limit (freeze) TTL and global concurrency (env: REDIS_URL)')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (opts: { json?: boolean }, cmd: Command) => {
       const rows = await withStore(cmd, (store) => withFleetRedis(({ queues }) => queueRows(store, queues)));
       if (opts.json) return printJson(rows);

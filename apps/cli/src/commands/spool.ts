@@ -5,7 +5,7 @@ import { formatDurationMs, SinkUnavailableError, SpoolLockedError, ValidationErr
 import { listSegments, oldestReceivedAtMs, ReplayWorker, Spool, type DrainResult, type Sink } from '@tickfleet/sinks';
 import { cliEnv } from '../cli-env.js';
 import { lockedSpoolError } from '../edge-errors.js';
-import { isoOrDash, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { sinkOption, withSink } from './data.js';
 
 interface SpoolDirOptions {
@@ -21,7 +21,7 @@ export function registerSpool(program: Command): void {
   const spool = program.command('spool').description('the durable outage spool behind the primary sink');
 
   spoolDirOption(
-    spool.command('status').description('segments, bytes and oldest record age of a spool and of the worker slots under it').option('--json', 'print JSON'),
+    spool.command('status').description('segments, bytes and oldest record age of a spool and of the worker slots under it').addOption(jsonOption()),
   ).action((opts: SpoolDirOptions) => {
     const parts = spoolDirs(opts.spoolDir).map(dirStatus);
     const base = parts[0]!;
@@ -54,7 +54,7 @@ export function registerSpool(program: Command): void {
       spool
         .command('replay')
         .description('drain the spool into the sink now (the spool must not be in use by a running worker)')
-        .option('--json', 'print the result as JSON'),
+        .addOption(jsonOption('print the result as JSON')),
     ),
   ).action(async (opts: SpoolDirOptions & { sink: string }) => {
     const dirs = spoolDirs(opts.spoolDir).filter((dir, i) => i === 0 || listSegments(dir).some((seg) => seg.bytes > 0));

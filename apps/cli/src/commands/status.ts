@@ -2,7 +2,7 @@ import { type Command } from 'commander';
 import { formatDurationMs } from '@tickfleet/core';
 import type { FleetStatus, VenueStatus } from '@tickfleet/dashboard';
 import { cliEnv } from '../cli-env.js';
-import { printJson, printTable } from '../output.js';
+import { jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 import { withFleetRedis } from './queues.js';
 
@@ -45,7 +45,7 @@ export function registerStatus(program: Command): void {
     .command('status')
     .description('fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag (env: REDIS_URL)')
     .option('--spool-dir <dir>', 'spool base directory', cliEnv('TICKFLEET_SPOOL_DIR').TICKFLEET_SPOOL_DIR)
-    .option('--json', 'print the full status as JSON')
+    .addOption(jsonOption('print the full status as JSON'))
     .action(async (opts: { json?: boolean; spoolDir: string }, cmd: Command) => {
       const [{ FleetVenueControl, WorkerHeartbeat }, { collectFleetStatus }] = await Promise.all([import('@tickfleet/budget'), import('@tickfleet/dashboard')]);
       const status = await withStore(cmd, (store) =>

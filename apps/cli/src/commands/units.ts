@@ -1,7 +1,7 @@
 import { type Command } from 'commander';
 import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
 import { duration, positiveInt } from '../args.js';
-import { printJson, printTable } from '../output.js';
+import { jsonOption, printJson, printTable } from '../output.js';
 import { withFleetRedis } from './queues.js';
 
 /** Unit states `units clean` may remove. Active units are never cleaned: a worker holds them. */
@@ -29,7 +29,7 @@ export function registerUnits(program: Command): void {
   units
     .command('retry-failed <venue>')
     .description('move every failed unit of the venue back to its queue')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (venueArg: string, opts: { json?: boolean }) => {
       const venue = parseOrThrow(VenueName, venueArg, 'venue');
       const result = await withFleetRedis(async ({ queues }) => {
@@ -50,7 +50,7 @@ export function registerUnits(program: Command): void {
     .option('--older-than <duration>', 'only units finished (or added, for waiting/delayed) longer ago than this, e.g. 1d, 12h', duration('--older-than'))
     .option('--state <list>', `comma-separated states to clean: ${CLEANABLE.join(', ')}`, states, ['completed', 'failed'] as Cleanable[])
     .option('--limit <n>', 'at most this many units per state (default: all)', positiveInt('--limit'))
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (venueArg: string, opts: CleanOptions) => {
       const venue = parseOrThrow(VenueName, venueArg, 'venue');
       if (opts.olderThan === undefined) throw new ValidationError('--older-than', 'a duration such as 1d or 12h (units younger than it are kept)');
