@@ -60,7 +60,7 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; h
   .venue-charts .charts { display:flex; gap:10px; flex-wrap:wrap; }
   .venue-charts .chart .title { color:var(--dim); font-size:12px; }
   .uplot { font-family:inherit; }
-  .u-legend { font-size:11px; color:var(--dim); }
+  .venue-charts .chart .title .swatch { width:8px; height:3px; margin:0 3px 0 10px; vertical-align:3px; }
 </style>
 </head>
 <body>
@@ -229,18 +229,21 @@ function chartData(spec, h) { return [h.t.map((t) => t / 1000), ...spec.series.m
 function makeChart(spec, panel, host, h) {
   const width = 330;
   const scales = { x: { time: true, range: () => windowS } };
-  const axes = [{ stroke: '#8a96a3', grid: { stroke: '#26303b' }, ticks: { stroke: '#26303b' } }];
+  // Times in UTC like the rest of the page.
+  const axes = [{ stroke: '#8a96a3', grid: { stroke: '#26303b' }, ticks: { stroke: '#26303b' }, size: 28,
+    values: (u, splits) => splits.map((t) => new Date(t * 1000).toISOString().slice(11, 16)) }];
   const series = [{}];
   spec.series.forEach((s, i) => {
     const scale = s.scale || 'y';
     if (!scales[scale]) {
       scales[scale] = { range: (u, min, max) => [0, Math.max(1, max === null ? 1 : max * 1.1)] };
-      axes.push({ scale, stroke: s.scale ? s.stroke : '#8a96a3', grid: { show: axes.length === 1, stroke: '#26303b' }, ticks: { stroke: '#26303b' }, side: axes.length === 1 ? 3 : 1, size: 44 });
+      axes.push({ scale, stroke: s.scale ? s.stroke : '#8a96a3', grid: { show: axes.length === 1, stroke: '#26303b' }, ticks: { stroke: '#26303b' }, side: axes.length === 1 ? 3 : 1, size: 54 });
     }
     series.push({ label: s.label, scale, stroke: s.stroke, width: 1.5, fill: s.fill, dash: s.dash, spanGaps: false,
       paths: s.paths === 'stepped' ? uPlot.paths.stepped({ align: 1 }) : undefined, points: { show: false } });
   });
-  return new uPlot({ width, height: 150, scales, axes, series, legend: { live: false }, cursor: { show: false }, plugins: [bandsPlugin(panel)] }, chartData(spec, h), host);
+  // The legend is drawn in the title (uPlot's own is a table, which would mix with the venue table's rows).
+  return new uPlot({ width, height: 150, scales, axes, series, legend: { show: false }, cursor: { show: false }, plugins: [bandsPlugin(panel)] }, chartData(spec, h), host);
 }
 function venuePanel(venue) {
   let panel = panels.get(venue);
@@ -263,11 +266,14 @@ function renderHistory(hist) {
     // What the bands show, for people (the list) and for tests and scripts (the attributes).
     panel.root.setAttribute('data-marks', JSON.stringify(h.marks));
     panel.root.setAttribute('data-samples', String(h.t.length));
+    panel.root.setAttribute('data-units', String(h.totals.unitsCompleted));
+    panel.root.setAttribute('data-records', String(h.totals.recordsWritten));
     panel.root.querySelector('.marks').replaceChildren(...h.marks.map((m) =>
       el('li', { 'data-cause': m.cause }, [m.cause + ' freeze ' + clock(m.fromMs) + ' → ' + clock(m.toMs) + ' (' + dur(m.toMs - m.fromMs) + ')'])));
     if (panel.plots.length === 0) {
       for (const spec of CHARTS) {
-        const box = el('div', { class: 'chart', 'data-chart': spec.key }, [el('div', { class: 'title' }, [spec.title])]);
+        const legend = spec.series.map((s) => el('span', {}, [el('span', { class: 'swatch', style: 'background:' + s.stroke }), s.label]));
+        const box = el('div', { class: 'chart', 'data-chart': spec.key }, [el('div', { class: 'title' }, [spec.title, ...legend])]);
         panel.charts.append(box);
         panel.plots.push(makeChart(spec, panel, box, h));
       }
