@@ -141,7 +141,7 @@ describe('dashboard in a real browser', () => {
     for (const venue of ['binance', 'polygon']) {
       await waitFor(async () => (await panel(page, venue).locator('canvas').count()) >= 4, `the ${venue} charts`, { timeoutMs: 30_000 });
     }
-    expect(await page.evaluate(() => typeof (window as unknown as { uPlot?: unknown }).uPlot)).toBe('function');
+    expect(await page.evaluate(() => typeof (globalThis as unknown as { uPlot?: unknown }).uPlot)).toBe('function');
     expect(
       await panel(page, 'binance')
         .locator('[data-chart]')

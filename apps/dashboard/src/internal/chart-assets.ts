@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { NotFoundError } from '@tickfleet/core';
 
 /** A file the dashboard serves from its own origin. */
@@ -10,12 +10,10 @@ export interface StaticAsset {
   body: Buffer;
 }
 
-const require = createRequire(import.meta.url);
-
 function load(specifier: string, path: string, contentType: string): StaticAsset {
   let file: string;
   try {
-    file = require.resolve(specifier);
+    file = fileURLToPath(import.meta.resolve(specifier));
   } catch {
     throw new NotFoundError('dashboard chart library file (installed with the uplot package of @tickfleet/dashboard: run pnpm install)', specifier);
   }
