@@ -1,6 +1,6 @@
 import type { FreezeCause } from '@tickfleet/budget';
 import { ValidationError } from '@tickfleet/core';
-import type { Logger } from '@tickfleet/telemetry';
+import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import type { FleetStatus } from './fleet-status.js';
 import type { CompletionTotals } from './internal/completion-counter.js';
 import { counterIncrease, counterRates, RingBuffer } from './internal/ring-buffer.js';
@@ -115,8 +115,11 @@ export class HistoryCollector {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
+  private readonly logFailure: ReturnType<typeof rateLimitedLog> | undefined;
 
   constructor(private readonly options: HistoryCollectorOptions) {
+    // A Redis or store outage fails every sample; one line per cause a minute is enough to see it.
+    this.logFailure = options.logger && rateLimitedLog(options.logger, 60_000);
     if (!Number.isFinite(options.intervalMs) || options.intervalMs < 100)
       throw new ValidationError('history intervalMs', 'at least 100 ms', options.intervalMs);
     this.intervalMs = options.intervalMs;
@@ -129,7 +132,7 @@ export class HistoryCollector {
     this.stopped = false;
     const loop = (): void => {
       this.running = this.sample()
-        .catch((err: unknown) => this.options.logger?.warn({ err }, 'history sample failed'))
+        .catch((err: unknown) => this.logFailure?.('warn', err instanceof Error ? err.name : 'error', { err }, 'history sample failed'))
         .finally(() => {
           this.running = undefined;
           if (!this.stopped) {
