@@ -284,20 +284,21 @@ function renderHistory(hist) {
   }
   document.body.setAttribute('data-history-at', String(hist.atMs));
 }
-async function historyTick() {
+async function loadHistory() {
   try {
     const res = await fetch('api/history?minutes=' + range, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
     if (!res.ok) throw new Error('GET api/history: HTTP ' + res.status);
     renderHistory(await res.json());
   } catch (err) {
     $('error').textContent = String(err && err.message ? err.message : err);
-  } finally {
-    setTimeout(historyTick, CONFIG.historyRefreshMs);
   }
+}
+function historyTick() {
+  loadHistory().finally(() => setTimeout(historyTick, CONFIG.historyRefreshMs));
 }
 $('range').addEventListener('change', () => {
   range = Number($('range').value);
-  fetch('api/history?minutes=' + range, { credentials: 'same-origin' }).then((r) => r.json()).then(renderHistory, () => undefined);
+  loadHistory();
 });
 $('sample-every').textContent = dur(CONFIG.historyIntervalMs);
 $('every').textContent = dur(CONFIG.refreshMs);
