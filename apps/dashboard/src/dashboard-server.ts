@@ -2,15 +2,19 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { FleetVenueControl, WorkerHeartbeat } from '@tickfleet/budget';
+import { ValidationError } from '@tickfleet/core';
 import { QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
+import { historyRange, HistoryCollector } from './fleet-history.js';
 import { collectFleetStatus, type FleetStatus } from './fleet-status.js';
 import { FleetStatusMetrics } from './fleet-status-metrics.js';
 import { QueueBoard } from './queue-board.js';
 import { StatusCache } from './status-cache.js';
 import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
 import { actionGuard } from './internal/action-guard.js';
+import { chartAssets, type StaticAsset } from './internal/chart-assets.js';
+import { CompletionCounter } from './internal/completion-counter.js';
 import { overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
@@ -38,6 +42,8 @@ export interface DashboardServerOptions {
   refreshMs?: number;
   /** A status snapshot is reused for this long across requests and scrapes. @defaultValue 500 */
   statusMaxAgeMs?: number;
+  /** How often the history behind the overview's charts samples each venue (it keeps an hour). @defaultValue 5000 */
+  historyIntervalMs?: number;
   /** @defaultValue createRegistry('dashboard') */
   registry?: Registry;
   logger?: Logger;
@@ -46,7 +52,8 @@ export interface DashboardServerOptions {
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
 
 /**
- * The dashboard role's HTTP server: the fleet overview at `/` (polling `/api/status`), bull-board
+ * The dashboard role's HTTP server: the fleet overview at `/` (polling `/api/status`, charting
+ * `/api/history` with the uPlot build it serves under `/assets/`), bull-board
  * for every venue queue at `/queues`, and `/metrics` `/healthz` `/readyz`.
  *
  * Read-only unless `allowActions`: bull-board's per-queue `readOnlyMode` answers 405 to actions,
@@ -60,12 +67,16 @@ export class DashboardServer {
   readonly control: FleetVenueControl;
   readonly liveness: WorkerHeartbeat;
   readonly status: StatusCache;
+  readonly history: HistoryCollector;
+  private readonly assets: StaticAsset[];
   private readonly allowActions: boolean;
   private readonly credentials: DashboardCredentials;
   private server: Server | undefined;
   private draining = false;
 
   constructor(private readonly options: DashboardServerOptions) {
+    // First, so a dashboard installed without its chart library does not start at all.
+    this.assets = chartAssets();
     this.allowActions = options.allowActions ?? false;
     this.credentials = options.credentials ?? {};
     assertCredentials(this.allowActions, this.credentials);
@@ -87,6 +98,13 @@ export class DashboardServer {
       options.statusMaxAgeMs ?? 500,
       (s) => metrics.apply(s),
     );
+    const completions = new CompletionCounter(options.redis, this.queues);
+    this.history = new HistoryCollector({
+      status: () => this.status.current(),
+      completions: (venue) => completions.read(venue),
+      intervalMs: options.historyIntervalMs ?? 5000,
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
   }
 
   /** A fresh snapshot (bypassing the cache). */
@@ -120,6 +138,7 @@ export class DashboardServer {
     this.server = server;
     try {
       await this.board.start();
+      this.history.start();
     } catch (err) {
       await this.stop().catch(() => undefined);
       throw err;
@@ -133,6 +152,7 @@ export class DashboardServer {
   }
 
   async stop(): Promise<void> {
+    await this.history.stop();
     await this.board.stop();
     const server = this.server;
     this.server = undefined;
@@ -164,11 +184,32 @@ export class DashboardServer {
     });
 
     app.get('/', (_req, res) => {
-      res.type('html').send(overviewPage({ queuesPath: this.board.basePath, refreshMs: this.options.refreshMs ?? 2000, readOnly: !this.allowActions }));
+      res.type('html').send(
+        overviewPage({
+          queuesPath: this.board.basePath,
+          refreshMs: this.options.refreshMs ?? 2000,
+          historyIntervalMs: this.history.intervalMs,
+          readOnly: !this.allowActions,
+        }),
+      );
     });
     app.get('/api/status', (_req, res, next) => {
       this.status.current().then((s) => res.json(s), next);
     });
+    app.get('/api/history', (req, res) => {
+      try {
+        res.json(this.history.history(historyRange(req.query.minutes)));
+      } catch (err) {
+        if (!(err instanceof ValidationError)) throw err;
+        res.status(400).json({ error: err.message });
+      }
+    });
+    for (const asset of this.assets) {
+      app.get(asset.path, (_req, res) => {
+        res.type(asset.contentType).setHeader('Cache-Control', 'public, max-age=3600');
+        res.send(asset.body);
+      });
+    }
     app.get('/metrics', (_req, res, next) => {
       // The fleet gauges are set from a snapshot, so a scrape first makes sure it is fresh.
       this.status

@@ -1,7 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'bullmq';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { createRedisConnection } from '@tickfleet/queues';
 import { CHROMIUM, CHROMIUM_ARGS, repoRoot, requireChromium, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import type { FreezeMark } from '../src/fleet-history.js';
 import { DashboardServer } from '../src/index.js';
 import { connector, liveUnits, openTestFleet, writeSpoolSegment, type TestFleet } from './fleet-fixture.js';
 
@@ -33,7 +36,15 @@ beforeAll(async () => {
   await queues.enqueue([...liveUnits('binance', 'BTC/USDT', 3, now), ...liveUnits('polygon', 'AAPL', 2, now)]);
   writeSpoolSegment(join(fleet.spoolDir, 'worker-0'), now, 4);
 
-  server = new DashboardServer({ redis: fleet.redis, store, prefix: fleet.prefix, spoolDir: fleet.spoolDir, refreshMs: 500, statusMaxAgeMs: 0 });
+  server = new DashboardServer({
+    redis: fleet.redis,
+    store,
+    prefix: fleet.prefix,
+    spoolDir: fleet.spoolDir,
+    refreshMs: 500,
+    statusMaxAgeMs: 0,
+    historyIntervalMs: 250,
+  });
   await server.start();
   context = await chromium.launchPersistentContext(profile.path, {
     executablePath: CHROMIUM,
@@ -53,6 +64,35 @@ afterAll(async () => {
 });
 
 const cell = (page: Page, venue: string, field: string) => page.locator(`tr[data-venue="${venue}"] [data-field="${field}"]`);
+const panel = (page: Page, venue: string) => page.locator(`.venue-charts[data-venue="${venue}"]`);
+/** The freeze bands the page drew for a venue, as it exposes them (the history JSON's marks). */
+const marksOf = async (page: Page, venue: string): Promise<FreezeMark[]> =>
+  JSON.parse((await panel(page, venue).getAttribute('data-marks')) ?? '[]') as FreezeMark[];
+
+/** Completes `n` binance units for real: a BullMQ worker takes each and completes it with the return value a fleet worker gives. */
+async function completeUnits(n: number, records: number): Promise<void> {
+  const connection = createRedisConnection(redis.url);
+  const worker = new Worker(fleet.queues.queue('binance').name, null, { connection, prefix: fleet.prefix, autorun: false });
+  try {
+    for (let i = 0; i < n; i++) {
+      const token = `charts-${i}`;
+      const job = await worker.getNextJob(token);
+      if (!job?.id) throw new Error(`no binance unit to complete (${i} of ${n} done)`);
+      await job.moveToCompleted({ records, outcome: 'ok' }, token, false);
+    }
+  } finally {
+    await worker.close();
+    await connection.quit();
+  }
+}
+
+/** Width and height of a PNG file, after checking its signature and IHDR chunk. */
+function pngSize(path: string): { width: number; height: number; bytes: number } {
+  const png = readFileSync(path);
+  expect(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+  expect(png.subarray(12, 16).toString('ascii')).toBe('IHDR');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20), bytes: png.length };
+}
 
 describe('dashboard in a real browser', () => {
   it('shows each venue with its budget, then a freeze cause and new units as they happen, without a reload', async () => {
@@ -90,6 +130,56 @@ describe('dashboard in a real browser', () => {
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('charts each venue from the dashboard origin alone: throughput of completed units, and a venue frozen mid-run as a band', async () => {
+    const page = await context.newPage();
+    const requests: string[] = [];
+    page.on('request', (req) => requests.push(req.url()));
+    await page.goto(`${server.url}/`);
+    for (const venue of ['binance', 'polygon']) {
+      await waitFor(async () => (await panel(page, venue).locator('canvas').count()) >= 4, `the ${venue} charts`, { timeoutMs: 30_000 });
+    }
+    expect(await page.evaluate(() => typeof (globalThis as unknown as { uPlot?: unknown }).uPlot)).toBe('function');
+    expect(
+      await panel(page, 'binance')
+        .locator('[data-chart]')
+        .evaluateAll((charts) => charts.map((c) => c.getAttribute('data-chart'))),
+    ).toEqual(['budget', 'throughput', 'concurrency', 'lag']);
+
+    // Polygon was banned (418) in the previous test while the dashboard sampled: its band is there.
+    await waitFor(async () => (await marksOf(page, 'polygon')).some((m) => m.cause === '418'), 'the polygon 418 band', { timeoutMs: 30_000 });
+
+    // Work under the open page: two units complete (720 candles each), then binance is frozen.
+    await completeUnits(2, 720);
+    await waitFor(async () => (await panel(page, 'binance').getAttribute('data-units')) === '2', 'the two completed units charted', { timeoutMs: 30_000 });
+    expect(await panel(page, 'binance').getAttribute('data-records')).toBe('1440');
+    const frozenAt = Date.now();
+    await fleet.control.freeze('binance', frozenAt + 60_000, '429');
+    await waitFor(async () => (await marksOf(page, 'binance')).some((m) => m.cause === '429'), 'the binance freeze band', { timeoutMs: 30_000 });
+    const [band] = (await marksOf(page, 'binance')).filter((m) => m.cause === '429');
+    expect(band!.fromMs).toBeGreaterThanOrEqual(frozenAt);
+    expect(band!.toMs).toBe(frozenAt + 60_000);
+    expect(await panel(page, 'binance').locator('.marks li[data-cause="429"]').textContent()).toMatch(/^429 freeze \d\d:\d\d:\d\dZ → \d\d:\d\d:\d\dZ/);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = join(ARTIFACTS, 'dashboard-charts.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    const size = pngSize(shot);
+    expect(size.width).toBe(1440);
+    expect(size.height).toBeGreaterThan(640);
+    expect(size.bytes).toBeGreaterThan(10_000);
+
+    // The range selector asks for the longer history.
+    await page.selectOption('#range', '60');
+    await waitFor(() => requests.some((u) => u.endsWith('/api/history?minutes=60')), 'the 60-minute history requested', { timeoutMs: 30_000 });
+
+    // Everything the page loaded, the chart library included, came from the dashboard.
+    const origin = new URL(server.url).origin;
+    expect(requests).toContain(`${origin}/assets/uplot.iife.min.js`);
+    expect(requests).toContain(`${origin}/assets/uplot.min.css`);
+    expect(requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
     await page.close();
   });
 

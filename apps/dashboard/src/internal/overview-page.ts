@@ -1,16 +1,26 @@
 /**
  * The fleet overview: one static HTML page with a small inline script that polls
  * `api/status` (relative, so the page works under any mount path) every `refreshMs` and
- * redraws one row per venue. No build step, no external assets.
+ * redraws one row per venue, and below the table charts each venue's recent history from
+ * `api/history` with uPlot, which the dashboard serves itself under `assets/`. No build step,
+ * nothing from another origin.
  */
-export function overviewPage(options: { queuesPath: string; refreshMs: number; readOnly: boolean }): string {
-  const config = JSON.stringify({ queuesPath: options.queuesPath, refreshMs: options.refreshMs, readOnly: options.readOnly });
+export function overviewPage(options: { queuesPath: string; refreshMs: number; historyIntervalMs: number; readOnly: boolean }): string {
+  const config = JSON.stringify({
+    queuesPath: options.queuesPath,
+    refreshMs: options.refreshMs,
+    // Redrawing more often than the history gains a sample would only repeat the same picture.
+    historyRefreshMs: Math.max(1000, options.historyIntervalMs),
+    historyIntervalMs: options.historyIntervalMs,
+    readOnly: options.readOnly,
+  });
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tickfleet · fleet overview</title>
+<link rel="stylesheet" href="assets/uplot.min.css">
 <style>
   :root { --bg:#0f1419; --panel:#171d24; --line:#26303b; --text:#d8dee6; --dim:#8a96a3; --ok:#3fb950; --warn:#d29922; --bad:#f85149; --accent:#58a6ff; }
   * { box-sizing: border-box; }
@@ -39,6 +49,18 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; r
   .dim { color:var(--dim); }
   a.q { color:var(--accent); text-decoration:none; }
   #error { color:var(--bad); padding:0 24px; }
+  #history { padding:0 24px 24px; }
+  #history .head { display:flex; align-items:baseline; gap:16px; flex-wrap:wrap; }
+  #history h2 { font-size:16px; margin:8px 0; }
+  #history select { background:var(--panel); color:var(--text); border:1px solid var(--line); border-radius:4px; padding:2px 6px; }
+  .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 4px 0 10px; vertical-align:-1px; }
+  .venue-charts { background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:10px 14px; margin-top:12px; }
+  .venue-charts h3 { margin:0 0 6px; font-size:14px; }
+  .venue-charts .marks { margin:0 0 6px; padding:0; list-style:none; color:var(--dim); font-size:12px; }
+  .venue-charts .charts { display:flex; gap:10px; flex-wrap:wrap; }
+  .venue-charts .chart .title { color:var(--dim); font-size:12px; }
+  .uplot { font-family:inherit; }
+  .venue-charts .chart .title .swatch { width:8px; height:3px; margin:0 3px 0 10px; vertical-align:3px; }
 </style>
 </head>
 <body>
@@ -69,6 +91,18 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; r
   <tbody></tbody>
 </table>
 </main>
+<section id="history">
+  <div class="head">
+    <h2>last <select id="range" aria-label="history range"><option value="15">15 min</option><option value="30">30 min</option><option value="60">60 min</option></select></h2>
+    <span class="meta">sampled by the dashboard every <span id="sample-every"></span> · freezes:
+      <span class="swatch" style="background:rgba(210,153,34,.5)"></span>429
+      <span class="swatch" style="background:rgba(248,81,73,.5)"></span>418 ban
+      <span class="swatch" style="background:rgba(88,166,255,.4)"></span>budget
+      <span class="swatch" style="background:rgba(138,150,163,.5)"></span>manual</span>
+  </div>
+  <div id="charts"></div>
+</section>
+<script src="assets/uplot.iife.min.js"></script>
 <script>
 const CONFIG = ${config};
 const $ = (id) => document.getElementById(id);
@@ -152,10 +186,126 @@ async function tick() {
     setTimeout(tick, CONFIG.refreshMs);
   }
 }
+// ---- history charts (uPlot) ----
+const MARK_FILL = { '429': 'rgba(210,153,34,.22)', '418': 'rgba(248,81,73,.22)', budget: 'rgba(88,166,255,.16)', manual: 'rgba(138,150,163,.22)' };
+const MARK_EDGE = { '429': 'rgba(210,153,34,.9)', '418': 'rgba(248,81,73,.9)', budget: 'rgba(88,166,255,.8)', manual: 'rgba(138,150,163,.9)' };
+// What each small chart plots from a venue's history; two scales where magnitudes differ.
+const CHARTS = [
+  { key: 'budget', title: 'budget used vs limit (per window)', series: [
+    { label: 'used', col: 'budgetUsed', stroke: '#58a6ff', fill: 'rgba(88,166,255,.12)' },
+    { label: 'limit', col: 'budgetLimit', stroke: '#8a96a3', dash: [4, 4] }] },
+  { key: 'throughput', title: 'units/s and records/s', series: [
+    { label: 'units/s', col: 'unitsPerSec', stroke: '#3fb950', scale: 'u' },
+    { label: 'records/s', col: 'recordsPerSec', stroke: '#d2a8ff', scale: 'r' }] },
+  { key: 'concurrency', title: 'AIMD concurrency (in-flight limit)', series: [
+    { label: 'limit', col: 'concurrency', stroke: '#e3b341', paths: 'stepped' },
+    { label: 'ceiling', col: 'concurrencyMax', stroke: '#8a96a3', dash: [4, 4] }] },
+  { key: 'lag', title: 'oldest cursor lag (s)', series: [
+    { label: 'lag s', col: 'cursorLagSec', stroke: '#f0883e' }] },
+];
+const panels = new Map();
+let range = 15;
+let windowS = [0, 1];
+function clock(ms) { return new Date(ms).toISOString().slice(11, 19) + 'Z'; }
+// Freeze bands behind the lines: each mark a band from its start to its end, clipped to the plot.
+function bandsPlugin(panel) {
+  return { hooks: { drawClear: [(u) => {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    ctx.save();
+    for (const m of panel.marks) {
+      const x0 = Math.max(left, u.valToPos(m.fromMs / 1000, 'x', true));
+      const x1 = Math.min(left + width, u.valToPos(m.toMs / 1000, 'x', true));
+      if (x1 < left || x0 > left + width) continue;
+      ctx.fillStyle = MARK_FILL[m.cause] || MARK_FILL.manual;
+      ctx.fillRect(x0, top, Math.max(2, x1 - x0), height);
+      ctx.fillStyle = MARK_EDGE[m.cause] || MARK_EDGE.manual;
+      ctx.fillRect(x0, top, 2, height);
+    }
+    ctx.restore();
+  }] } };
+}
+function chartData(spec, h) { return [h.t.map((t) => t / 1000), ...spec.series.map((s) => h[s.col])]; }
+function makeChart(spec, panel, host, h) {
+  const width = 330;
+  const scales = { x: { time: true, range: () => windowS } };
+  // Times in UTC like the rest of the page.
+  const axes = [{ stroke: '#8a96a3', grid: { stroke: '#26303b' }, ticks: { stroke: '#26303b' }, size: 28,
+    values: (u, splits) => splits.map((t) => new Date(t * 1000).toISOString().slice(11, 16)) }];
+  const series = [{}];
+  spec.series.forEach((s, i) => {
+    const scale = s.scale || 'y';
+    if (!scales[scale]) {
+      scales[scale] = { range: (u, min, max) => [0, Math.max(1, max === null ? 1 : max * 1.1)] };
+      axes.push({ scale, stroke: s.scale ? s.stroke : '#8a96a3', grid: { show: axes.length === 1, stroke: '#26303b' }, ticks: { stroke: '#26303b' }, side: axes.length === 1 ? 3 : 1, size: 54 });
+    }
+    series.push({ label: s.label, scale, stroke: s.stroke, width: 1.5, fill: s.fill, dash: s.dash, spanGaps: false,
+      paths: s.paths === 'stepped' ? uPlot.paths.stepped({ align: 1 }) : undefined, points: { show: false } });
+  });
+  // The legend is drawn in the title (uPlot's own is a table, which would mix with the venue table's rows).
+  return new uPlot({ width, height: 150, scales, axes, series, legend: { show: false }, cursor: { show: false }, plugins: [bandsPlugin(panel)] }, chartData(spec, h), host);
+}
+function venuePanel(venue) {
+  let panel = panels.get(venue);
+  if (panel) return panel;
+  const root = el('div', { class: 'venue-charts', 'data-venue': venue }, [el('h3', {}, [venue]), el('ul', { class: 'marks' })]);
+  const charts = el('div', { class: 'charts' });
+  root.append(charts);
+  panel = { root, charts, plots: [], marks: [] };
+  panels.set(venue, panel);
+  return panel;
+}
+function renderHistory(hist) {
+  const host = $('charts');
+  const venues = hist.venues.map((h) => h.venue);
+  for (const [venue, panel] of panels) if (!venues.includes(venue)) { panel.plots.forEach((p) => p.destroy()); panel.root.remove(); panels.delete(venue); }
+  windowS = [(hist.atMs - hist.minutes * 60000) / 1000, hist.atMs / 1000];
+  for (const h of hist.venues) {
+    const panel = venuePanel(h.venue);
+    panel.marks = h.marks;
+    // What the bands show, for people (the list) and for tests and scripts (the attributes).
+    panel.root.setAttribute('data-marks', JSON.stringify(h.marks));
+    panel.root.setAttribute('data-samples', String(h.t.length));
+    panel.root.setAttribute('data-units', String(h.totals.unitsCompleted));
+    panel.root.setAttribute('data-records', String(h.totals.recordsWritten));
+    panel.root.querySelector('.marks').replaceChildren(...h.marks.map((m) =>
+      el('li', { 'data-cause': m.cause }, [m.cause + ' freeze ' + clock(m.fromMs) + ' → ' + clock(m.toMs) + ' (' + dur(m.toMs - m.fromMs) + ')'])));
+    if (panel.plots.length === 0) {
+      for (const spec of CHARTS) {
+        const legend = spec.series.map((s) => el('span', {}, [el('span', { class: 'swatch', style: 'background:' + s.stroke }), s.label]));
+        const box = el('div', { class: 'chart', 'data-chart': spec.key }, [el('div', { class: 'title' }, [spec.title, ...legend])]);
+        panel.charts.append(box);
+        panel.plots.push(makeChart(spec, panel, box, h));
+      }
+    } else {
+      CHARTS.forEach((spec, i) => panel.plots[i].setData(chartData(spec, h)));
+    }
+    host.append(panel.root);
+  }
+  document.body.setAttribute('data-history-at', String(hist.atMs));
+}
+async function loadHistory() {
+  try {
+    const res = await fetch('api/history?minutes=' + range, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+    if (!res.ok) throw new Error('GET api/history: HTTP ' + res.status);
+    renderHistory(await res.json());
+  } catch (err) {
+    $('error').textContent = String(err && err.message ? err.message : err);
+  }
+}
+function historyTick() {
+  loadHistory().finally(() => setTimeout(historyTick, CONFIG.historyRefreshMs));
+}
+$('range').addEventListener('change', () => {
+  range = Number($('range').value);
+  loadHistory();
+});
+$('sample-every').textContent = dur(CONFIG.historyIntervalMs);
 $('every').textContent = dur(CONFIG.refreshMs);
 $('queues-link').href = CONFIG.queuesPath;
 $('mode').textContent = CONFIG.readOnly ? 'read-only' : 'job actions enabled';
 tick();
+historyTick();
 </script>
 </body>
 </html>
