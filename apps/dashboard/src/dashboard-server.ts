@@ -14,7 +14,6 @@ import { StatusCache } from './status-cache.js';
 import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
 import { actionGuard } from './internal/action-guard.js';
 import { chartAssets, type StaticAsset } from './internal/chart-assets.js';
-import { CompletionCounter } from './internal/completion-counter.js';
 import { overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
@@ -98,10 +97,12 @@ export class DashboardServer {
       options.statusMaxAgeMs ?? 500,
       (s) => metrics.apply(s),
     );
-    const completions = new CompletionCounter(options.redis, this.queues);
     this.history = new HistoryCollector({
       status: () => this.status.current(),
-      completions: (venue) => completions.read(venue),
+      completions: async (venue) => {
+        const t = await this.control.totals(venue);
+        return { units: t.unitsOk, records: t.records };
+      },
       intervalMs: options.historyIntervalMs ?? 5000,
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });

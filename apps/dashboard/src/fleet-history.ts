@@ -2,7 +2,6 @@ import type { FreezeCause } from '@tickfleet/budget';
 import { ValidationError } from '@tickfleet/core';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import type { FleetStatus } from './fleet-status.js';
-import type { CompletionTotals } from './internal/completion-counter.js';
 import { counterIncrease, counterRates, RingBuffer } from './internal/ring-buffer.js';
 
 /** The time ranges the history route and the page offer, in minutes. */
@@ -12,6 +11,14 @@ export type HistoryRangeMin = (typeof HISTORY_RANGES_MIN)[number];
 const MAX_RANGE_MS = Math.max(...HISTORY_RANGES_MIN) * 60_000;
 
 /** One sample of a venue: gauges as read, counters as totals (rates come from their deltas). */
+/** Counters of one venue that only grow (a drop means they were reset, e.g. Redis was emptied). */
+export interface CompletionTotals {
+  /** Units that completed successfully (every kind: live, backfill, book poll). */
+  units: number;
+  /** Records those units stored. */
+  records: number;
+}
+
 export interface VenueSample {
   atMs: number;
   budgetUsed: number | null;
@@ -62,7 +69,10 @@ export interface FleetHistory {
 export interface HistoryCollectorOptions {
   /** The fleet snapshot (the dashboard's status cache). */
   status: () => Promise<FleetStatus>;
-  /** A venue's completion counters ({@link CompletionCounter.read}). */
+  /**
+   * A venue's fleet-wide totals (counters that only grow; `FleetVenueControl.totals`): units that
+   * succeeded and the records they stored, which the workers add with their batched AIMD reports.
+   */
   completions: (venue: string) => Promise<CompletionTotals>;
   /** Time between samples. */
   intervalMs: number;

@@ -80,6 +80,11 @@ async function completeUnits(n: number, records: number): Promise<void> {
       if (!job?.id) throw new Error(`no binance unit to complete (${i} of ${n} done)`);
       await job.moveToCompleted({ records, outcome: 'ok' }, token, false);
     }
+    // What a tickfleet worker then reports for them (its batched AIMD report carries the totals).
+    await fleet.control.reportOutcomes(
+      'binance',
+      Array.from({ length: n }, () => ({ ok: true, latencyMs: 5, records })),
+    );
   } finally {
     await worker.close();
     await connection.quit();

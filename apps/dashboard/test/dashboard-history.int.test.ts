@@ -104,10 +104,11 @@ describe('dashboard history', () => {
     for (const [venue, bf] of Object.entries(backfills)) {
       await waitFor(async () => (await store.backfills.get(bf.id))?.status === 'done', `${venue} backfill done`, STATE_WAIT);
     }
-    // Two samples after the last unit completed, so the history has read every completion.
+    // A clean stop sends the worker's last batched outcome report (units and records) before it
+    // exits; two samples after that, the history has read every completion.
+    await fleet.stopCleanly(worker);
     const doneAt = Date.now();
     await waitFor(async () => ((await history()).venues[0]?.t.at(-1) ?? 0) > doneAt + 2 * SAMPLE_MS, 'samples after the backfills', STATE_WAIT);
-    await fleet.stopCleanly(worker);
 
     const h = await history();
     const status = (await get<FleetStatus>('/api/status')).body;

@@ -221,7 +221,7 @@ export class VenueRunner {
       const result = locked.value;
       this.counters.ok += 1;
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: result.outcome });
-      this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt });
+      this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt, records: result.records });
       logger.debug({ records: result.records, detail: result.detail }, 'unit done');
       return { records: result.records, outcome: result.outcome };
     } catch (err) {

@@ -18,6 +18,8 @@ export type AimdChange = 'increase' | 'decrease' | 'halve' | 'none';
 export interface AimdOutcome {
   ok: boolean;
   latencyMs: number;
+  /** Records a successful unit stored (added to the venue's fleet-wide total). @defaultValue 0 */
+  records?: number;
 }
 
 /** Per-instrument backoff of a failed book snapshot. */
@@ -61,6 +63,9 @@ export interface VenueControlSnapshot {
   /** Outcomes and failures in the current AIMD window. */
   windowOutcomes: number;
   windowFailures: number;
+  /** Fleet-wide totals that only grow: units that succeeded and the records they stored (reported in batches, within ~250 ms). */
+  unitsOk: number;
+  records: number;
 }
 
 export interface ControlStep {
@@ -178,9 +183,10 @@ export class FleetVenueControl {
     const l = this.limitsOf(venue);
     const failures = outcomes.reduce((n, o) => n + (o.ok ? 0 : 1), 0);
     const latencies = outcomes.map((o) => Math.max(0, Math.round(o.latencyMs)));
+    const records = outcomes.reduce((n, o) => n + (o.ok ? Math.max(0, Math.floor(o.records ?? 0)) : 0), 0);
     const [c, change] = (await this.outcomeCmd(
       [this.key(venue, 'control'), this.key(venue, 'latency')],
-      [this.clock.now(), failures, l.min, l.max, l.increaseAfterMs, l.maxFailureRatio, l.maxP95LatencyMs, l.minSamples, l.sampleSize, ...latencies],
+      [this.clock.now(), failures, l.min, l.max, l.increaseAfterMs, l.maxFailureRatio, l.maxP95LatencyMs, l.minSamples, l.sampleSize, records, ...latencies],
     )) as [number, number];
     return { concurrency: Number(c), change: change === 1 ? 'increase' : change === -1 ? 'decrease' : 'none' };
   }
@@ -195,7 +201,7 @@ export class FleetVenueControl {
   /** Everything about a venue's control, for metrics and `tickfleet status`. */
   async snapshot(venue: string): Promise<VenueControlSnapshot> {
     const l = this.limitsOf(venue);
-    const [c, n, f] = await this.redis.hmget(this.key(venue, 'control'), 'c', 'n', 'f');
+    const [c, n, f, tu, tr] = await this.redis.hmget(this.key(venue, 'control'), 'c', 'n', 'f', 'tu', 'tr');
     return {
       venue,
       concurrency: Math.min(l.max, Math.max(l.min, c === null ? l.max : Number(c))),
@@ -204,7 +210,15 @@ export class FleetVenueControl {
       frozen: await this.freezeOf(venue),
       windowOutcomes: Number(n ?? 0),
       windowFailures: Number(f ?? 0),
+      unitsOk: Number(tu ?? 0),
+      records: Number(tr ?? 0),
     };
+  }
+
+  /** The venue's fleet-wide totals (units that succeeded, records they stored): counters that only grow. */
+  async totals(venue: string): Promise<{ unitsOk: number; records: number }> {
+    const [tu, tr] = await this.redis.hmget(this.key(venue, 'control'), 'tu', 'tr');
+    return { unitsOk: Number(tu ?? 0), records: Number(tr ?? 0) };
   }
 
   /**

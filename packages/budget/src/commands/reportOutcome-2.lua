@@ -21,7 +21,11 @@
     ARGV[7] maxP95LatencyMs
     ARGV[8] minSamples
     ARGV[9] sampleSize (latencies kept for the p95)
-    ARGV[10..] one latency in ms per outcome of the batch (at least one)
+    ARGV[10] records the batch's successful units stored
+    ARGV[11..] one latency in ms per outcome of the batch (at least one)
+
+  Besides the window, the hash keeps two fleet-wide totals that only grow (the dashboard's units/s
+  and records/s): "tu" units that succeeded, "tr" records they stored.
 
   Output:
     { concurrency, change: 1 increased | -1 decreased | 0 unchanged }
@@ -32,14 +36,17 @@ local maxC = tonumber(ARGV[4])
 local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[4])
 c = math.min(maxC, math.max(minC, c))
 local cs = tonumber(redis.call("HGET", KEYS[1], "cs") or ARGV[1])
-local n = redis.call("HINCRBY", KEYS[1], "n", #ARGV - 9)
+local count = #ARGV - 10
+local n = redis.call("HINCRBY", KEYS[1], "n", count)
+redis.call("HINCRBY", KEYS[1], "tu", count - tonumber(ARGV[2]))
+redis.call("HINCRBY", KEYS[1], "tr", tonumber(ARGV[10]))
 local f
 if ARGV[2] == "0" then
   f = tonumber(redis.call("HGET", KEYS[1], "f") or "0")
 else
   f = redis.call("HINCRBY", KEYS[1], "f", tonumber(ARGV[2]))
 end
-redis.call("RPUSH", KEYS[2], unpack(ARGV, 10))
+redis.call("RPUSH", KEYS[2], unpack(ARGV, 11))
 redis.call("LTRIM", KEYS[2], -tonumber(ARGV[9]), -1)
 
 local function p95()
