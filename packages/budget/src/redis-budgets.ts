@@ -5,6 +5,8 @@ import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
+/** A TIME round trip longer than this says too little about the server's clock to move the offset. */
+const MAX_SYNC_RTT_MS = 20;
 
 /** Where the Redis budget reads a venue's limit, policy and status (the state store's `connectors`). */
 export interface ConnectorLookup {
@@ -156,15 +158,30 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     return this.clock.now() + this.offsetMs;
   }
 
-  /** Re-reads the Redis server's clock when the last reading is older than `timeSyncMs`. */
+  /**
+   * Re-reads the Redis server's clock when the last reading is older than `timeSyncMs`. The server
+   * read its clock somewhere within a TIME round trip, so the estimate is off by up to half of it:
+   * of three readings the one with the shortest trip counts, and on a loaded machine a reading
+   * whose trip took over MAX_SYNC_RTT_MS leaves the previous offset in place (tried again in a
+   * second) instead of shifting this process's windows off the others'.
+   */
   private async syncClock(): Promise<void> {
-    const before = this.clock.now();
-    if (before - this.syncedAtMs < this.timeSyncMs) return;
-    const [seconds, micros] = await this.call(() => this.redis.time());
-    const after = this.clock.now();
-    // The server read its clock somewhere within the round trip: its middle is the best guess.
-    this.offsetMs = Math.round(Number(seconds) * 1000 + Number(micros) / 1000 - (before + after) / 2);
-    this.syncedAtMs = after;
+    if (this.clock.now() - this.syncedAtMs < this.timeSyncMs) return;
+    let best: { rttMs: number; offsetMs: number; atMs: number } | undefined;
+    for (let i = 0; i < 3; i++) {
+      const before = this.clock.now();
+      const [seconds, micros] = await this.call(() => this.redis.time());
+      const after = this.clock.now();
+      const sample = { rttMs: after - before, offsetMs: Math.round(Number(seconds) * 1000 + Number(micros) / 1000 - (before + after) / 2), atMs: after };
+      if (!best || sample.rttMs < best.rttMs) best = sample;
+    }
+    if (!best) return;
+    if (best.rttMs > MAX_SYNC_RTT_MS && Number.isFinite(this.syncedAtMs)) {
+      this.syncedAtMs = best.atMs - this.timeSyncMs + 1000;
+      return;
+    }
+    this.offsetMs = best.offsetMs;
+    this.syncedAtMs = best.atMs;
   }
 
   private async connector(venue: string): Promise<Connector | null> {
@@ -250,6 +267,10 @@ export async function openRedisBudgets(url: string, options: OpenRedisBudgetsOpt
     connectionName: `tickfleet-budget-${process.pid}`,
     ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
     redis: { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 5000 },
+  }).catch((err: unknown) => {
+    // A malformed Cluster URL is reported with the URL as given: name this variable, masked.
+    if (err instanceof ValidationError) throw new ValidationError('TICKFLEET_BUDGET_URL', err.expected, maskRedisUrl(url));
+    throw err;
   });
   // Without a listener ioredis prints every reconnect failure; the gate reports the outage instead.
   redis.on('error', () => undefined);
