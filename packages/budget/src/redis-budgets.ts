@@ -1,12 +1,10 @@
 import { type Clock, type Connector, effectiveLimit, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
 import { connectRedis, luaCommand, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
+import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
-/** A TIME round trip longer than this says too little about the server's clock to move the offset. */
-const MAX_SYNC_RTT_MS = 20;
 
 /** Where the Redis budget reads a venue's limit, policy and status (the state store's `connectors`). */
 export interface ConnectorLookup {
@@ -25,7 +23,7 @@ export interface RedisBudgetsOptions {
    * the Redis budget keeps coordinating the fleet through a store outage. @defaultValue 1000
    */
   connectorCacheMs?: number;
-  /** How often the Redis server's clock is read again to place decisions on its timeline. @defaultValue 10000 */
+  /** How often the Redis server's clock is read again to check this process's clock against it. @defaultValue 10000 */
   timeSyncMs?: number;
   /** The budget Redis's URL with any password masked, for error messages. @defaultValue 'budget Redis' */
   label?: string;
@@ -47,9 +45,13 @@ export interface RedisBudgetsOptions {
  * store budgets' arithmetic. Header corrections raise a window's count with `observeWindow-1.lua`
  * (an atomic max on the library's key).
  *
- * Timeline: decisions are made at this process's clock plus its offset to the Redis server's clock
- * (read with TIME every `timeSyncMs`), so every process charges the same windows whatever its own
- * clock says, as MongoDB's server time does for the store budgets. Keys carry the venue's hash tag
+ * Timeline: decisions are made on this process's clock, as the SQLite budgets' are, unless it is
+ * more than CLOCK_SKEW_TOLERANCE_MS off the Redis server's (read with TIME every `timeSyncMs`):
+ * then on its clock plus that offset, so a worker whose clock is broken still charges the windows
+ * the others charge, and its retry times are translated back onto its clock. Smaller differences
+ * are ignored on purpose: a TIME reading is only good to half its round trip, and a window that
+ * began a few ms early by an estimate would send requests the venue counts in the window before
+ * (the gate guards a window's end, not its start). Keys carry the venue's hash tag
  * (`<prefix>:venue:{<venue>}:budget:…`), so on a Redis Cluster they share the slot of the venue's
  * queue. Any Redis failure is a StoreUnavailableError, which the BudgetGate answers with the
  * worker's fallback share (`StoreOutageFallback`), exactly as for a store outage.
@@ -65,7 +67,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   /** One limiter per effective limit: the library's `points` is per limiter. */
   private readonly limiters = new Map<number, RateLimiterRedis>();
   private readonly connectorCache = new Map<string, { connector: Connector | null; readAtMs: number }>();
-  /** Redis server time minus this process's clock. */
+  /** Redis server time minus this process's clock when beyond CLOCK_SKEW_TOLERANCE_MS, else 0. */
   private offsetMs = 0;
   private syncedAtMs = Number.NEGATIVE_INFINITY;
 
@@ -82,7 +84,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     this.observeCmd = luaCommand(redis, COMMANDS, 'observeWindow-1.lua');
   }
 
-  /** This process's correction onto the Redis server's clock. */
+  /** This process's correction onto the Redis server's clock (0 while they agree within the tolerance). */
   get clockOffsetMs(): number {
     return this.offsetMs;
   }
@@ -159,11 +161,11 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   }
 
   /**
-   * Re-reads the Redis server's clock when the last reading is older than `timeSyncMs`. The server
-   * read its clock somewhere within a TIME round trip, so the estimate is off by up to half of it:
-   * of three readings the one with the shortest trip counts, and on a loaded machine a reading
-   * whose trip took over MAX_SYNC_RTT_MS leaves the previous offset in place (tried again in a
-   * second) instead of shifting this process's windows off the others'.
+   * Re-reads the Redis server's clock when the last reading is older than `timeSyncMs`, and sets
+   * the offset to the difference when it exceeds CLOCK_SKEW_TOLERANCE_MS, else to 0. The server
+   * read its clock somewhere within a TIME round trip, so of three readings the one with the
+   * shortest trip counts; when even that trip took longer than the tolerance (a stalled process),
+   * the previous offset stays and the clock is read again a second later.
    */
   private async syncClock(): Promise<void> {
     if (this.clock.now() - this.syncedAtMs < this.timeSyncMs) return;
@@ -176,11 +178,11 @@ export class RedisBudgetsRepo implements BudgetsRepo {
       if (!best || sample.rttMs < best.rttMs) best = sample;
     }
     if (!best) return;
-    if (best.rttMs > MAX_SYNC_RTT_MS && Number.isFinite(this.syncedAtMs)) {
+    if (best.rttMs > CLOCK_SKEW_TOLERANCE_MS) {
       this.syncedAtMs = best.atMs - this.timeSyncMs + 1000;
       return;
     }
-    this.offsetMs = best.offsetMs;
+    this.offsetMs = Math.abs(best.offsetMs) > CLOCK_SKEW_TOLERANCE_MS ? best.offsetMs : 0;
     this.syncedAtMs = best.atMs;
   }
 
