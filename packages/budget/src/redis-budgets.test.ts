@@ -79,6 +79,28 @@ describe('RedisBudgetsRepo', () => {
     }
   });
 
+  it('a process whose clock is an hour ahead charges the windows the others charge, with retry times on its own clock', async () => {
+    const { store, budgets, prefix } = await fixture();
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
+    const ahead = { now: () => Date.now() + 3_600_000 };
+    const skewed = await openRedisBudgets(redis.url, { connectors: store.connectors, prefix, connectorCacheMs: 0, clock: ahead });
+    opened.push(skewed);
+    const a = await budgets.acquire('binance', 3);
+    const b = await skewed.acquire('binance', 2);
+    if (!a.ok || !b.ok) throw new Error('a grant was refused');
+    // Same window, one count: the skewed process decided on the Redis server's timeline.
+    expect(b.windowStartMs).toBe(a.windowStartMs);
+    expect(b.used).toBe(5);
+    expect(b.clockOffsetMs).toBeLessThan(-3_590_000);
+    expect(skewed.clockOffsetMs).toBeLessThan(-3_590_000);
+    expect(budgets.clockOffsetMs).toBe(0);
+    const refused = await skewed.acquire('binance', 1);
+    if (refused.ok) throw new Error('a sixth weight was granted');
+    // The retry time is the window's end, translated onto the skewed clock.
+    expect(refused.retryAtMs - ahead.now()).toBeLessThanOrEqual(60_000);
+    expect(refused.retryAtMs - ahead.now()).toBeGreaterThan(0);
+  });
+
   it('keeps coordinating through a store outage with the connectors it last read', async () => {
     const mongo = await startMongoWire();
     const store = await openStore(`${mongo.url}rb${Date.now()}`, { serverSelectionTimeoutMs: 300 });
