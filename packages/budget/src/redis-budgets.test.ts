@@ -82,7 +82,7 @@ describe('RedisBudgetsRepo', () => {
   it('a process whose clock is an hour ahead charges the windows the others charge, with retry times on its own clock', async () => {
     const { store, budgets, prefix } = await fixture();
     await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
-    const ahead = { now: () => Date.now() + 3_600_000 };
+    const ahead = { now: () => Date.now() + 3_600_000, monotonic: () => performance.now() };
     const skewed = await openRedisBudgets(redis.url, { connectors: store.connectors, prefix, connectorCacheMs: 0, clock: ahead });
     opened.push(skewed);
     const a = await budgets.acquire('binance', 3);
