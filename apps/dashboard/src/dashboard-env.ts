@@ -5,6 +5,7 @@ import { DEFAULTS, duration, flag, port, SHARED, text } from '@tickfleet/config'
 export const DashboardEnv = z.object({
   REDIS_URL: SHARED.REDIS_URL,
   TICKFLEET_STORE_URL: SHARED.TICKFLEET_STORE_URL,
+  TICKFLEET_BUDGET_URL: SHARED.TICKFLEET_BUDGET_URL,
   TICKFLEET_PREFIX: SHARED.TICKFLEET_PREFIX,
   /** 0 picks a free port. */
   TICKFLEET_DASHBOARD_PORT: port().default(3000),

@@ -1,3 +1,4 @@
+import { openBudgets } from '@tickfleet/budget';
 import { parseConfig, type Env } from '@tickfleet/config';
 import { connectRedis } from '@tickfleet/queues';
 import { openStore } from '@tickfleet/store';
@@ -39,10 +40,17 @@ export async function runDashboard(env?: Env, options: RunDashboardOptions = {})
   };
   // Refuse a misconfigured board before opening anything.
   assertCredentials(config.TICKFLEET_DASHBOARD_ALLOW_ACTIONS, credentials);
-  const store = await openStore(config.TICKFLEET_STORE_URL);
+  const stateStore = await openStore(config.TICKFLEET_STORE_URL);
+  // Budget figures come from where the workers budget: the store, or TICKFLEET_BUDGET_URL's Redis.
+  const budgets = await openBudgets(config.TICKFLEET_BUDGET_URL, stateStore, { prefix: config.TICKFLEET_PREFIX }).catch(async (err: unknown) => {
+    await stateStore.close();
+    throw err;
+  });
+  const store = budgets.store;
   // A Redis that does not answer ends the start with one line instead of a board waiting silently.
   const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard', waitMs: REDIS_CONNECT_WAIT_MS }).catch(
     async (err: unknown) => {
+      await budgets.close();
       await store.close();
       throw err;
     },
@@ -67,6 +75,7 @@ export async function runDashboard(env?: Env, options: RunDashboardOptions = {})
     await server.start();
   } catch (err) {
     redis.disconnect();
+    await budgets.close();
     await store.close();
     throw err;
   }
@@ -77,6 +86,7 @@ export async function runDashboard(env?: Env, options: RunDashboardOptions = {})
       server.setDraining();
       await server.stop();
       await redis.quit().catch(() => redis.disconnect());
+      await budgets.close();
       await store.close();
     })());
   if (options.handleSignals ?? true) onShutdown(logger, close, 10_000);

@@ -1,3 +1,4 @@
+import { openBudgets } from '@tickfleet/budget';
 import { parseConfig, type Env } from '@tickfleet/config';
 import { Pipeline, PipelineMetrics, openSink } from '@tickfleet/sinks';
 import { openStore } from '@tickfleet/store';
@@ -29,11 +30,19 @@ export async function runWorker(env?: Env): Promise<void> {
   if (spool.recovery.truncatedBytes > 0 || spool.totalBytes > 0) {
     logger.info({ spoolDir: spool.dir, spoolBytes: spool.totalBytes, ...spool.recovery }, 'spool recovered; replaying what it holds');
   }
-  const store = await openStore(config.TICKFLEET_STORE_URL).catch(async (err: unknown) => {
+  const stateStore = await openStore(config.TICKFLEET_STORE_URL).catch(async (err: unknown) => {
     await spool.close();
     throw err;
   });
+  // The store's own budgets, or the Redis budget of TICKFLEET_BUDGET_URL in its place.
+  const budgets = await openBudgets(config.TICKFLEET_BUDGET_URL, stateStore, { prefix: config.TICKFLEET_PREFIX }).catch(async (err: unknown) => {
+    await stateStore.close();
+    await spool.close();
+    throw err;
+  });
+  const store = budgets.store;
   const sink = await openSink(config.TICKFLEET_SINK_URL).catch(async (err: unknown) => {
+    await budgets.close();
     await store.close();
     await spool.close();
     throw err;
@@ -71,7 +80,7 @@ export async function runWorker(env?: Env): Promise<void> {
   const port = await health.start();
   await worker.start();
   started = true;
-  logger.info({ healthPort: port, venues: worker.venues }, 'worker ready');
+  logger.info({ healthPort: port, venues: worker.venues, budgets: budgets.kind }, 'worker ready');
   onShutdown(
     logger,
     async () => {
@@ -83,6 +92,7 @@ export async function runWorker(env?: Env): Promise<void> {
       await worker.stop(config.TICKFLEET_GRACE_MS);
       await pipeline.close();
       await sink.close();
+      await budgets.close();
       await store.close();
       await health.stop();
     },

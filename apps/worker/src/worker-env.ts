@@ -6,6 +6,7 @@ import { ON_FULL_POLICIES } from '@tickfleet/sinks';
 export const WorkerEnv = z.object({
   REDIS_URL: SHARED.REDIS_URL,
   TICKFLEET_STORE_URL: SHARED.TICKFLEET_STORE_URL,
+  TICKFLEET_BUDGET_URL: SHARED.TICKFLEET_BUDGET_URL,
   TICKFLEET_SINK_URL: SHARED.TICKFLEET_SINK_URL,
   TICKFLEET_SPOOL_DIR: SHARED.TICKFLEET_SPOOL_DIR,
   /** What the spool does when its cap or its disk is full: drop_all, drop_book_keep_trades or block (docs/sinks.md). */

@@ -32,6 +32,12 @@ export const SHARED = {
   TICKFLEET_PREFIX: redisPrefix().default(DEFAULTS.prefix),
   /** State store: `sqlite://path` or `mongodb://…`. */
   TICKFLEET_STORE_URL: text().default(DEFAULTS.storeUrl),
+  /**
+   * Where venue budgets live: unset, in the state store (the default); `redis://…`, `rediss://…`
+   * or `redis+cluster://…`, in that Redis (rate-limiter-flexible; docs/reliability.md). Every role
+   * of one fleet must use the same.
+   */
+  TICKFLEET_BUDGET_URL: redisUrl().optional(),
   /** Data sink: `sqlite://path`, `mongodb://…` or `jsonl://dir`. */
   TICKFLEET_SINK_URL: text().default(DEFAULTS.sinkUrl),
   /** Base directory of worker spools; each worker takes a free `worker-<n>` slot under it. */

@@ -47,17 +47,26 @@ export function registerStatus(program: Command): void {
     .option('--spool-dir <dir>', 'spool base directory', cliEnv('TICKFLEET_SPOOL_DIR').TICKFLEET_SPOOL_DIR)
     .addOption(jsonOption('print the full status as JSON'))
     .action(async (opts: { json?: boolean; spoolDir: string }, cmd: Command) => {
-      const [{ FleetVenueControl, WorkerHeartbeat }, { collectFleetStatus }] = await Promise.all([import('@tickfleet/budget'), import('@tickfleet/dashboard')]);
-      const status = await withStore(cmd, (store) =>
-        withFleetRedis(({ redis, prefix, queues }) =>
-          collectFleetStatus({
-            store,
-            queues,
-            control: new FleetVenueControl(redis, { prefix }),
-            liveness: new WorkerHeartbeat(redis, 'cli', { prefix }),
-            spoolDir: opts.spoolDir,
-          }),
-        ),
+      const [{ FleetVenueControl, openBudgets, WorkerHeartbeat }, { collectFleetStatus }] = await Promise.all([
+        import('@tickfleet/budget'),
+        import('@tickfleet/dashboard'),
+      ]);
+      const status = await withStore(cmd, (stateStore) =>
+        withFleetRedis(async ({ redis, prefix, queues }) => {
+          // Budget figures from where the workers budget: the store, or TICKFLEET_BUDGET_URL's Redis.
+          const budgets = await openBudgets(cliEnv('TICKFLEET_BUDGET_URL').TICKFLEET_BUDGET_URL, stateStore, { prefix });
+          try {
+            return await collectFleetStatus({
+              store: budgets.store,
+              queues,
+              control: new FleetVenueControl(redis, { prefix }),
+              liveness: new WorkerHeartbeat(redis, 'cli', { prefix }),
+              spoolDir: opts.spoolDir,
+            });
+          } finally {
+            await budgets.close();
+          }
+        }),
       );
       if (opts.json) return printJson(status);
       printStatus(status);

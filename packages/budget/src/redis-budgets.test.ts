@@ -1,0 +1,283 @@
+import { Redis } from 'ioredis';
+import { BudgetExhaustedError, StoreUnavailableError, systemClock } from '@tickfleet/core';
+import { createRedisConnection, queueKey, venueKey } from '@tickfleet/queues';
+import { startMongoWire } from '@tickfleet/mongo-wire';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createRegistry, registerMetric } from '@tickfleet/telemetry';
+import {
+  startRedis,
+  startRedisCluster,
+  startRestartableRedis,
+  tempDir,
+  waitFor,
+  type TempDir,
+  type TestRedis,
+  type TestRedisCluster,
+} from '@tickfleet/testkit';
+import { budgetContractCases, type BudgetFixture } from '../test/budget-contract.js';
+import { BudgetGate } from './budget-gate.js';
+import { openRedisBudgets, type RedisBudgets } from './redis-budgets.js';
+import { StoreOutageFallback } from './store-outage-fallback.js';
+import { WorkerHeartbeat } from './worker-heartbeat.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+let dir: TempDir;
+let redis: TestRedis;
+const opened: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  dir = tempDir('tickfleet-redis-budget-');
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await Promise.all(opened.splice(0).map((o) => o.close().catch(() => undefined)));
+  await redis.stop();
+  dir.remove();
+});
+
+/** A fresh SQLite store (the connectors) and a Redis budget on its own key prefix reading them. */
+async function fixture(
+  url = redis.url,
+  options: { connectorCacheMs?: number } = {},
+): Promise<BudgetFixture & { store: StateStore; budgets: RedisBudgets; prefix: string }> {
+  const ns = redis.namespace();
+  const store = await openStore(dir.sqliteUrl(`${ns}.db`));
+  // Reads the connector on every call, as the store budgets do: the contract pauses and resumes
+  // connectors and expects the next acquire to follow.
+  const budgets = await openRedisBudgets(url, { connectors: store.connectors, prefix: ns, connectorCacheMs: options.connectorCacheMs ?? 0 });
+  opened.push(store, budgets);
+  return { store, connectors: store.connectors, budgets, prefix: ns };
+}
+
+describe('BudgetsRepo contract: redis (rate-limiter-flexible + GCRA script)', () => {
+  let current: BudgetFixture;
+  beforeEach(async () => {
+    current = await fixture();
+  });
+  budgetContractCases(() => current);
+});
+
+describe('RedisBudgetsRepo', () => {
+  it('keys each clock window separately, with the venue hash tag', async () => {
+    const { store, budgets } = await fixture();
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 10, periodMs: 60_000, headroom: 1 } });
+    const r = await budgets.acquire('binance', 3);
+    if (!r.ok) throw new Error('first acquire refused');
+    const conn = new Redis(redis.url);
+    try {
+      const keys = await conn.keys(`*{binance}:budget:fw:*`);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatch(new RegExp(`:venue:\\{binance\\}:budget:fw:${Math.floor(r.atMs / 60_000)}$`));
+      expect(await conn.get(keys[0]!)).toBe('3');
+      // The key outlives the rest of its window (whole seconds, as the library sets TTLs), never more than a window and 2 s.
+      const ttl = await conn.pttl(keys[0]!);
+      expect(ttl).toBeGreaterThanOrEqual(r.windowEndMs! - r.atMs - 50);
+      expect(ttl).toBeLessThanOrEqual(62_000);
+    } finally {
+      conn.disconnect();
+    }
+  });
+
+  it('a process whose clock is an hour ahead charges the windows the others charge, with retry times on its own clock', async () => {
+    const { store, budgets, prefix } = await fixture();
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
+    const ahead = { now: () => Date.now() + 3_600_000, monotonic: () => performance.now() };
+    const skewed = await openRedisBudgets(redis.url, { connectors: store.connectors, prefix, connectorCacheMs: 0, clock: ahead });
+    opened.push(skewed);
+    const a = await budgets.acquire('binance', 3);
+    const b = await skewed.acquire('binance', 2);
+    if (!a.ok || !b.ok) throw new Error('a grant was refused');
+    // Same window, one count: the skewed process decided on the Redis server's timeline.
+    expect(b.windowStartMs).toBe(a.windowStartMs);
+    expect(b.used).toBe(5);
+    expect(b.clockOffsetMs).toBeLessThan(-3_590_000);
+    expect(skewed.clockOffsetMs).toBeLessThan(-3_590_000);
+    expect(budgets.clockOffsetMs).toBe(0);
+    const refused = await skewed.acquire('binance', 1);
+    if (refused.ok) throw new Error('a sixth weight was granted');
+    // The retry time is the window's end, translated onto the skewed clock.
+    expect(refused.retryAtMs - ahead.now()).toBeLessThanOrEqual(60_000);
+    expect(refused.retryAtMs - ahead.now()).toBeGreaterThan(0);
+  });
+
+  it('keeps coordinating through a store outage with the connectors it last read', async () => {
+    const mongo = await startMongoWire();
+    const store = await openStore(`${mongo.url}rb${Date.now()}`, { serverSelectionTimeoutMs: 300 });
+    try {
+      const budgets = await openRedisBudgets(redis.url, { connectors: store.connectors, prefix: redis.namespace(), connectorCacheMs: 1 });
+      opened.push(budgets);
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
+      expect(await budgets.acquire('binance', 2)).toMatchObject({ ok: true, used: 2 });
+      await mongo.stop();
+      await expect(store.connectors.get('binance')).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await budgets.acquire('binance', 3)).toMatchObject({ ok: true, used: 5 });
+      expect(await budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted' });
+    } finally {
+      await store.close().catch(() => undefined);
+      await mongo.stop().catch(() => undefined);
+    }
+  }, 30_000);
+
+  it('reports a stopped Redis as StoreUnavailableError, naming its URL without the password', async () => {
+    const server = await startRestartableRedis();
+    try {
+      const admin = new Redis(server.url);
+      await admin.config('SET', 'requirepass', 's3cret-pw');
+      admin.disconnect();
+      const url = `redis://:s3cret-pw@127.0.0.1:${server.port}`;
+      const { store, budgets } = await fixture(url);
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
+      expect(await budgets.acquire('binance', 1)).toMatchObject({ ok: true });
+      await server.kill();
+      const err = await budgets.acquire('binance', 1).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect((err as Error).message).toContain('budget Redis at redis://:***@127.0.0.1');
+      expect((err as Error).message).not.toContain('s3cret-pw');
+      await expect(budgets.usage('binance')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(budgets.observe('binance', 4, Math.floor(Date.now() / 60_000) * 60_000)).rejects.toBeInstanceOf(StoreUnavailableError);
+      // Opening against a server that is down names the URL masked too.
+      const refused = await openRedisBudgets(url, { connectors: store.connectors, waitMs: 500 }).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
+      expect(refused?.message).toContain('redis://:***@127.0.0.1');
+      expect(refused?.message).not.toContain('s3cret-pw');
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+});
+
+describe('RedisBudgetsRepo on a real Redis Cluster', () => {
+  let cluster: TestRedisCluster;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(() => cluster.stop());
+
+  it('budgets fixed-window and GCRA venues, each in the slot of its venue queue', async () => {
+    const { store, budgets, prefix: ns } = await fixture(cluster.url);
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 4, periodMs: 60_000, headroom: 1 } });
+    await store.connectors.upsert({
+      venue: 'kraken',
+      baseUrl: 'https://kraken.example.com',
+      rateLimit: { policy: 'gcra', limit: 2, periodMs: 60_000, headroom: 1 },
+    });
+    const a = await budgets.acquire('binance', 3);
+    if (!a.ok) throw new Error('binance acquire refused');
+    await budgets.observe('binance', 4, a.windowStartMs!);
+    expect(await budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted' });
+    expect(await budgets.usage('binance')).toMatchObject({ used: 4, limit: 4 });
+    expect(await budgets.acquire('kraken', 2)).toMatchObject({ ok: true, used: 2 });
+    expect(await budgets.acquire('kraken', 1)).toMatchObject({ ok: false, reason: 'exhausted' });
+
+    const conn = createRedisConnection(cluster.url, { blocking: false });
+    try {
+      for (const venue of ['binance', 'kraken']) {
+        const budgetKey = venueKey(ns, venue, venue === 'binance' ? `budget:fw:${Math.floor(a.windowStartMs! / 60_000)}` : 'budget:gcra');
+        const [budgetSlot, queueSlot] = await Promise.all([conn.cluster('KEYSLOT', budgetKey), conn.cluster('KEYSLOT', queueKey(ns, venue, 'wait'))]);
+        expect(budgetSlot).toBe(queueSlot);
+        expect(await conn.exists(budgetKey)).toBe(1);
+      }
+    } finally {
+      conn.disconnect();
+    }
+  }, 60_000);
+});
+
+/** The gate's series, registered from the metric catalog as the worker registers them. */
+function gateMetrics() {
+  const registry = createRegistry('worker', { defaultMetrics: false });
+  return {
+    requestSeconds: registerMetric(registry, 'tickfleet_request_duration_seconds'),
+    responses: registerMetric(registry, 'tickfleet_responses_total'),
+    budgetUsed: registerMetric(registry, 'tickfleet_budget_used'),
+    budgetLimit: registerMetric(registry, 'tickfleet_budget_limit'),
+    budgetYields: registerMetric(registry, 'tickfleet_budget_yields_total'),
+    budgetWaits: registerMetric(registry, 'tickfleet_budget_waits_total'),
+    fallbackActive: registerMetric(registry, 'tickfleet_budget_fallback_active'),
+    budgetClockOffset: registerMetric(registry, 'tickfleet_budget_clock_offset_seconds'),
+  };
+}
+
+/**
+ * A budget Redis apart from the fleet's Redis that is stopped mid-run: the gate meets the same
+ * StoreUnavailableError a store outage raises, so StoreOutageFallback budgets each worker on
+ * floor(limit / live workers) per window; once the budget Redis is back, the gate marks the
+ * window spent by the fleet's fallback allowance and returns to the shared budget.
+ */
+describe('BudgetGate on the Redis budget', () => {
+  it('falls back to limit / liveWorkers per window while the budget Redis is stopped, then resumes the shared budget', async () => {
+    const LIMIT = 20;
+    const PERIOD_MS = 2000;
+    const budgetRedis = await startRestartableRedis();
+    const fleetConns: Redis[] = [];
+    try {
+      const { store, budgets } = await fixture(budgetRedis.url);
+      await store.connectors.upsert({
+        venue: 'binance',
+        baseUrl: 'https://binance.example.com',
+        rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 },
+      });
+      // Two live workers in the fleet's (separate) Redis: this one's fallback share is 20 / 2 = 10.
+      const prefix = redis.namespace();
+      const heartbeats = ['w1', 'w2'].map((id) => {
+        const conn = new Redis(redis.url);
+        fleetConns.push(conn);
+        return new WorkerHeartbeat(conn, id, { prefix });
+      });
+      const fallback = new StoreOutageFallback(fleetConns[0]!, heartbeats[0]!, { prefix });
+      await heartbeats[1]!.beat('binance');
+      await fallback.configure('binance', LIMIT, PERIOD_MS);
+      expect(fallback.shareOf('binance')).toBe(10);
+      const metrics = gateMetrics();
+      const gate = new BudgetGate({ budgets, clock: systemClock, metrics, freezes: { frozenForMs: async () => 0 }, fallback, maxInlineWaitMs: 0 });
+      /** One request of weight 1 through the gate: whether it may go, else when to come back. */
+      const request = async (): Promise<{ ok: true } | { ok: false; retryAtMs: number }> => {
+        try {
+          await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+          return { ok: true };
+        } catch (err) {
+          if (err instanceof BudgetExhaustedError) return { ok: false, retryAtMs: err.retryAtMs };
+          throw err;
+        }
+      };
+
+      await waitFor(async () => (await request()).ok, 'a grant from the Redis budget');
+      expect((await budgets.usage('binance'))?.used).toBeGreaterThanOrEqual(1);
+      expect(fallback.isActive('binance')).toBe(false);
+
+      await budgetRedis.kill();
+      // Three windows on the fallback: count what this worker sent per clock window.
+      const sent = new Map<number, number>();
+      const until = Date.now() + 3 * PERIOD_MS;
+      while (Date.now() < until) {
+        const r = await request();
+        if (r.ok) {
+          const ws = Math.floor(Date.now() / PERIOD_MS) * PERIOD_MS;
+          sent.set(ws, (sent.get(ws) ?? 0) + 1);
+        } else {
+          await sleep(Math.min(r.retryAtMs, until) - Date.now());
+        }
+      }
+      expect(fallback.isActive('binance')).toBe(true);
+      expect((await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value).toBe(1);
+      expect([...sent.values()].some((n) => n > 0)).toBe(true);
+      expect([...sent].filter(([, n]) => n > 10)).toEqual([]);
+
+      await budgetRedis.start();
+      await waitFor(async () => (await request()).ok && !fallback.isActive('binance'), 'the shared budget after the budget Redis came back', {
+        timeoutMs: 20_000,
+      });
+      expect((await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value).toBe(0);
+      expect((await budgets.usage('binance'))?.used).toBeGreaterThanOrEqual(1);
+    } finally {
+      fleetConns.forEach((c) => c.disconnect());
+      await budgetRedis.stop();
+    }
+  }, 60_000);
+});
