@@ -116,6 +116,9 @@ describe('fleet: the 429 freeze of a venue without Retry-After escalates and res
     const fresh = incidents(workers)[before]!;
     expect(fresh.levels).toEqual([0]);
     expectLength(fresh, BASE_MS);
+    console.log(
+      `freeze incidents (level: length ms / reports): ${[...seen, fresh].map((i) => `${i.levels[0]}: ${i.lengthMs} / ${i.reports}`).join(', ')}; polygon 429s before the reset: ${stats.responses429}`,
+    );
 
     for (const w of workers) await fleet.stopCleanly(w);
   }, 300_000);

@@ -23,6 +23,6 @@ describe('Connector defaults', () => {
     expect(Connector.parse({ venue: 'polygon', ...base })).toMatchObject({ freezeMs: 60_000, freezeMaxMs: 900_000 });
     const bad = Connector.safeParse({ venue: 'polygon', ...base, freezeMs: 120_000, freezeMaxMs: 60_000 });
     expect(bad.success).toBe(false);
-    expect(bad.error?.issues[0]).toMatchObject({ path: ['freezeMaxMs'], message: 'freezeMaxMs must be at least freezeMs' });
+    expect(bad.error?.issues[0]).toMatchObject({ path: ['freezeMaxMs'], message: 'a cap at least freezeMs (--freeze-max >= --freeze)' });
   });
 });

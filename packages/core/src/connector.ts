@@ -83,7 +83,7 @@ export const Connector = z
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })
-  .refine((c) => c.freezeMaxMs >= c.freezeMs, { message: 'freezeMaxMs must be at least freezeMs', path: ['freezeMaxMs'] })
+  .refine((c) => c.freezeMaxMs >= c.freezeMs, { message: 'a cap at least freezeMs (--freeze-max >= --freeze)', path: ['freezeMaxMs'] })
   .transform(({ maxInflight, ...c }) => ({ ...c, maxInflight: maxInflight ?? defaultMaxInflight(c.venue) }));
 export type Connector = z.infer<typeof Connector>;
 /** What a caller gives to create or update a connector; defaults fill the rest. */
