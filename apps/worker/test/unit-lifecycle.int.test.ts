@@ -83,7 +83,7 @@ describe('fleet: unit start/finish lines and graceful shutdown', () => {
 
   it('hands a unit interrupted by SIGTERM back to the queue with its attempt unspent; the next worker stores it once', async () => {
     // Slow answers: a unit is surely in flight when the signal arrives.
-    fleet.mock.patchScenario({ venues: { binance: { latencyMs: 4000 } } });
+    fleet.mock.patchScenario({ venues: { binance: { latencyMs: 8000 } } });
     const redis = createRedisConnection(fleet.redis.url, { blocking: false });
     const queues = new VenueQueues(redis, { prefix: fleet.prefix });
     const queue = queues.queue('binance');
@@ -94,7 +94,7 @@ describe('fleet: unit start/finish lines and graceful shutdown', () => {
       expect(bf.unitsTotal).toBe(3);
 
       // In flight: the queue holds units active and the worker has started them (their first
-      // request then waits 4 s for its answer; the emulation counts a request once it is answered).
+      // request then waits 8 s for its answer; the emulation counts a request once it is answered).
       const active = await waitFor(
         async () => {
           const jobs = await queue.getJobs(['active']);
