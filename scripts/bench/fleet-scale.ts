@@ -158,7 +158,9 @@ for (let round = 1; round <= ROUNDS; round++) {
   }
 }
 const baseline = median(baselines);
-console.log(`| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | emulation + benchmark (cores) |`);
+console.log(
+  `| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | emulation + benchmark (cores) |`,
+);
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | |`);
 for (const w of WORKERS) {

@@ -96,7 +96,6 @@ interface Result {
   startFrom: 'processedOn' | 'resume';
 }
 
-
 /** Samples the active count every 200 ms (never two reads at once); `stop` keeps the samples in [fromMs, toMs]. */
 function sampler(read: () => Promise<number>): { stop: (fromMs: number, toMs: number) => Record<number, number> } {
   const samples: Array<[number, number]> = [];

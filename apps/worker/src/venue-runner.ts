@@ -13,7 +13,7 @@ import {
   TickfleetError,
   TransientError,
 } from '@tickfleet/core';
-import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, OutcomeReporter } from '@tickfleet/budget';
+import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
 import {
   type JobLock,
   type JobLockHandle,
@@ -84,6 +84,12 @@ export class VenueRunner {
   private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
   /** Unit outcomes for the venue's fleet-wide AIMD, batched (never awaited by a unit). */
   private readonly outcomes: OutcomeReporter;
+  /**
+   * Budget weight each running unit has spent, keyed by the abort signal the unit hands its
+   * adapter calls (the request hooks get it back): counted in memory for the unit's finish line,
+   * no store or Redis call.
+   */
+  private readonly unitWeight = new WeakMap<AbortSignal, { tokens: number }>();
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
@@ -163,7 +169,12 @@ export class VenueRunner {
   private makeAdapter(connector: Connector): VenueAdapter {
     const { gate } = this.options;
     const spendBudget: RequestHooks = {
-      beforeRequest: (request) => gate.beforeRequest(request),
+      beforeRequest: async (request) => {
+        await gate.beforeRequest(request);
+        // Spent (the gate did not refuse it): counted to the unit that sent it.
+        const spent = request.signal && this.unitWeight.get(request.signal);
+        if (spent) spent.tokens += request.weight;
+      },
       afterResponse: (response) => gate.afterResponse(response),
     };
     return createVenueAdapter(connector.venue, {
@@ -187,15 +198,22 @@ export class VenueRunner {
     metrics.inflight.set({ venue: this.venue }, this.inflight);
     /** Whether this run stored a page before it failed (a transient failure streak then starts over). */
     let progressed = false;
+    /** Weight the unit's requests spent from the budget; set once it started (it may wait for its job's lock). */
+    let spent: { tokens: number } | undefined;
+    let status = 'error';
+    let records = 0;
     try {
       const runUnit = async (lock: JobLockHandle | null) => {
         this.counters.submitted += 1;
-        logger.debug({ attempt: job.attemptsMade + 1 }, 'unit started');
+        logger.info({ attempt: job.attemptsMade + 1 }, 'unit started');
         const signals = [...(lock ? [lock.signal] : []), this.shutdown.signal, ...(signal ? [signal] : [])];
+        const unitSignal = AbortSignal.any(signals);
+        spent = { tokens: 0 };
+        this.unitWeight.set(unitSignal, spent);
         const result = await this.options.executor.run({
           unit,
           adapter: this.adapter,
-          signal: AbortSignal.any(signals),
+          signal: unitSignal,
           logger,
           heartbeat: async () => {
             progressed = true;
@@ -222,22 +240,29 @@ export class VenueRunner {
       this.counters.ok += 1;
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: result.outcome });
       this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt, records: result.records });
+      status = result.outcome;
+      records = result.records;
       logger.debug({ records: result.records, detail: result.detail }, 'unit done');
       return { records: result.records, outcome: result.outcome };
     } catch (err) {
       if (err instanceof DelayedError) throw err;
       if (this.shutdown.signal.aborted) {
         // Interrupted by shutdown: back to the queue at once, no attempt burned.
+        status = 'returned';
         logger.info({ err: err instanceof Error ? err.message : String(err) }, 'unit returned to the queue on shutdown');
         metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'returned' });
         await job.moveToDelayed(clock.now(), token);
         throw new DelayedError();
       }
+      status = finishStatus(err);
       return await this.handleFailure(job, token, unit, err, logger, clock.monotonic() - startedAt, progressed);
     } finally {
       this.inflight -= 1;
+      const elapsedMs = clock.monotonic() - startedAt;
       metrics.inflight.set({ venue: this.venue }, this.inflight);
-      metrics.unitSeconds.observe({ venue: this.venue, kind: unit.kind }, (clock.monotonic() - startedAt) / 1000);
+      metrics.unitSeconds.observe({ venue: this.venue, kind: unit.kind }, elapsedMs / 1000);
+      // One finish line per started unit, whatever its end (the design's per-unit diagnostics).
+      if (spent) logger.info({ status, records, tokens: spent.tokens, elapsed_ms: Math.round(elapsedMs) }, 'unit finished');
     }
   }
 
@@ -273,17 +298,20 @@ export class VenueRunner {
       return this.retryLater(job, token, unit, 'store_unavailable', err.message, logger, TRANSIENT_RETRY.storeCapMs, progressed);
     }
     if (err instanceof RateLimitedError || err instanceof BannedError) {
-      const untilMs = err instanceof BannedError ? err.bannedUntilMs : err.retryAtMs;
+      // The time the venue gave (Retry-After, ban end); 0 when it said nothing, and the connector's
+      // freezeMs applies.
+      const venueUntilMs = err instanceof BannedError ? err.bannedUntilMs : err.fromVenue ? err.retryAtMs : 0;
       const cause = err instanceof BannedError ? '418' : '429';
       this.counters.rateLimited += 1;
       metrics.rateLimited.inc({ venue: this.venue, status: cause });
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'rate_limited' });
-      // Freeze the venue fleet-wide until the time it gave (one record, from which the control
-      // derives the queue limiter that stops every worker taking its units), halve its
+      // Freeze the venue fleet-wide (one record, from which the control derives the queue limiter
+      // that stops every worker taking its units), escalated when it keeps refusing, halve its
       // concurrency, and put the unit back without burning an attempt; other venues are untouched.
-      const step = await control.onRateLimited(this.venue, untilMs, cause);
+      const step = await control.onRateLimited(this.venue, venueUntilMs, cause, freezeEscalationFor(this.connector));
       await this.applyConcurrency(step, true);
-      logger.warn({ untilMs, cause, until: new Date(untilMs).toISOString() }, 'venue rate limited: frozen fleet-wide');
+      const untilMs = Math.max(step.frozenUntilMs, clock.now() + 1);
+      logger.warn({ untilMs, cause, level: step.level, until: new Date(untilMs).toISOString() }, 'venue rate limited: frozen fleet-wide');
       await job.moveToDelayed(Math.max(untilMs, clock.now() + 1), token);
       throw new DelayedError();
     }
@@ -371,6 +399,13 @@ export class VenueRunner {
     await this.options.queues.setGlobalConcurrency(this.venue, value);
     this.options.metrics.concurrency.set({ venue: this.venue }, value);
   }
+}
+
+/** The `status` of a unit's finish line when it ended by `err`. */
+function finishStatus(err: unknown): string {
+  if (err instanceof BudgetExhaustedError || err instanceof SpoolFullError) return 'yielded';
+  if (err instanceof RateLimitedError || err instanceof BannedError) return 'rate_limited';
+  return 'error';
 }
 
 /** Why a unit attempt failed, for `tickfleet_unit_failures_total{cause}` and the retry policy. */

@@ -4,7 +4,7 @@ import { Worker } from 'bullmq';
 import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
-import { FleetVenueControl, type AimdChange } from './fleet-venue-control.js';
+import { FleetVenueControl, freezeEscalationFor, type AimdChange, type FreezeEscalation } from './fleet-venue-control.js';
 
 let redis: TestRedis;
 const clients: Redis[] = [];
@@ -227,5 +227,97 @@ describe('FleetVenueControl AIMD rules', () => {
     const l = aimdLimitsFor({ maxInflight: 8, aimd: { min: 2, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 } });
     expect(l).toMatchObject({ min: 2, max: 8, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 });
     expect(aimdLimitsFor({ maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } }).max).toBe(3);
+  });
+
+  describe('freeze escalation after 429s', () => {
+    const ESC: FreezeEscalation = { baseMs: 60_000, maxMs: 900_000, cleanMs: 60_000 };
+
+    it('freezes a 429 without Retry-After for the base length, fleet-wide (record and queue limiter)', async () => {
+      const clock = new ManualClock();
+      const prefix = redis.namespace();
+      const [control] = fleet(clock, LIMITS, prefix) as [FleetVenueControl];
+      const queues = new VenueQueues(clients[0]!, { prefix });
+      try {
+        const t = clock.now();
+        expect(await control.onRateLimited('binance', 0, '429', ESC)).toMatchObject({ frozenUntilMs: t + 60_000, level: 0, change: 'halve' });
+        expect(await control.freezeOf('binance')).toEqual({ untilMs: t + 60_000, cause: '429' });
+        expect(await queues.frozenForMs('binance')).toBeGreaterThan(55_000);
+        expect(await queues.frozenForMs('binance')).toBeLessThanOrEqual(60_000);
+      } finally {
+        await queues.close();
+      }
+    });
+
+    it('doubles the freeze for each 429 that follows a freeze within the clean period, up to the cap', async () => {
+      const clock = new ManualClock();
+      const [control] = fleet(clock) as [FleetVenueControl];
+      const lengths: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const t = clock.now();
+        const step = await control.onRateLimited('binance', 0, '429', ESC);
+        lengths.push(step.frozenUntilMs - t);
+        // The freeze ends; the venue refuses again 1 s later (well within the clean period).
+        clock.advance(step.frozenUntilMs - t + 1000);
+      }
+      expect(lengths).toEqual([60_000, 120_000, 240_000, 480_000, 900_000, 900_000, 900_000]);
+    });
+
+    it('escalates once when many workers report the same incident', async () => {
+      const clock = new ManualClock();
+      const controls = fleet(clock);
+      const t0 = clock.now();
+      const first = await Promise.all(controls.flatMap((c) => [1, 2, 3].map(() => c.onRateLimited('binance', 0, '429', ESC))));
+      expect(new Set(first.map((s) => s.frozenUntilMs))).toEqual(new Set([t0 + 60_000]));
+      expect(first.filter((s) => s.change === 'halve')).toHaveLength(1);
+      // Late answers of requests that were in flight arrive during the freeze: still the same incident.
+      clock.advance(30_000);
+      const late = await Promise.all(controls.map((c) => c.onRateLimited('binance', 0, '429', ESC)));
+      expect(late.every((s) => s.frozenUntilMs === t0 + 60_000 && s.level === 0)).toBe(true);
+      // The next incident (after the freeze, within the clean period), reported by all 8: doubled once.
+      clock.advance(31_000);
+      const t1 = clock.now();
+      const second = await Promise.all(controls.map((c) => c.onRateLimited('binance', 0, '429', ESC)));
+      expect(new Set(second.map((s) => s.frozenUntilMs))).toEqual(new Set([t1 + 120_000]));
+      expect(await controls[0]!.frozenUntil('binance')).toBe(t1 + 120_000);
+    });
+
+    it('starts over after a clean period with no 429', async () => {
+      const clock = new ManualClock();
+      const [control] = fleet(clock) as [FleetVenueControl];
+      const clean = { ...ESC, cleanMs: 45_000 };
+      let step = await control.onRateLimited('binance', 0, '429', clean);
+      clock.advance(step.frozenUntilMs - clock.now() + 1000);
+      step = await control.onRateLimited('binance', 0, '429', clean);
+      expect(step).toMatchObject({ level: 1, frozenUntilMs: clock.now() + 120_000 });
+      // 120 s freeze, then 45 s without a 429: the clean period is over.
+      clock.advance(120_000 + 45_000);
+      step = await control.onRateLimited('binance', 0, '429', clean);
+      expect(step).toMatchObject({ level: 0, frozenUntilMs: clock.now() + 60_000 });
+      // Just inside the clean period after that freeze: doubled again.
+      clock.advance(60_000 + 44_999);
+      expect(await control.onRateLimited('binance', 0, '429', clean)).toMatchObject({ level: 1, frozenUntilMs: clock.now() + 120_000 });
+    });
+
+    it('takes a Retry-After as the first freeze and as a minimum of an escalated one', async () => {
+      const clock = new ManualClock();
+      const [control] = fleet(clock) as [FleetVenueControl];
+      let t = clock.now();
+      expect(await control.onRateLimited('binance', t + 5000, '429', ESC)).toMatchObject({ level: 0, frozenUntilMs: t + 5000 });
+      // A later time from the venue during the same incident extends the freeze.
+      expect(await control.onRateLimited('binance', t + 8000, '429', ESC)).toMatchObject({ level: 0, frozenUntilMs: t + 8000 });
+      clock.advance(9000);
+      t = clock.now();
+      // Refused again right after: escalated to twice the base, the short Retry-After does not shorten it.
+      expect(await control.onRateLimited('binance', t + 5000, '429', ESC)).toMatchObject({ level: 1, frozenUntilMs: t + 120_000 });
+      clock.advance(121_000);
+      t = clock.now();
+      // A Retry-After longer than the escalated length wins.
+      expect(await control.onRateLimited('binance', t + 600_000, '429', ESC)).toMatchObject({ level: 2, frozenUntilMs: t + 600_000 });
+    });
+
+    it('derives the escalation from a connector (clean period defaults to the freeze length)', () => {
+      expect(freezeEscalationFor({ freezeMs: 30_000, freezeMaxMs: 600_000 })).toEqual({ baseMs: 30_000, maxMs: 600_000, cleanMs: 30_000 });
+      expect(freezeEscalationFor({ freezeMs: 30_000, freezeMaxMs: 600_000, freezeResetMs: 5000 })).toEqual({ baseMs: 30_000, maxMs: 600_000, cleanMs: 5000 });
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { systemClock, type Clock, ValidationError } from '@tickfleet/core';
+import { systemClock, type Clock, type Connector, ValidationError } from '@tickfleet/core';
 import { luaCommand, QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 
@@ -49,6 +49,26 @@ export interface FleetVenueControlOptions {
   random?: () => number;
 }
 
+/**
+ * How a venue's freeze grows when it keeps answering 429 (a connector's `freezeMs`, `freezeMaxMs`
+ * and `freezeResetMs`; see {@link freezeEscalationFor}).
+ */
+export interface FreezeEscalation {
+  /** Freeze after a 429 without a time from the venue, and the first step of the escalation. */
+  baseMs: number;
+  /** Longest escalated freeze. */
+  maxMs: number;
+  /** No 429 for this long after a freeze ended and the escalation starts over. */
+  cleanMs: number;
+}
+
+/** The freeze escalation of a connector; `freezeResetMs` defaults to `freezeMs`. */
+export function freezeEscalationFor(connector: Pick<Connector, 'freezeMs' | 'freezeMaxMs' | 'freezeResetMs'>): FreezeEscalation {
+  // A connector with freezeMs 0 still freezes on a 429: at least one second, doubling from there.
+  const baseMs = Math.max(1000, connector.freezeMs);
+  return { baseMs, maxMs: Math.max(baseMs, connector.freezeMaxMs), cleanMs: connector.freezeResetMs ?? baseMs };
+}
+
 export interface VenueFreeze {
   untilMs: number;
   cause: FreezeCause;
@@ -84,9 +104,10 @@ export interface ControlStep {
  * - `increaseAfterMs` of clean operation since the window began, while not frozen, adds one
  *   (ceiling `max`) and starts a new window, so the fleet adds at most one per `increaseAfterMs`.
  *
- * A freeze has one record, the control hash's `fu`/`fc` fields. {@link freeze} is its only
- * writer and, in the same script, derives the venue queue's BullMQ limiter key from it (so
- * workers stop taking the venue's units); everything that asks whether a venue is frozen (the
+ * A freeze has one record, the control hash's `fu`/`fc` fields. {@link freeze} and
+ * {@link onRateLimited} (which also decides the escalation, so it must write in the same step)
+ * write it by one rule (only ever extended) and, in the same script, derive the venue queue's
+ * BullMQ limiter key from it (so workers stop taking the venue's units); everything that asks whether a venue is frozen (the
  * budget gate, the worker heartbeat, the status page) reads the record. The caller applies a
  * changed concurrency (a returned {@link ControlStep}) to the venue's queue.
  */
@@ -109,7 +130,7 @@ export class FleetVenueControl {
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
     this.random = options.random ?? Math.random;
     this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-3.lua');
-    this.rateLimitedCmd = luaCommand(redis, COMMANDS, 'rateLimitedVenue-2.lua');
+    this.rateLimitedCmd = luaCommand(redis, COMMANDS, 'rateLimitedVenue-4.lua');
     this.outcomeCmd = luaCommand(redis, COMMANDS, 'reportOutcome-2.lua');
   }
 
@@ -155,17 +176,41 @@ export class FleetVenueControl {
 
   /**
    * The venue answered 429/418: halves its concurrency (floor `min`, once per `halveCooldownMs`
-   * however many workers report the same incident) and, when `freezeUntilMs` is given, freezes
-   * it ({@link freeze}). `frozenUntilMs` is the freeze in force afterwards (0 when none).
+   * however many workers report the same incident) and freezes it, all in one script.
+   * - With `escalation` (the worker passes its connector's, {@link freezeEscalationFor}): the
+   *   freeze lasts `baseMs`, doubled for each incident that follows the previous freeze within
+   *   `cleanMs` after it ended, up to `maxMs`; a 429 while the freeze is in force is the same
+   *   incident and escalates nothing. `venueUntilMs` (the venue's Retry-After or ban end, 0 when
+   *   it gave none) is the freeze of a first incident and a minimum of every escalated one.
+   * - Without it: freezes until `venueUntilMs` when given ({@link freeze}), nothing else.
+   * `frozenUntilMs` is the freeze in force afterwards (0 when none); `level` the escalation
+   * level of the incident (0 first, 1 doubled, ...; -1 without escalation).
    */
-  async onRateLimited(venue: string, freezeUntilMs = 0, cause: FreezeCause = '429'): Promise<ControlStep & { frozenUntilMs: number }> {
+  async onRateLimited(
+    venue: string,
+    venueUntilMs = 0,
+    cause: FreezeCause = '429',
+    escalation?: FreezeEscalation,
+  ): Promise<ControlStep & { frozenUntilMs: number; level: number }> {
     const l = this.limitsOf(venue);
-    const [c, halved] = (await this.rateLimitedCmd(
-      [this.key(venue, 'control'), this.key(venue, 'latency')],
-      [this.clock.now(), l.min, l.max, l.halveCooldownMs],
-    )) as [number, number];
-    const frozen = await this.freeze(venue, freezeUntilMs, cause);
-    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: frozen?.untilMs ?? 0 };
+    const [c, halved, fu, level] = (await this.rateLimitedCmd(
+      [this.key(venue, 'control'), this.key(venue, 'latency'), queueKey(this.prefix, venue, 'limiter'), queueKey(this.prefix, venue, 'meta')],
+      [
+        this.clock.now(),
+        l.min,
+        l.max,
+        l.halveCooldownMs,
+        Math.max(0, Math.ceil(venueUntilMs)),
+        escalation?.baseMs ?? 0,
+        escalation?.maxMs ?? 0,
+        escalation?.cleanMs ?? 0,
+        cause,
+        LIMITER_FULL,
+        UNLIMITED_RATE_MAX,
+        UNLIMITED_RATE_DURATION_MS,
+      ],
+    )) as [number, number, number, number];
+    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: Number(fu), level: Number(level) };
   }
 
   /** Records one outcome and applies AIMD ({@link reportOutcomes} with a batch of one). */

@@ -14,6 +14,8 @@ export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-sett
 export {
   FleetVenueControl,
   FREEZE_CAUSES,
+  freezeEscalationFor,
+  type FreezeEscalation,
   MAX_OUTCOME_BATCH,
   type AimdChange,
   type AimdOutcome,

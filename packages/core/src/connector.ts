@@ -40,23 +40,51 @@ export const AimdSettings = z.object({
 });
 export type AimdSettings = z.infer<typeof AimdSettings>;
 
-export const Connector = z.object({
-  venue: VenueName,
-  status: ConnectorStatus.default('active'),
-  baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
-  rateLimit: RateLimit,
-  /** Fleet-wide in-flight units for this venue. @defaultValue 4 */
-  maxInflight: z.number().int().positive().max(1000).default(4),
-  /**
-   * How long a job waits before it is due again once its unit failed for good (out of attempts, or
-   * unrecoverable; backfill chunks are marked failed instead). Not a 429 freeze: that ends at the
-   * venue's Retry-After or the adapter's fallback. @defaultValue 60000
-   */
-  freezeMs: z.number().int().nonnegative().default(60_000),
-  aimd: AimdSettings.default({ min: 1, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000 }),
-  createdAt: z.number().int().optional(),
-  updatedAt: z.number().int().optional(),
-});
+/**
+ * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
+ * venue. Polygon serves one slow request at a time on its plans, so one unit; Alpaca, Finnhub and
+ * FRED get two (the per-vendor executor design's caps, ready for when those venues land). A venue
+ * not listed gets {@link DEFAULT_MAX_INFLIGHT}. Documented in docs/reliability.md.
+ */
+export const VENUE_MAX_INFLIGHT_DEFAULTS: Readonly<Record<string, number>> = Object.freeze({ polygon: 1, alpaca: 2, finnhub: 2, fred: 2 });
+/** In-flight cap of a venue without an entry in {@link VENUE_MAX_INFLIGHT_DEFAULTS}. */
+export const DEFAULT_MAX_INFLIGHT = 4;
+
+/** The in-flight cap a new connector of `venue` gets when none is given. */
+export function defaultMaxInflight(venue: string): number {
+  return VENUE_MAX_INFLIGHT_DEFAULTS[venue] ?? DEFAULT_MAX_INFLIGHT;
+}
+
+export const Connector = z
+  .object({
+    venue: VenueName,
+    status: ConnectorStatus.default('active'),
+    baseUrl: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
+    rateLimit: RateLimit,
+    /** Fleet-wide in-flight units for this venue. @defaultValue per venue: {@link defaultMaxInflight} */
+    maxInflight: z.number().int().positive().max(1000).optional(),
+    /**
+     * Fleet-wide freeze after a 429 that carries no Retry-After (the venue said nothing about when
+     * to come back), before any escalation. Also how long a job waits before it is due again once
+     * its unit failed for good (out of attempts, or unrecoverable). @defaultValue 60000
+     */
+    freezeMs: z.number().int().nonnegative().default(60_000),
+    /**
+     * Cap of the escalated freeze: a venue that answers 429 again within `freezeResetMs` after its
+     * freeze ended is frozen twice as long as the last time, never longer than this. @defaultValue 900000
+     */
+    freezeMaxMs: z.number().int().positive().default(900_000),
+    /**
+     * Clean period that resets the escalation: no 429 for this long after a freeze ended and the
+     * next 429 is frozen for `freezeMs` again. Absent: `freezeMs`.
+     */
+    freezeResetMs: z.number().int().positive().optional(),
+    aimd: AimdSettings.default({ min: 1, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000 }),
+    createdAt: z.number().int().optional(),
+    updatedAt: z.number().int().optional(),
+  })
+  .refine((c) => c.freezeMaxMs >= c.freezeMs, { message: 'a cap at least freezeMs (--freeze-max >= --freeze)', path: ['freezeMaxMs'] })
+  .transform(({ maxInflight, ...c }) => ({ ...c, maxInflight: maxInflight ?? defaultMaxInflight(c.venue) }));
 export type Connector = z.infer<typeof Connector>;
 /** What a caller gives to create or update a connector; defaults fill the rest. */
 export type ConnectorInput = z.input<typeof Connector>;

@@ -9,6 +9,8 @@ export interface BeforeRequestInfo {
   endpoint: string;
   /** Weight this request costs in the venue's budget. */
   weight: number;
+  /** The abort signal the caller passed with the call that sends it: lets a caller tell whose request it is (the worker counts weight per unit by it). */
+  signal?: AbortSignal;
 }
 
 /** What happened to one upstream request, answered or not: the `afterResponse` hook's argument. */

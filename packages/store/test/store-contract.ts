@@ -77,6 +77,18 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await store.connectors.get('binance')).toEqual(second);
       });
 
+      it('gives a new connector the default in-flight cap of its venue and keeps the freeze escalation settings', async () => {
+        const polygon = await store.connectors.upsert(connector('polygon'));
+        expect(polygon).toMatchObject({ maxInflight: 1, freezeMs: 60_000, freezeMaxMs: 900_000 });
+        expect(polygon.freezeResetMs).toBeUndefined();
+        const tuned = await store.connectors.upsert(connector('polygon', { freezeMs: 5000, freezeMaxMs: 120_000, freezeResetMs: 30_000 }));
+        expect(tuned).toMatchObject({ maxInflight: 1, freezeMs: 5000, freezeMaxMs: 120_000, freezeResetMs: 30_000 });
+        // Absent on a later upsert: kept.
+        const again = await store.connectors.upsert(connector('polygon', { maxInflight: 3 }));
+        expect(again).toMatchObject({ maxInflight: 3, freezeMs: 5000, freezeMaxMs: 120_000, freezeResetMs: 30_000 });
+        expect(await store.connectors.get('polygon')).toEqual(again);
+      });
+
       it('keeps status across upserts that do not name one', async () => {
         await store.connectors.upsert(connector('kraken'));
         await store.connectors.setStatus('kraken', 'paused');

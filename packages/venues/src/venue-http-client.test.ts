@@ -81,8 +81,11 @@ describe('VenueHttpClient', () => {
     const http = new VenueHttpClient({ venue: 'test', clock, errorPolicy: policy });
     const err = await caught(() => http.get({ endpoint: 'x', weight: 1, url: `${server.url}/429-date` }));
     expect((err as RateLimitedError).retryAtMs).toBe(Date.UTC(2024, 0, 1, 0, 0, 42));
+    expect((err as RateLimitedError).fromVenue).toBe(true);
     const err2 = await caught(() => http.get({ endpoint: 'x', weight: 1, url: `${server.url}/429-bare` }));
     expect((err2 as RateLimitedError).retryAtMs).toBe(clock.now() + 60_000);
+    // Only a guess: the worker freezes for the connector's freezeMs instead.
+    expect((err2 as RateLimitedError).fromVenue).toBe(false);
     expect((err2 as Error).message).toContain('Too Many Requests');
   });
 });

@@ -79,7 +79,7 @@ export class VenueHttpClient {
   /** Sends the request; resolves only for 2xx, throws typed errors otherwise. */
   async get(req: HttpRequest): Promise<HttpResponse> {
     req.signal?.throwIfAborted();
-    await this.hooks.beforeRequest?.({ venue: this.venue, endpoint: req.endpoint, weight: req.weight });
+    await this.hooks.beforeRequest?.({ venue: this.venue, endpoint: req.endpoint, weight: req.weight, ...(req.signal ? { signal: req.signal } : {}) });
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const sentAtMs = this.clock.now();
@@ -149,6 +149,7 @@ export class VenueHttpClient {
         this.venue,
         retryAtMs,
         `${this.venue} ${req.endpoint} rate limited (HTTP 429${venueText ? `, ${venueText}` : ''}); retry at ${new Date(retryAtMs).toISOString()}`,
+        { fromVenue: retryAfterMs !== undefined },
       );
     }
     if (status >= 500) {

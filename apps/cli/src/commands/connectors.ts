@@ -1,5 +1,14 @@
 import { type Command } from 'commander';
-import { type Connector, type ConnectorInput, effectiveLimit, formatDurationMs, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import {
+  type Connector,
+  type ConnectorInput,
+  DEFAULT_MAX_INFLIGHT,
+  effectiveLimit,
+  formatDurationMs,
+  parseOrThrow,
+  ValidationError,
+  VenueName,
+} from '@tickfleet/core';
 import { duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
 import { jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -12,6 +21,8 @@ interface UpsertOptions {
   headroom?: number;
   maxInflight?: number;
   freeze?: number;
+  freezeMax?: number;
+  freezeReset?: number;
   json?: boolean;
 }
 
@@ -26,8 +37,18 @@ export function registerConnectors(program: Command): void {
     .option('--period <duration>', 'rate-limit period, e.g. 60s (default 60s on create)', duration('--period'))
     .option('--policy <policy>', 'fixed-window | gcra (default fixed-window on create)', oneOf('--policy', ['fixed-window', 'gcra'] as const))
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
-    .option('--max-inflight <n>', 'fleet-wide in-flight units (default 4 on create)', positiveInt('--max-inflight'))
-    .option('--freeze <duration>', 'how long a job waits before it is claimed again after its unit failed for good (default 60s)', duration('--freeze'))
+    .option(
+      '--max-inflight <n>',
+      `fleet-wide in-flight units (default on create: per venue, polygon 1, alpaca/finnhub/fred 2, others ${DEFAULT_MAX_INFLIGHT})`,
+      positiveInt('--max-inflight'),
+    )
+    .option(
+      '--freeze <duration>',
+      'fleet-wide freeze after a 429 without Retry-After, before escalation; also how long a job waits after its unit failed for good (default 60s)',
+      duration('--freeze'),
+    )
+    .option('--freeze-max <duration>', 'cap of the freeze escalation after repeated 429s (default 15m)', duration('--freeze-max'))
+    .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -49,6 +70,8 @@ export function registerConnectors(program: Command): void {
           },
           ...(opts.maxInflight !== undefined ? { maxInflight: opts.maxInflight } : {}),
           ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
+          ...(opts.freezeMax !== undefined ? { freezeMaxMs: opts.freezeMax } : {}),
+          ...(opts.freezeReset !== undefined ? { freezeResetMs: opts.freezeReset } : {}),
         };
         return store.connectors.upsert(input);
       });

@@ -1,5 +1,7 @@
 --[[
-  The one writer of a venue's freeze. Records the freeze in the venue's control hash, only ever
+  Writes a venue's freeze (budget, manual, and 429/418 without escalation come here;
+  rateLimitedVenue-4.lua writes it by the same rule in the step that decides the escalation).
+  Records the freeze in the venue's control hash, only ever
   extending it (a short Retry-After seen by one worker never shortens a long ban another worker
   recorded), and derives from that record what BullMQ needs to stop handing out the venue's units:
   its queue's limiter key, set to expire when the record ends. BullMQ only honours the limiter key

@@ -9,6 +9,8 @@ export interface NormalizedConnector {
     headroom: boolean;
     maxInflight: boolean;
     freezeMs: boolean;
+    freezeMaxMs: boolean;
+    freezeResetMs: boolean;
     aimd: boolean;
   };
 }
@@ -24,6 +26,8 @@ export function normalizeConnector(input: ConnectorInput): NormalizedConnector {
       headroom: raw.rateLimit?.headroom !== undefined,
       maxInflight: raw.maxInflight !== undefined,
       freezeMs: raw.freezeMs !== undefined,
+      freezeMaxMs: raw.freezeMaxMs !== undefined,
+      freezeResetMs: raw.freezeResetMs !== undefined,
       aimd: raw.aimd !== undefined,
     },
   };

@@ -1,7 +1,8 @@
 import type { Collection, Db } from 'mongodb';
 import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
 
-export type ConnectorDoc = Connector & { _id: string };
+/** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
+export type ConnectorDoc = Omit<Connector, 'freezeResetMs'> & { _id: string; freezeResetMs?: number | null };
 export type JobDoc = Job & { _id: string };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
@@ -71,6 +72,9 @@ export function toConnector(d: ConnectorDoc): Connector {
     rateLimit: { policy: d.rateLimit.policy, limit: d.rateLimit.limit, periodMs: d.rateLimit.periodMs, headroom: d.rateLimit.headroom },
     maxInflight: d.maxInflight,
     freezeMs: d.freezeMs,
+    // Documents written before the escalation settings existed carry neither field.
+    freezeMaxMs: d.freezeMaxMs ?? 900_000,
+    ...(d.freezeResetMs != null ? { freezeResetMs: d.freezeResetMs } : {}),
     aimd: d.aimd,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,

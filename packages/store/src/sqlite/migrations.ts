@@ -89,6 +89,11 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX backfill_chunks_status ON backfill_chunks (status, backfill_id, from_ms);
   ALTER TABLE backfills ADD COLUMN units_failed INTEGER NOT NULL DEFAULT 0;
   `,
+  // Freeze escalation after repeated 429s: its cap and the clean period that resets it (null: freeze_ms).
+  `
+  ALTER TABLE connectors ADD COLUMN freeze_max_ms INTEGER NOT NULL DEFAULT 900000;
+  ALTER TABLE connectors ADD COLUMN freeze_reset_ms INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -10,6 +10,8 @@ export interface ConnectorRow {
   headroom: number;
   max_inflight: number;
   freeze_ms: number;
+  freeze_max_ms: number;
+  freeze_reset_ms: number | null;
   aimd: string;
   created_at: number;
   updated_at: number;
@@ -23,6 +25,8 @@ export function toConnector(r: ConnectorRow): Connector {
     rateLimit: { policy: r.policy, limit: r.rl_limit, periodMs: r.period_ms, headroom: r.headroom },
     maxInflight: r.max_inflight,
     freezeMs: r.freeze_ms,
+    freezeMaxMs: r.freeze_max_ms,
+    ...(r.freeze_reset_ms !== null ? { freezeResetMs: r.freeze_reset_ms } : {}),
     aimd: JSON.parse(r.aimd) as Connector['aimd'],
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -4,7 +4,8 @@ import type { ConnectorsRepo } from '../state-store.js';
 import { normalizeConnector } from '../internal/inputs.js';
 import { bit, toConnector, type ConnectorRow } from './rows.js';
 
-const COLUMNS = 'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, aimd, created_at, updated_at';
+const COLUMNS =
+  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, aimd, created_at, updated_at';
 
 export class SqliteConnectorsRepo implements ConnectorsRepo {
   private readonly upsertStmt: Statement;
@@ -20,7 +21,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
     // caller left out keep their stored values (`CASE WHEN :g_x`), budget state is never touched.
     this.upsertStmt = db.prepare(`
       INSERT INTO connectors (${COLUMNS})
-      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :aimd, :now, :now)
+      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :aimd, :now, :now)
       ON CONFLICT (venue) DO UPDATE SET
         status       = CASE WHEN :g_status      THEN excluded.status       ELSE status       END,
         base_url     = excluded.base_url,
@@ -30,6 +31,8 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
         headroom     = CASE WHEN :g_headroom    THEN excluded.headroom     ELSE headroom     END,
         max_inflight = CASE WHEN :g_maxInflight THEN excluded.max_inflight ELSE max_inflight END,
         freeze_ms    = CASE WHEN :g_freezeMs    THEN excluded.freeze_ms    ELSE freeze_ms    END,
+        freeze_max_ms   = CASE WHEN :g_freezeMaxMs   THEN excluded.freeze_max_ms   ELSE freeze_max_ms   END,
+        freeze_reset_ms = CASE WHEN :g_freezeResetMs THEN excluded.freeze_reset_ms ELSE freeze_reset_ms END,
         aimd         = CASE WHEN :g_aimd        THEN excluded.aimd         ELSE aimd         END,
         updated_at   = excluded.updated_at
       RETURNING ${COLUMNS}`);
@@ -50,6 +53,8 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       headroom: c.rateLimit.headroom,
       maxInflight: c.maxInflight,
       freezeMs: c.freezeMs,
+      freezeMaxMs: c.freezeMaxMs,
+      freezeResetMs: c.freezeResetMs ?? null,
       aimd: JSON.stringify(c.aimd),
       now: this.clock.now(),
       g_status: bit(given.status),
@@ -57,6 +62,8 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       g_headroom: bit(given.headroom),
       g_maxInflight: bit(given.maxInflight),
       g_freezeMs: bit(given.freezeMs),
+      g_freezeMaxMs: bit(given.freezeMaxMs),
+      g_freezeResetMs: bit(given.freezeResetMs),
       g_aimd: bit(given.aimd),
     }) as ConnectorRow;
     return toConnector(row);
