@@ -53,6 +53,9 @@ describe('fleet: Limitless discovery and order-book polling', () => {
       'stored Limitless books = order books the emulation served',
       { timeoutMs: 60_000, intervalMs: 500 },
     );
+    console.log(
+      `limitless: ${settled.books} books stored, ${settled.stats.responses2xx} 2xx served (${settled.discoveries} discovery pages), ${settled.stats.requests} requests`,
+    );
     expect(settled.discoveries).toBeGreaterThanOrEqual(1);
     expect(settled.books).toBeGreaterThanOrEqual(12);
     expect(settled.stats).toMatchObject({ overLimitRequests: 0, responses429: 0, responses4xx: 0, responses5xx: 0 });
