@@ -119,7 +119,13 @@ describe('operations surface on a running demo fleet', () => {
     expect(Number((await series('sum(tickfleet_units_total{venue="binance",outcome="ok"})'))[0]!.value[1])).toBeGreaterThan(0);
     expect(Number((await series('max(tickfleet_budget_limit{venue="binance"})'))[0]!.value[1])).toBe(5700);
     expect(Number((await series('sum(tickfleet_sink_inserted_total)'))[0]!.value[1])).toBeGreaterThan(0);
-    expect((await series('tickfleet_venue_runnable_units')).map((r) => r.metric.venue).sort()).toEqual(['binance', 'polygon', 'polymarket', 'xetra']);
+    expect((await series('tickfleet_venue_runnable_units')).map((r) => r.metric.venue).sort()).toEqual([
+      'binance',
+      'limitless',
+      'polygon',
+      'polymarket',
+      'xetra',
+    ]);
     expect(await series('histogram_quantile(0.95, sum by (le, venue) (rate(tickfleet_request_duration_seconds_bucket[1m])))')).not.toHaveLength(0);
 
     // The rules load and evaluate; the no-leader expression finds a leader (empty result).
@@ -154,6 +160,7 @@ describe('operations surface on a running demo fleet', () => {
       await page.locator('tr[data-venue="binance"]').waitFor();
       expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual([
         'binance',
+        'limitless',
         'polygon',
         'polymarket',
         'xetra',

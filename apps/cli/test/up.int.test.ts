@@ -1,6 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createConnection } from 'node:net';
+import { DEFAULT_LIMITLESS_MARKETS, DEFAULT_SEED, limitlessBookSlugs, limitlessMarkets } from '@tickfleet/mock-venue';
 import { runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 
 /** The README's first quick-start command: the whole fleet from nothing, data within seconds, Ctrl-C stops all. */
@@ -35,8 +36,19 @@ describe('tickfleet up --demo', () => {
       // The demo job starts 6 hours back: ~360 closed 1m candles arrive in the first units.
       await waitFor(async () => (await count()) >= 300, 'demo candles in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
 
+      // Limitless discovery feeds its book polling: snapshots of a discovered market arrive.
+      const slug = limitlessBookSlugs(limitlessMarkets(DEFAULT_SEED, DEFAULT_LIMITLESS_MARKETS))[0]!;
+      const limitlessBooks = async (): Promise<number> => {
+        const r = await runCli(['data', 'export', 'limitless', slug, '--channel', 'book', '--format', 'jsonl'], {
+          cwd: dir.path,
+          env: { TICKFLEET_SINK_URL: undefined },
+        });
+        return r.code === 0 ? r.stdout.split('\n').filter((l) => l.includes('"venue":"limitless"')).length : 0;
+      };
+      await waitFor(async () => (await limitlessBooks()) >= 1, 'demo Limitless books in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
+
       const status = (await (await fetch(`${fleet.dashboardUrl}/api/status`)).json()) as { venues: Array<{ venue: string }> };
-      expect(status.venues.map((v) => v.venue).sort()).toEqual(['binance', 'polygon', 'polymarket', 'xetra']);
+      expect(status.venues.map((v) => v.venue).sort()).toEqual(['binance', 'limitless', 'polygon', 'polymarket', 'xetra']);
 
       const cliStatus = await runCli(['status', '--json'], { cwd: dir.path, env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined } });
       expect(cliStatus.code).toBe(0);

@@ -20,6 +20,7 @@ import {
 } from './scenario.js';
 import type { MockVenueStats, VenueStats } from './stats.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
+import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
@@ -53,7 +54,7 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
+const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', limitless: 'reject', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
@@ -80,6 +81,7 @@ export class MockVenueServer implements MockVenue {
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     binance: new BinanceEmulation(),
+    limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),
     xetra: new XetraEmulation(),

@@ -1,6 +1,7 @@
 import { ValidationError } from '@tickfleet/core';
 import { BinanceAdapter } from './binance/binance-adapter.js';
 import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter } from './create-venue-adapter.js';
+import { LimitlessAdapter } from './limitless/limitless-adapter.js';
 import { PolygonAdapter } from './polygon/polygon-adapter.js';
 import { PolymarketAdapter } from './polymarket/polymarket-adapter.js';
 import { isBookSource, isCandleSource, isFileSource } from './types.js';
@@ -13,20 +14,24 @@ describe('createVenueAdapter', () => {
     const polygon = createVenueAdapter('polygon', { ...base, apiKey: 'k' });
     const polymarket = createVenueAdapter('polymarket', base);
     const xetra = createVenueAdapter('xetra', base);
+    const limitless = createVenueAdapter('limitless', base);
+    expect(limitless).toBeInstanceOf(LimitlessAdapter);
     expect(binance).toBeInstanceOf(BinanceAdapter);
     expect(polygon).toBeInstanceOf(PolygonAdapter);
     expect(polymarket).toBeInstanceOf(PolymarketAdapter);
     expect(xetra).toBeInstanceOf(XetraAdapter);
-    expect([binance, polygon, polymarket, xetra].map((a) => [a.venue, isCandleSource(a), isBookSource(a), isFileSource(a)])).toEqual([
+    expect([binance, polygon, polymarket, xetra, limitless].map((a) => [a.venue, isCandleSource(a), isBookSource(a), isFileSource(a)])).toEqual([
       ['binance', true, true, false],
       ['polygon', true, false, false],
       ['polymarket', false, true, false],
       ['xetra', false, false, true],
+      ['limitless', false, true, false],
     ]);
     expect(binance.weights).toEqual({ klines: 2, depth: 50, exchangeInfo: 20 });
     expect(polygon.weights).toEqual({ aggs: 1 });
     expect(polymarket.weights).toEqual({ markets: 1, book: 1 });
     expect(xetra.weights).toEqual({ list: 1, download: 1 });
+    expect(limitless.weights).toEqual({ markets: 1, orderbook: 1 });
     expect(binance.maxCandlesPerPage).toBe(1000);
     expect(polygon.maxCandlesPerPage).toBe(5000);
     expect(ADAPTER_VENUES.every(hasVenueAdapter)).toBe(true);

@@ -210,14 +210,16 @@ function terminate(child: ChildProcess, graceMs: number): Promise<void> {
 
 /**
  * The demo fleet: each venue emulation with its real published limits, candle jobs that start a
- * few hours back (so history arrives at once, then live candles every minute), Polymarket
- * discovery feeding order-book polling, and Xetra's post-trade files.
+ * few hours back (so history arrives at once, then live candles every minute), Polymarket and
+ * Limitless discovery feeding order-book polling, and Xetra's post-trade files.
  */
-async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'polygon' | 'polymarket' | 'xetra') => string): Promise<void> {
+async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string): Promise<void> {
   const now = Date.now();
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
   await store.connectors.upsert({ venue: 'polygon', baseUrl: baseUrl('polygon'), rateLimit: { limit: 5, periodMs: 60_000 }, maxInflight: 1 });
   await store.connectors.upsert({ venue: 'polymarket', baseUrl: baseUrl('polymarket'), rateLimit: { limit: 1500, periodMs: 10_000 }, maxInflight: 4 });
+  // Limitless publishes no numeric limit; this is the emulation's opaque one (docs/mock-venue.md).
+  await store.connectors.upsert({ venue: 'limitless', baseUrl: baseUrl('limitless'), rateLimit: { limit: 100, periodMs: 10_000 }, maxInflight: 2 });
   await store.connectors.upsert({ venue: 'xetra', baseUrl: baseUrl('xetra'), rateLimit: { limit: 5, periodMs: 2000, headroom: 1 }, maxInflight: 1 });
   const jobs = [
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
@@ -225,6 +227,7 @@ async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'polygon
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1h', since: now - 30 * DAY },
     { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1m', since: now - 3 * 3600_000 },
     { venue: 'polymarket', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
+    { venue: 'limitless', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'xetra', type: 'files', symbol: 'DETR', timeframe: null, since: null },
   ] as const;
   for (const j of jobs) {

@@ -10,12 +10,13 @@ export const POLYMARKET_MAX_LEVELS = 20;
 /**
  * The order book of `symbol` on `venue` at `timeMs`: a pure function of the second containing `timeMs`
  * (`sequence` is that second, `floor(timeMs / 1000)`; Binance serves it as `lastUpdateId`), levels best
- * first. Binance books sit around the instrument's candle price; Polymarket books are probability books
- * on a 0.01 grid. `depth` caps the levels per side.
+ * first. Binance books sit around the instrument's candle price; Polymarket and Limitless books are
+ * probability books on a 0.01 grid. `depth` caps the levels per side.
  */
 export function bookAt(venue: string, symbol: string, timeMs: number, seed: number, depth = DEFAULT_BOOK_DEPTH): BookSnapshot {
   const second = Math.floor(timeMs / 1000);
-  const levels = venue === 'polymarket' ? probabilityLevels(symbol, second, seed, depth) : priceLevels(venue, symbol, second, seed, depth);
+  const levels =
+    venue === 'polymarket' || venue === 'limitless' ? probabilityLevels(symbol, second, seed, depth) : priceLevels(venue, symbol, second, seed, depth);
   return { venue, symbol, timeMs, sequence: second, ...levels };
 }
 

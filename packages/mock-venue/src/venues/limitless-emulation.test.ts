@@ -1,0 +1,95 @@
+import { ManualClock } from '@tickfleet/testkit';
+import { bookAt } from '../data/books.js';
+import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
+import { limitlessBookSlugs, limitlessMarkets } from './limitless-markets.js';
+
+const NOW = Date.UTC(2024, 0, 15, 8, 0, 0, 250);
+
+// parsed venue JSON is probed field by field in assertions
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function get(url: string): Promise<{ status: number; headers: Headers; json: () => any }> {
+  const r = await fetch(url);
+  const text = await r.text();
+  return { status: r.status, headers: r.headers, json: () => JSON.parse(text) };
+}
+
+describe('limitless emulation', () => {
+  describe('active markets and books', () => {
+    let mv: MockVenue;
+    let base: string;
+    beforeAll(async () => {
+      mv = await startMockVenue({ clock: new ManualClock(NOW), scenario: { seed: 7, venues: { limitless: { markets: 30 } } } });
+      base = mv.baseUrl('limitless');
+    });
+    afterAll(() => mv.stop());
+
+    test('GET /markets/active pages from 1 with limit (default and maximum 25) and counts every market', async () => {
+      const all = limitlessMarkets(7, 30);
+      const page1 = (await get(`${base}/markets/active?page=1&limit=12`)).json();
+      const page2 = (await get(`${base}/markets/active?page=2&limit=12`)).json();
+      const page3 = (await get(`${base}/markets/active?page=3&limit=12`)).json();
+      expect(page1.totalMarketsCount).toBe(30);
+      expect([...page1.data, ...page2.data, ...page3.data]).toEqual(all);
+      expect(page3.data).toHaveLength(6);
+      expect((await get(`${base}/markets/active?page=4&limit=12`)).json()).toEqual({ data: [], totalMarketsCount: 30 });
+      expect((await get(`${base}/markets/active`)).json().data).toEqual(all.slice(0, 25));
+      // CLOB singles, AMM markets without books, and group markets whose children carry the books
+      expect(new Set(all.map((m) => `${m.tradeType}/${m.marketType}`))).toEqual(new Set(['clob/single', 'amm/single', 'clob/group']));
+      expect(page1.data[0]).toMatchObject({ tradeType: 'clob', marketType: 'single', tokens: { yes: expect.stringMatching(/^\d{77}$/) } });
+    });
+
+    test('a page size above 25 or a page below 1 is refused with the NestJS validation body', async () => {
+      const tooBig = await get(`${base}/markets/active?page=1&limit=26`);
+      expect(tooBig.status).toBe(400);
+      expect(tooBig.json()).toEqual({ message: ['limit must not be greater than 25'], error: 'Bad Request', statusCode: 400 });
+      const zero = await get(`${base}/markets/active?page=0&limit=x`);
+      expect(zero.status).toBe(400);
+      expect(zero.json().message).toEqual(['page must not be less than 1', 'limit must not be less than 1']);
+    });
+
+    test('GET /markets/{slug}/orderbook: deterministic YES book, best first, numbers, sizes in millionths; AMM 400, unknown 404', async () => {
+      const markets = limitlessMarkets(7, 30);
+      const slugs = limitlessBookSlugs(markets);
+      const group = markets.find((m) => m.marketType === 'group')!;
+      expect(slugs).toContain(group.markets![1]!.slug);
+      const slug = group.markets![1]!.slug;
+      const r = await get(`${base}/markets/${slug}/orderbook`);
+      expect(r.status).toBe(200);
+      const body = r.json();
+      const snap = bookAt('limitless', slug, NOW, 7);
+      expect(body.tokenId).toBe(group.markets![1]!.tokens!.yes);
+      expect(body.bids).toEqual(snap.bids.map(([p, s]) => ({ price: Number(p), size: Math.round(Number(s) * 1e6), side: 'BUY' })));
+      expect(body.asks).toEqual(snap.asks.map(([p, s]) => ({ price: Number(p), size: Math.round(Number(s) * 1e6), side: 'SELL' })));
+      expect(body.bids[0].price).toBeLessThan(body.asks[0].price);
+      expect(body).toMatchObject({ maxSpread: '0.05', minSize: '1000000', adjustedMidpoint: expect.any(Number), lastTradePrice: expect.any(Number) });
+      // the same second, the same book
+      expect((await get(`${base}/markets/${slug}/orderbook`)).json()).toEqual(body);
+
+      const amm = markets.find((m) => m.tradeType === 'amm')!;
+      const noBook = await get(`${base}/markets/${amm.slug}/orderbook`);
+      expect(noBook.status).toBe(400);
+      expect(noBook.json()).toMatchObject({ statusCode: 400, error: 'Bad Request' });
+      const unknown = await get(`${base}/markets/no-such-market/orderbook`);
+      expect(unknown.status).toBe(404);
+      expect(unknown.json()).toEqual({ message: 'Market not found', error: 'Not Found', statusCode: 404 });
+    });
+  });
+
+  test('the opaque limit refuses beyond the window allowance with the throttler 429 and Retry-After', async () => {
+    const clock = new ManualClock(NOW);
+    const mv = await startMockVenue({ clock, scenario: { venues: { limitless: { limit: { requests: 3, windowMs: 10_000 } } } } });
+    try {
+      const url = `${mv.baseUrl('limitless')}/markets/active?page=1&limit=5`;
+      const results = await Promise.all(Array.from({ length: 5 }, () => get(url)));
+      const refused = results.filter((r) => r.status === 429);
+      expect(results.filter((r) => r.status === 200)).toHaveLength(3);
+      expect(refused).toHaveLength(2);
+      expect(refused[0]!.json()).toEqual({ statusCode: 429, message: 'ThrottlerException: Too Many Requests' });
+      // NOW is 250 ms into its 10 s window: 9.75 s left, rounded up to whole seconds
+      expect(refused[0]!.headers.get('retry-after')).toBe('10');
+      expect(mv.stats().venues.limitless).toMatchObject({ requests: 5, weightUsed: 3, maxWindowWeight: 3, responses2xx: 3, responses429: 2 });
+    } finally {
+      await mv.stop();
+    }
+  });
+});

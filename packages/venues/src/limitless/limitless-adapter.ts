@@ -1,0 +1,138 @@
+import { systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
+import { intOption, normaliseBaseUrl } from '../internal/options.js';
+import { decimalString, parsePayload } from '../internal/parse-payload.js';
+import type { BookSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
+import { VenueHttpClient } from '../venue-http-client.js';
+import { LimitlessActiveMarkets, LimitlessOrderbook, type LimitlessChildMarket, type LimitlessMarket } from './limitless-schemas.js';
+
+/** The API refuses `limit` above 25 on `GET /markets/active` (the official SDK documents "max 25"). */
+export const LIMITLESS_MAX_PAGE_SIZE = 25;
+
+export interface LimitlessAdapterOptions extends VenueAdapterOptions {
+  /** Markets per discovery page, at most 25. @defaultValue 25 */
+  discoveryPageSize?: number;
+  /** Upper bound on discovery pages per listing, so a misbehaving total never loops forever. @defaultValue 400 */
+  maxDiscoveryPages?: number;
+  /**
+   * Wait after a 429 without Retry-After. Limitless publishes no numeric limits; a 429 is its only
+   * throttling signal. @defaultValue 10000
+   */
+  rateLimitFallbackMs?: number;
+}
+
+/**
+ * Limitless Exchange (real root: https://api.limitless.exchange): active markets from
+ * `GET /markets/active?page=&limit=` (pages from 1, `{data, totalMarketsCount}`), order-book snapshots
+ * from `GET /markets/{slug}/orderbook`. The instrument is the market slug: the venue keys its book by
+ * slug, and that book is the YES token's. AMM markets have no order book and are not listed; a
+ * group (NegRisk) market lists each of its CLOB child markets.
+ */
+export class LimitlessAdapter implements VenueAdapter, BookSource {
+  readonly venue = 'limitless';
+  readonly weights: Readonly<Record<'markets' | 'orderbook', number>> = Object.freeze({ markets: 1, orderbook: 1 });
+  private readonly baseUrl: string;
+  private readonly pageSize: number;
+  private readonly maxPages: number;
+  private readonly http: VenueHttpClient;
+
+  constructor(options: LimitlessAdapterOptions) {
+    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
+    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, LIMITLESS_MAX_PAGE_SIZE, 1, LIMITLESS_MAX_PAGE_SIZE);
+    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, 400, 1, 100_000);
+    const clock: Clock = options.clock ?? systemClock;
+    this.http = new VenueHttpClient({
+      venue: this.venue,
+      ...(options.hooks ? { hooks: options.hooks } : {}),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      clock,
+      errorPolicy: { rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, 10_000, 0, 86_400_000) },
+    });
+  }
+
+  /** The slug is the symbol in both forms. */
+  toVenueSymbol(symbol: string): string {
+    return symbol;
+  }
+
+  fromVenueSymbol(venueSymbol: string): string {
+    return venueSymbol;
+  }
+
+  /** Every order-book market that is active and not expired, paging until `totalMarketsCount` or a short page. */
+  async listInstruments(options: FetchOptions = {}): Promise<Instrument[]> {
+    const out: Instrument[] = [];
+    const seen = new Set<string>();
+    let listed = 0;
+    for (let page = 1; page <= this.maxPages; page++) {
+      const query = new URLSearchParams({ page: String(page), limit: String(this.pageSize) });
+      const res = await this.http.get({
+        endpoint: 'markets',
+        weight: this.weights.markets,
+        url: `${this.baseUrl}/markets/active?${query.toString()}`,
+        signal: options.signal,
+      });
+      const { data, totalMarketsCount } = parsePayload(this.venue, 'markets', res.body, LimitlessActiveMarkets);
+      for (const market of data) {
+        for (const instrument of this.instrumentsOf(market)) {
+          if (seen.has(instrument.symbol)) continue;
+          seen.add(instrument.symbol);
+          out.push(instrument);
+        }
+      }
+      listed += data.length;
+      if (data.length < this.pageSize || listed >= totalMarketsCount) break;
+    }
+    return out;
+  }
+
+  private instrumentsOf(market: LimitlessMarket): Instrument[] {
+    if (market.marketType === 'group') {
+      return (market.markets ?? []).flatMap((child) => this.instrumentOf(child, market.slug));
+    }
+    return this.instrumentOf(market);
+  }
+
+  private instrumentOf(market: LimitlessChildMarket, groupSlug?: string): Instrument[] {
+    if (market.tradeType !== 'clob' || market.expired === true) return [];
+    return [
+      {
+        symbol: market.slug,
+        venueSymbol: market.slug,
+        ...(market.title ? { name: market.title } : {}),
+        meta: {
+          marketId: String(market.id),
+          slug: market.slug,
+          ...(groupSlug ? { groupSlug } : {}),
+          ...(market.conditionId ? { conditionId: market.conditionId } : {}),
+          ...(market.tokens ? { tokenIds: { yes: market.tokens.yes, no: market.tokens.no } } : {}),
+          ...(typeof market.expirationTimestamp === 'number' ? { expirationTimestamp: market.expirationTimestamp } : {}),
+          ...(market.expirationDate ? { expirationDate: market.expirationDate } : {}),
+        },
+      },
+    ];
+  }
+
+  /**
+   * One snapshot of the market's (YES token) book, levels best first. The venue sends no timestamp,
+   * so the snapshot time is the receive time; prices and sizes are kept as the venue's numbers.
+   */
+  async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
+    const url = `${this.baseUrl}/markets/${encodeURIComponent(this.toVenueSymbol(symbol))}/orderbook`;
+    const res = await this.http.get({ endpoint: 'orderbook', weight: this.weights.orderbook, url, signal: options.signal });
+    const raw = parsePayload(this.venue, 'orderbook', res.body, LimitlessOrderbook);
+    const level = (l: { price: number | string; size: number | string }): BookLevel => [decimalString(l.price), decimalString(l.size)];
+    const bids = raw.bids.map(level).sort((a, b) => Number(b[0]) - Number(a[0]));
+    const asks = raw.asks.map(level).sort((a, b) => Number(a[0]) - Number(b[0]));
+    const timeMs = res.receivedAtMs;
+    const book: BookSnapshot = { venue: this.venue, symbol, timeMs, bids, asks };
+    const extra = {
+      tokenId: raw.tokenId,
+      ...(raw.adjustedMidpoint == null ? {} : { adjustedMidpoint: decimalString(raw.adjustedMidpoint) }),
+      ...(raw.lastTradePrice == null ? {} : { lastTradePrice: decimalString(raw.lastTradePrice) }),
+      ...(raw.maxSpread == null ? {} : { maxSpread: decimalString(raw.maxSpread) }),
+      ...(raw.minSize == null ? {} : { minSize: decimalString(raw.minSize) }),
+    };
+    // No venue timestamp or sequence: each poll is its own snapshot, keyed by slug and receive time.
+    return { book, envelope: bookEnvelope(book, `limitless:${symbol}:book:${timeMs}`, res.receivedAtMs, undefined, extra) };
+  }
+}
