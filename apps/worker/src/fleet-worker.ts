@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
-import { BudgetGate, FleetVenueControl, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
+import { BudgetGate, FleetVenueControl, FreezeWatch, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
@@ -49,6 +49,7 @@ export class FleetWorker {
   private control: FleetVenueControl | undefined;
   private fallback: StoreOutageFallback | undefined;
   private gate: BudgetGate | undefined;
+  private freezeWatch: FreezeWatch | undefined;
   private executor: UnitExecutor | undefined;
   private jobLock: JobLock | undefined;
   private timers: NodeJS.Timeout[] = [];
@@ -83,11 +84,15 @@ export class FleetWorker {
       ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
+    // The freeze and fallback marks every request checks, kept between announced changes (one
+    // subscriber connection) instead of read from Redis before each request.
+    this.freezeWatch = new FreezeWatch(this.control, this.fallback, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
+    await this.freezeWatch.start();
     this.gate = new BudgetGate({
       budgets: options.store.budgets,
       clock: this.clock,
       metrics: this.metrics,
-      freezes: this.control,
+      freezes: this.freezeWatch,
       fallback: this.fallback,
       logger: options.logger,
     });
@@ -213,6 +218,7 @@ export class FleetWorker {
     await this.fallback?.leave();
     this.runners.clear();
     await this.queues?.close();
+    await this.freezeWatch?.stop();
     this.connection?.disconnect();
   }
 }

@@ -8,6 +8,8 @@ import type { FallbackBudget } from './store-outage-fallback.js';
 export interface FreezeSource {
   /** Remaining fleet-wide freeze of the venue in ms (0 when not frozen). */
   frozenForMs(venue: string): Promise<number>;
+  /** The fleet's fallback mark ({@link FallbackBudget.fleetFallbackUntil}) when this source keeps it too (`FreezeWatch`). */
+  fleetFallbackUntil?(venue: string): Promise<number>;
 }
 
 type Labels<L extends string> = Partial<Record<L, string | number>>;
@@ -105,7 +107,7 @@ export class BudgetGate {
   async beforeRequest({ venue, weight }: BeforeRequestInfo): Promise<void> {
     const { clock, freezes } = this.options;
     for (;;) {
-      // Both marks live in Redis: read together, one round trip of waiting instead of two.
+      // Both marks live in Redis (a FreezeWatch keeps them between announced changes): read together.
       const [frozenMs, fleetFallbackUntil] = await Promise.all([freezes.frozenForMs(venue), this.fleetFallbackMark(venue)]);
       if (frozenMs > 0) throw new BudgetExhaustedError(venue, clock.now() + frozenMs);
       const band = this.guardBand.get(venue);
@@ -161,8 +163,9 @@ export class BudgetGate {
 
   /** The fleet's latest fallback window mark (0 when this worker has no fallback or is on it). */
   private async fleetFallbackMark(venue: string): Promise<number> {
-    const { fallback } = this.options;
-    return fallback && !fallback.isActive(venue) ? fallback.fleetFallbackUntil(venue) : 0;
+    const { fallback, freezes } = this.options;
+    if (!fallback || fallback.isActive(venue)) return 0;
+    return freezes.fleetFallbackUntil ? freezes.fleetFallbackUntil(venue) : fallback.fleetFallbackUntil(venue);
   }
 
   private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {

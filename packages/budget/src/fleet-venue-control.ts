@@ -4,6 +4,11 @@ import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
+/** The pub/sub channel on which changes of a venue's freeze or fallback mark are announced (message: the venue). */
+export function venueMarksChannel(prefix: string): string {
+  return `${prefix}:venue-marks`;
+}
+
 /** Most outcomes one report carries (they travel as script arguments). */
 export const MAX_OUTCOME_BATCH = 500;
 
@@ -153,7 +158,16 @@ export class FleetVenueControl {
       [this.key(venue, 'control'), queueKey(this.prefix, venue, 'limiter'), queueKey(this.prefix, venue, 'meta')],
       [this.clock.now(), Math.ceil(untilMs), cause, LIMITER_FULL, UNLIMITED_RATE_MAX, UNLIMITED_RATE_DURATION_MS],
     )) as [number, string, number];
+    await this.announce(venue);
     return Number(fu) > 0 ? { untilMs: Number(fu), cause: fc as FreezeCause } : null;
+  }
+
+  /**
+   * Tells every worker's {@link FreezeWatch} that the venue's marks changed (they read it again).
+   * Part of every freeze write: a worker that does not hear it still re-reads within its refresh.
+   */
+  private async announce(venue: string): Promise<void> {
+    await this.redis.publish(venueMarksChannel(this.prefix), venue);
   }
 
   /** The end of the venue's freeze, or null when it is not frozen now. */
@@ -210,6 +224,7 @@ export class FleetVenueControl {
         UNLIMITED_RATE_DURATION_MS,
       ],
     )) as [number, number, number, number];
+    await this.announce(venue);
     return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: Number(fu), level: Number(level) };
   }
 

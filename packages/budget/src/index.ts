@@ -17,6 +17,7 @@ export {
   freezeEscalationFor,
   type FreezeEscalation,
   MAX_OUTCOME_BATCH,
+  venueMarksChannel,
   type AimdChange,
   type AimdOutcome,
   type BookBackoffOptions,
@@ -26,6 +27,7 @@ export {
   type VenueControlSnapshot,
   type ControlStep,
 } from './fleet-venue-control.js';
+export { FreezeWatch, type FreezeWatchOptions } from './freeze-watch.js';
 export { OutcomeReporter, type OutcomeReporterOptions } from './outcome-reporter.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
+import { venueMarksChannel } from './fleet-venue-control.js';
 import type { WorkerHeartbeat } from './worker-heartbeat.js';
 
 export interface LocalFallbackBudgetOptions {
@@ -206,7 +207,10 @@ export class StoreOutageFallback implements FallbackBudget {
     const now = this.clock.now();
     const periodMs = budget.period;
     const windowEnd = Math.floor(now / periodMs) * periodMs + periodMs;
-    void this.redis.set(this.key(venue), String(windowEnd), 'PX', windowEnd - now + periodMs).catch(() => undefined);
+    void this.redis
+      .set(this.key(venue), String(windowEnd), 'PX', windowEnd - now + periodMs)
+      .then(() => this.redis.publish(venueMarksChannel(this.prefix), venue))
+      .catch(() => undefined);
   }
 
   private key(venue: string): string {

@@ -1,0 +1,112 @@
+import { systemClock, type Clock } from '@tickfleet/core';
+import { QUEUE_PREFIX, type RedisClient } from '@tickfleet/queues';
+import type { FreezeSource } from './budget-gate.js';
+import { venueMarksChannel, type FleetVenueControl } from './fleet-venue-control.js';
+import type { FallbackBudget } from './store-outage-fallback.js';
+
+export interface FreezeWatchOptions {
+  /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
+  prefix?: string;
+  clock?: Clock;
+  /**
+   * How long a venue's marks read from Redis are used without reading them again, while the
+   * subscription is up. Changes are announced at once; this only bounds how long a missed
+   * announcement could go unseen. @defaultValue 1000
+   */
+  refreshMs?: number;
+}
+
+interface Marks {
+  frozenUntilMs: number;
+  fallbackUntilMs: number;
+  readAtMs: number;
+}
+
+/**
+ * A worker's view of the two fleet-wide marks the budget gate checks before every request: the
+ * venue's freeze record and the latest window in which some worker spent fallback weight. Reading
+ * them from Redis before every request was one round trip per request on the hot path, with
+ * another process (redis-server) to wake on a busy machine. Here each venue's marks are read once
+ * and kept until a change is announced on the venue-marks channel (every freeze write and every
+ * fallback mark publishes the venue's name there), or for `refreshMs` at most.
+ *
+ * Nothing is cached while the subscription is down (not yet subscribed, reconnecting): every check
+ * then reads Redis, as before, and a resubscription drops what was kept (announcements may have
+ * been missed meanwhile). A change is seen by other workers one pub/sub delivery after it was
+ * written: the same order of time as a read racing the write, which the per-request read had too.
+ */
+export class FreezeWatch implements FreezeSource {
+  private readonly marks = new Map<string, Marks>();
+  private readonly reads = new Map<string, { generation: number; marks: Promise<Marks> }>();
+  private readonly clock: Clock;
+  private readonly refreshMs: number;
+  private readonly channel: string;
+  private subscribed = false;
+  /** Bumped whenever kept marks may be stale, so a read that started before is not kept. */
+  private generation = 0;
+
+  constructor(
+    private readonly control: Pick<FleetVenueControl, 'frozenUntil'>,
+    private readonly fallback: Pick<FallbackBudget, 'fleetFallbackUntil'> | undefined,
+    private readonly subscriber: RedisClient,
+    options: FreezeWatchOptions = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.refreshMs = options.refreshMs ?? 1000;
+    this.channel = venueMarksChannel(options.prefix ?? QUEUE_PREFIX);
+  }
+
+  /** Subscribes to announcements; until this resolves every check reads Redis. */
+  async start(): Promise<void> {
+    this.subscriber.on('message', (channel: string, venue: string) => {
+      if (channel !== this.channel) return;
+      this.generation += 1;
+      this.marks.delete(venue);
+    });
+    // ioredis resubscribes by itself after a reconnect; what was announced meanwhile is lost.
+    this.subscriber.on('close', () => this.forget(false));
+    this.subscriber.on('ready', () => this.forget(true));
+    await this.subscriber.subscribe(this.channel);
+    this.forget(true);
+  }
+
+  async stop(): Promise<void> {
+    this.forget(false);
+    this.subscriber.disconnect();
+  }
+
+  async frozenForMs(venue: string): Promise<number> {
+    return Math.max(0, (await this.read(venue)).frozenUntilMs - this.clock.now());
+  }
+
+  /** The fleet's latest fallback window end for `venue` (0 when none); see `StoreOutageFallback`. */
+  async fleetFallbackUntil(venue: string): Promise<number> {
+    return (await this.read(venue)).fallbackUntilMs;
+  }
+
+  private forget(subscribed: boolean): void {
+    this.subscribed = subscribed;
+    this.generation += 1;
+    this.marks.clear();
+  }
+
+  private read(venue: string): Promise<Marks> {
+    const kept = this.marks.get(venue);
+    if (kept && this.subscribed && this.clock.now() - kept.readAtMs < this.refreshMs) return Promise.resolve(kept);
+    // Concurrent checks of one venue share one read, unless a change was announced since it began.
+    const pending = this.reads.get(venue);
+    if (pending && pending.generation === this.generation) return pending.marks;
+    const generation = this.generation;
+    const marks = Promise.all([this.control.frozenUntil(venue), this.fallback ? this.fallback.fleetFallbackUntil(venue) : 0])
+      .then(([frozenUntilMs, fallbackUntilMs]) => {
+        const read = { frozenUntilMs: frozenUntilMs ?? 0, fallbackUntilMs, readAtMs: this.clock.now() };
+        if (this.subscribed && generation === this.generation) this.marks.set(venue, read);
+        return read;
+      })
+      .finally(() => {
+        if (this.reads.get(venue)?.marks === marks) this.reads.delete(venue);
+      });
+    this.reads.set(venue, { generation, marks });
+    return marks;
+  }
+}
