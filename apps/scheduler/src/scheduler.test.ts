@@ -346,7 +346,7 @@ const parseSchedulerEnv = (env: Env) => parseConfig(SchedulerEnv, env);
 describe('the scheduler environment', () => {
   it('reads durations and defaults', () => {
     const env = parseSchedulerEnv({ REDIS_URL: 'redis://127.0.0.1:6379', TICKFLEET_SCHEDULER_TICK_MS: '250ms', PORT: '9100' });
-    expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 500, TICKFLEET_PREFIX: 'tickfleet' });
+    expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 5000, TICKFLEET_PREFIX: 'tickfleet' });
   });
 
   it.each([

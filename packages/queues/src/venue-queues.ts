@@ -95,11 +95,6 @@ export class VenueQueues {
     return [...this.queues.keys()];
   }
 
-  /** The RedisClient key of the BullMQ job hash of a unit id. */
-  jobKey(venue: string, id: string): string {
-    return queueKey(this.prefix, venue, id);
-  }
-
   /** BullMQ options of one unit: its deterministic id, its priority, the trimming defaults. */
   optionsFor(unit: QueuedUnit, jobId: string = unitJobId(unit)): JobsOptions & { jobId: string } {
     return { ...this.jobOptions, jobId, priority: unitPriority(unit) };
