@@ -2,17 +2,17 @@
  * Scheduler throughput: one leader tick claiming every due job (10 venues, `--jobs` in all) from a
  * SQLite state store and enqueuing its unit, against a baseline measured in the same run on the
  * same Redis: a bare `queue.addBulk` of the same units with the same options (ids, priorities,
- * trimming), `--batch` units per call, venue after venue — no store and no duplicate check. Also
+ * trimming), `--bulk` units per call, venue after venue — no store and no duplicate check. Also
  * reported: the store claim alone, and a rescan (every lease expired, every unit still queued: all
  * duplicates).
  *
- *   node --import tsx scripts/bench/scheduler.ts [--jobs 100000] [--venues 10] [--batch 2000] [--depth 2] [--rounds 3]
+ *   node --import tsx scripts/bench/scheduler.ts [--jobs 100000] [--venues 10] [--batch 5000] [--chunk 500] [--depth 2] [--bulk 500] [--rounds 3]
  *
- * `--batch` and `--depth` default to the scheduler's own defaults. Each round uses a fresh store
- * file and fresh key prefixes; rounds alternate whether the baseline or the tick runs first, so a
- * neighbour's load on a shared machine falls on both. Printed: median wall time per case, units/s,
- * and the median of the per-round ratios to the baseline, plus the 1-minute load average before and
- * after.
+ * `--batch`, `--chunk` and `--depth` default to the scheduler's own defaults (SCHEDULER_DEFAULTS).
+ * Each round uses a fresh store file and fresh key prefixes; rounds alternate whether the baseline
+ * or the tick runs first, so a neighbour's load on a shared machine falls on both. Printed: median
+ * wall time per case, units/s, the median of the per-round ratios to the baseline, the CPU time of
+ * this process and of redis-server per case, and the 1-minute load average before and after.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -33,7 +33,9 @@ const arg = (name: string, fallback: number): number => {
 const JOBS = arg('jobs', 100_000);
 const VENUES = arg('venues', 10);
 const BATCH = arg('batch', SCHEDULER_DEFAULTS.batchSize);
+const CHUNK = arg('chunk', SCHEDULER_DEFAULTS.enqueueChunk);
 const DEPTH = arg('depth', SCHEDULER_DEFAULTS.enqueueDepth);
+const BULK = arg('bulk', 500);
 const ROUNDS = arg('rounds', 3);
 const LEASE_MS = 60_000;
 
@@ -76,14 +78,14 @@ async function measure(conn: RedisClient, fn: () => Promise<unknown>): Promise<C
   return { wall, cpu: (cpu.user + cpu.system) / 1000, redisCpu: (await redisCpuMs(conn)) - redis0 };
 }
 
-/** The bare BullMQ cost: the same units and options, `BATCH` per addBulk call, venue after venue. */
+/** The bare BullMQ cost: the same units and options, `BULK` per addBulk call, venue after venue. */
 async function baseline(conn: RedisClient, queues: VenueQueues, units: QueuedUnit[]): Promise<Cost> {
   const byVenue = new Map<string, QueuedUnit[]>();
   for (const u of units) byVenue.set(u.venue, [...(byVenue.get(u.venue) ?? []), u]);
   return measure(conn, async () => {
     for (const [venue, list] of byVenue) {
-      for (let i = 0; i < list.length; i += BATCH) {
-        await queues.queue(venue).addBulk(list.slice(i, i + BATCH).map((u) => ({ name: u.kind, data: u, opts: queues.optionsFor(u) })));
+      for (let i = 0; i < list.length; i += BULK) {
+        await queues.queue(venue).addBulk(list.slice(i, i + BULK).map((u) => ({ name: u.kind, data: u, opts: queues.optionsFor(u) })));
       }
     }
   });
@@ -105,6 +107,7 @@ async function round(redisUrl: string, n: number): Promise<Round> {
       logger: createLogger({ role: 'bench', level: 'silent' }),
       registry: createRegistry('bench', { defaultMetrics: false }),
       batchSize: BATCH,
+      enqueueChunk: CHUNK,
       enqueueDepth: DEPTH,
       maxBatchesPerTick: Math.ceil(JOBS / BATCH) + 1,
       leaseMs: LEASE_MS,
@@ -169,7 +172,8 @@ try {
     ['rescan: claim + all duplicates', 'rescan'],
   ];
   console.log(
-    `scheduler benchmark: ${JOBS} jobs, ${VENUES} venues, batch ${BATCH}, depth ${DEPTH}, median of ${ROUNDS} rounds (node ${process.version}); ` +
+    `scheduler benchmark: ${JOBS} jobs, ${VENUES} venues, batch ${BATCH}, chunk ${CHUNK}, depth ${DEPTH}, baseline ${BULK} per addBulk, ` +
+      `median of ${ROUNDS} rounds (node ${process.version}); ` +
       `1-min load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
   );
   console.log('| case | wall (ms) | units/s | vs baseline | this process CPU (ms) | redis-server CPU (ms) |');
