@@ -16,7 +16,7 @@ import { SchedulerMetrics } from './scheduler-metrics.js';
  * claimed jobs go to Redis in smaller chunks, a few under way at once: the objects BullMQ and
  * ioredis make for a chunk then die young, which saves about a tenth of the tick's CPU in garbage
  * collection against enqueuing whole batches. Eight chunks under way keep Redis busy while this
- * process prepares more: 100 000 jobs took ~3.7 s with 2, ~3.0 s with 8 to 20 (interleaved runs).
+ * process prepares more: 100 000 jobs took ~3.8 s with 2, ~3.0 s with 8 to 20 (interleaved runs).
  */
 export const SCHEDULER_DEFAULTS = {
   batchSize: 5000,
