@@ -12,7 +12,8 @@
  * Each round uses a fresh store file and fresh key prefixes; rounds alternate whether the baseline
  * or the tick runs first, so a neighbour's load on a shared machine falls on both. Printed: median
  * wall time per case, units/s, the median of the per-round ratios to the baseline, the CPU time of
- * this process and of redis-server per case, and the 1-minute load average before and after.
+ * this process and of redis-server per case, and the 1-minute load average before and after; on
+ * stderr each round's tick and baseline with their CPU times and the load.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -161,7 +162,9 @@ try {
     rounds.push(await round(redis.url, n));
     const r = rounds[n]!;
     console.error(
-      `round ${n + 1}: tick ${Math.round(r.tick.wall)} ms, baseline ${Math.round(r.baseline.wall)} ms (${(r.baseline.wall / r.tick.wall).toFixed(2)}x), ` +
+      `round ${n + 1}: tick ${Math.round(r.tick.wall)} ms (CPU ${Math.round(r.tick.cpu)} + redis ${Math.round(r.tick.redisCpu)}), ` +
+        `baseline ${Math.round(r.baseline.wall)} ms (CPU ${Math.round(r.baseline.cpu)} + redis ${Math.round(r.baseline.redisCpu)}), ` +
+        `${(r.baseline.wall / r.tick.wall).toFixed(2)}x, ` +
         `1-min load ${loadavg()[0]!.toFixed(2)}`,
     );
   }
