@@ -190,12 +190,11 @@ export class Scheduler {
 
   /**
    * One tick: try to lead; as leader, claim due jobs in batches and enqueue their units in chunks
-   * (one venue per chunk).
-   * Chunks overlap: while up to `enqueueDepth` chunks are being checked and added in Redis, this
-   * process prepares the next one or claims the next batch, so the store, this process and Redis
-   * work at the same time instead of taking turns. After a failed enqueue nothing more is sent or
-   * claimed; the chunks already under way finish, and every claimed job that is not queued has its
-   * lease freed.
+   * of one venue. Chunks overlap: while up to `enqueueDepth` chunks are being checked and added in
+   * Redis, this process prepares the next one or claims the next batch, so the store, this process
+   * and Redis work at the same time instead of taking turns. After a failed enqueue nothing more is
+   * sent or claimed; the chunks already under way finish, and every claimed job that is not queued
+   * has its lease freed.
    */
   async tick(): Promise<TickResult> {
     const end = this.metrics.tickSeconds.startTimer();
@@ -380,8 +379,8 @@ export class Scheduler {
   }
 
   /**
-   * A claimed batch as enqueue chunks: one venue each (one lookup script and one `addBulk` per
-   * chunk, as large as Redis handles best), at most `enqueueChunk` jobs, in claim order per venue.
+   * A claimed batch as enqueue chunks: one venue each (so one lookup script and one `addBulk` per
+   * chunk), at most `enqueueChunk` jobs, in claim order per venue.
    */
   private chunksOf(jobs: Job[]): Job[][] {
     const byVenue = new Map<string, Job[]>();
