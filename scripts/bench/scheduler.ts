@@ -1,23 +1,29 @@
 /**
- * Scheduler throughput: claim + enqueue of 10 000 due jobs (10 venues x 1000) from a SQLite state
- * store into the venue queues, in units/s, against a baseline measured in the same run on the
+ * Scheduler throughput: one leader tick claiming every due job (10 venues, `--jobs` in all) from a
+ * SQLite state store and enqueuing its unit, against a baseline measured in the same run on the
  * same Redis: a bare `queue.addBulk` of the same units with the same options (ids, priorities,
- * trimming), no store and no duplicate check. Also reported: the store claim alone, and a rescan
- * (every lease expired, every unit still queued: all duplicates).
+ * trimming), `--bulk` units per call, venue after venue — no store and no duplicate check. Also
+ * reported: the store claim alone, and a rescan (every lease expired, every unit still queued: all
+ * duplicates).
  *
- *   node --import tsx scripts/bench/scheduler.ts [--jobs 10000] [--venues 10] [--batch 500] [--rounds 3]
+ *   node --import tsx scripts/bench/scheduler.ts [--jobs 100000] [--venues 10] [--batch 5000] [--chunk 500] [--depth 2] [--bulk 500] [--rounds 3]
  *
- * Each round uses a fresh store file and a fresh key prefix; medians over the rounds are printed.
+ * `--batch`, `--chunk` and `--depth` default to the scheduler's own defaults (SCHEDULER_DEFAULTS).
+ * Each round uses a fresh store file and fresh key prefixes; rounds alternate whether the baseline
+ * or the tick runs first, so a neighbour's load on a shared machine falls on both. Printed: median
+ * wall time per case, units/s, the median of the per-round ratios to the baseline, the CPU time of
+ * this process and of redis-server per case, and the 1-minute load average before and after; on
+ * stderr each round's tick and baseline with their CPU times and the load.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Job } from '@tickfleet/core';
-import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
+import { createRedisConnection, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { startRedis, ManualClock } from '@tickfleet/testkit';
-import { Scheduler } from '@tickfleet/scheduler';
+import { Scheduler, SCHEDULER_DEFAULTS, type TickResult } from '@tickfleet/scheduler';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {
@@ -25,9 +31,12 @@ const arg = (name: string, fallback: number): number => {
   const v = i >= 0 ? Number(args[i + 1]) : NaN;
   return Number.isFinite(v) && v > 0 ? v : fallback;
 };
-const JOBS = arg('jobs', 10_000);
+const JOBS = arg('jobs', 100_000);
 const VENUES = arg('venues', 10);
-const BATCH = arg('batch', 500);
+const BATCH = arg('batch', SCHEDULER_DEFAULTS.batchSize);
+const CHUNK = arg('chunk', SCHEDULER_DEFAULTS.enqueueChunk);
+const DEPTH = arg('depth', SCHEDULER_DEFAULTS.enqueueDepth);
+const BULK = arg('bulk', 500);
 const ROUNDS = arg('rounds', 3);
 const LEASE_MS = 60_000;
 
@@ -44,11 +53,43 @@ async function seed(store: StateStore): Promise<void> {
   }
 }
 
-interface Round {
-  schedulerUps: number;
-  baselineUps: number;
-  claimOnlyUps: number;
-  rescanUps: number;
+type Case = 'baseline' | 'tick' | 'claim' | 'rescan';
+/** Wall time, this process's CPU time and redis-server's CPU time of one case, in ms. */
+interface Cost {
+  wall: number;
+  cpu: number;
+  redisCpu: number;
+}
+type Round = Record<Case, Cost>;
+
+/** redis-server's own CPU time so far (INFO cpu), in ms. */
+async function redisCpuMs(conn: RedisClient): Promise<number> {
+  const info = await conn.info('cpu');
+  const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+}
+
+async function measure(conn: RedisClient, fn: () => Promise<unknown>): Promise<Cost> {
+  const redis0 = await redisCpuMs(conn);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await fn();
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { wall, cpu: (cpu.user + cpu.system) / 1000, redisCpu: (await redisCpuMs(conn)) - redis0 };
+}
+
+/** The bare BullMQ cost: the same units and options, `BULK` per addBulk call, venue after venue. */
+async function baseline(conn: RedisClient, queues: VenueQueues, units: QueuedUnit[]): Promise<Cost> {
+  const byVenue = new Map<string, QueuedUnit[]>();
+  for (const u of units) byVenue.set(u.venue, [...(byVenue.get(u.venue) ?? []), u]);
+  return measure(conn, async () => {
+    for (const [venue, list] of byVenue) {
+      for (let i = 0; i < list.length; i += BULK) {
+        await queues.queue(venue).addBulk(list.slice(i, i + BULK).map((u) => ({ name: u.kind, data: u, opts: queues.optionsFor(u) })));
+      }
+    }
+  });
 }
 
 async function round(redisUrl: string, n: number): Promise<Round> {
@@ -56,90 +97,98 @@ async function round(redisUrl: string, n: number): Promise<Round> {
   const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 30));
   const store = await openStore(`sqlite://${join(dir, 'state.db')}`, { clock });
   const conn = createRedisConnection(redisUrl, { blocking: false });
+  const raw = new VenueQueues(conn, { prefix: `bench${n}b` });
   try {
     await seed(store);
-    const logger = createLogger({ role: 'bench', level: 'silent' });
     const scheduler = new Scheduler({
       store,
       redisUrl,
       prefix: `bench${n}s`,
       clock,
-      logger,
+      logger: createLogger({ role: 'bench', level: 'silent' }),
       registry: createRegistry('bench', { defaultMetrics: false }),
       batchSize: BATCH,
+      enqueueChunk: CHUNK,
+      enqueueDepth: DEPTH,
       maxBatchesPerTick: Math.ceil(JOBS / BATCH) + 1,
       leaseMs: LEASE_MS,
     });
+    // The baseline's units are the ones the tick makes from the same jobs at the same time.
+    const units = (await store.jobs.list()).map((j: Job) => scheduler.unitFor(j, clock.now()));
+    const r: Partial<Round> = {};
+    // Even rounds run the baseline first, odd rounds the tick: drift in the machine's load is shared.
+    if (n % 2 === 0) r.baseline = await baseline(conn, raw, units);
 
     // Scheduler: claim every due job and enqueue its unit, in one leader tick.
-    let t0 = performance.now();
-    const tick = await scheduler.tick();
-    const schedulerMs = performance.now() - t0;
-    if (tick.added !== JOBS) throw new Error(`expected ${JOBS} units, got ${JSON.stringify(tick)}`);
+    let tick: TickResult | undefined;
+    r.tick = await measure(conn, async () => (tick = await scheduler.tick()));
+    if (tick?.added !== JOBS) throw new Error(`expected ${JOBS} units, got ${JSON.stringify(tick)}`);
+
+    if (n % 2 === 1) r.baseline = await baseline(conn, raw, units);
 
     // Rescan: leases expired, units still queued -> every one a duplicate, none added.
     clock.advance(LEASE_MS + 1);
-    t0 = performance.now();
-    const rescan = await scheduler.tick();
-    const rescanMs = performance.now() - t0;
-    if (rescan.added !== 0 || rescan.duplicates !== JOBS) throw new Error(`rescan added units: ${JSON.stringify(rescan)}`);
+    let rescan: TickResult | undefined;
+    r.rescan = await measure(conn, async () => (rescan = await scheduler.tick()));
+    if (rescan?.added !== 0 || rescan.duplicates !== JOBS) throw new Error(`rescan added units: ${JSON.stringify(rescan)}`);
 
     // Claim only: the store's share of the work.
     clock.advance(LEASE_MS + 1);
-    t0 = performance.now();
     let claimed = 0;
-    for (;;) {
-      const got = await store.jobs.claimDue(clock.now(), BATCH, LEASE_MS);
-      claimed += got.length;
-      if (got.length < BATCH) break;
-    }
-    const claimMs = performance.now() - t0;
+    r.claim = await measure(conn, async () => {
+      for (;;) {
+        const got = await store.jobs.claimDue(clock.now(), BATCH, LEASE_MS);
+        claimed += got.length;
+        if (got.length < BATCH) break;
+      }
+    });
     if (claimed !== JOBS) throw new Error(`claimed ${claimed}`);
 
-    // Baseline: the same units, the same options, straight into BullMQ with addBulk.
-    const jobs: Job[] = await store.jobs.list();
-    const units = jobs.map((j) => scheduler.unitFor(j, clock.now()));
-    const raw = new VenueQueues(conn, { prefix: `bench${n}b` });
-    const byVenue = new Map<string, typeof units>();
-    for (const u of units) byVenue.set(u.venue, [...(byVenue.get(u.venue) ?? []), u]);
-    t0 = performance.now();
-    for (const [venue, list] of byVenue) {
-      for (let i = 0; i < list.length; i += BATCH) {
-        await raw.queue(venue).addBulk(list.slice(i, i + BATCH).map((u) => ({ name: u.kind, data: u, opts: raw.optionsFor(u) })));
-      }
-    }
-    const baselineMs = performance.now() - t0;
-
     await scheduler.stop();
-    await raw.close();
-    return {
-      schedulerUps: JOBS / (schedulerMs / 1000),
-      baselineUps: JOBS / (baselineMs / 1000),
-      claimOnlyUps: JOBS / (claimMs / 1000),
-      rescanUps: JOBS / (rescanMs / 1000),
-    };
+    return r as Round;
   } finally {
+    await raw.close();
     await conn.quit();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+const loadBefore = loadavg()[0]!;
 const redis = await startRedis();
 try {
   const rounds: Round[] = [];
-  for (let n = 0; n < ROUNDS; n++) rounds.push(await round(redis.url, n));
-  const base = median(rounds.map((r) => r.baselineUps));
-  const rows: Array<[string, number]> = [
-    ['baseline: queue.addBulk only', base],
-    ['scheduler tick: claim + enqueue', median(rounds.map((r) => r.schedulerUps))],
-    ['store claimDue only', median(rounds.map((r) => r.claimOnlyUps))],
-    ['rescan: claim + all duplicates', median(rounds.map((r) => r.rescanUps))],
+  for (let n = 0; n < ROUNDS; n++) {
+    rounds.push(await round(redis.url, n));
+    const r = rounds[n]!;
+    console.error(
+      `round ${n + 1}: tick ${Math.round(r.tick.wall)} ms (CPU ${Math.round(r.tick.cpu)} + redis ${Math.round(r.tick.redisCpu)}), ` +
+        `baseline ${Math.round(r.baseline.wall)} ms (CPU ${Math.round(r.baseline.cpu)} + redis ${Math.round(r.baseline.redisCpu)}), ` +
+        `${(r.baseline.wall / r.tick.wall).toFixed(2)}x, ` +
+        `1-min load ${loadavg()[0]!.toFixed(2)}`,
+    );
+  }
+  const rows: Array<[string, Case]> = [
+    ['baseline: queue.addBulk only', 'baseline'],
+    ['scheduler tick: claim + enqueue', 'tick'],
+    ['store claimDue only', 'claim'],
+    ['rescan: claim + all duplicates', 'rescan'],
   ];
-  console.log(`scheduler benchmark: ${JOBS} jobs, ${VENUES} venues, batch ${BATCH}, median of ${ROUNDS} rounds (node ${process.version})`);
-  console.log('| case | units/s | vs baseline |');
-  console.log('| --- | ---: | ---: |');
-  for (const [name, ups] of rows) console.log(`| ${name} | ${Math.round(ups).toLocaleString('en-US')} | ${(ups / base).toFixed(2)}x |`);
+  console.log(
+    `scheduler benchmark: ${JOBS} jobs, ${VENUES} venues, batch ${BATCH}, chunk ${CHUNK}, depth ${DEPTH}, baseline ${BULK} per addBulk, ` +
+      `median of ${ROUNDS} rounds (node ${process.version}); ` +
+      `1-min load ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
+  );
+  console.log('| case | wall (ms) | units/s | vs baseline | this process CPU (ms) | redis-server CPU (ms) |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
+  for (const [name, c] of rows) {
+    const ms = median(rounds.map((r) => r[c].wall));
+    const ratio = median(rounds.map((r) => r.baseline.wall / r[c].wall));
+    const cpu = median(rounds.map((r) => r[c].cpu));
+    const redisCpu = median(rounds.map((r) => r[c].redisCpu));
+    console.log(`| ${name} | ${fmt(ms)} | ${fmt(JOBS / (ms / 1000))} | ${ratio.toFixed(2)}x | ${fmt(cpu)} | ${fmt(redisCpu)} |`);
+  }
 } finally {
   await redis.stop();
 }

@@ -1,3 +1,4 @@
+import { stableHash } from '@tickfleet/core';
 import { DEFAULT_CADENCE, dailyFilesRange, jitterOf, nextRunAt, unitKindFor } from './cadence.js';
 
 const T = Date.UTC(2024, 4, 15, 13, 47, 12); // a Wednesday
@@ -43,5 +44,16 @@ describe('cadence', () => {
     const first = nextRunAt(book, T, DEFAULT_CADENCE);
     const second = nextRunAt(book, first, DEFAULT_CADENCE);
     expect(second - first).toBe(DEFAULT_CADENCE.bookEveryMs);
+  });
+
+  it('keeps the jitter of every existing job across versions (sha256 of the id, as stableHash computes it)', () => {
+    // Values computed with parseInt(stableHash(id).slice(0, 8), 16): a changed hash would move
+    // every job's due time once.
+    for (const id of ['binance:BTC/USDT:1m:ohlcv', 'polymarket:123:-:book', 'xetra:ALL:-:files']) {
+      expect(jitterOf(id, 86_400_000, 3_600_000)).toBe(parseInt(stableHash(id).slice(0, 8), 16) % 3_600_000);
+    }
+    expect(jitterOf('binance:BTC/USDT:1m:ohlcv', 60_000, 1000)).toBe(90);
+    expect(jitterOf('polymarket:123:-:book', 60_000, 1000)).toBe(971);
+    expect(jitterOf('xetra:ALL:-:files', 86_400_000, 3_600_000)).toBe(2_962_882);
   });
 });

@@ -1,4 +1,5 @@
-import { alignDown, assertNever, stableHash, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
+import { hash } from 'node:crypto';
+import { alignDown, assertNever, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
 
 const DAY_MS = 86_400_000;
 
@@ -70,11 +71,16 @@ export function periodMsOf(job: Pick<Job, 'type' | 'timeframe'>, cadence: Cadenc
   }
 }
 
-/** The stable jitter of a job: a hash of its id mapped into [0, min(jitterMs, period / 10)). */
+/**
+ * The stable jitter of a job: the first 32 bits of sha256 over its id as a JSON string (what
+ * core's `stableHash(jobId)` hashes) mapped into [0, min(jitterMs, period / 10)). Node's one-shot
+ * `hash` computes the same value at half the cost of a Hash object, which counts when a tick
+ * computes 100 000 due times.
+ */
 export function jitterOf(jobId: string, periodMs: number, jitterMs: number): number {
   const span = Math.floor(Math.min(jitterMs, periodMs / 10));
   if (span <= 0) return 0;
-  return parseInt(stableHash(jobId).slice(0, 8), 16) % span;
+  return (hash('sha256', JSON.stringify(jobId), 'buffer') as Buffer).readUInt32BE(0) % span;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duration, port, positiveInt, SHARED } from '@tickfleet/config';
+import { SCHEDULER_DEFAULTS } from './scheduler.js';
 
 /** The scheduler's configuration, parsed once at start with parseConfig; a bad value names its variable. */
 export const SchedulerEnv = z.object({
@@ -7,7 +8,7 @@ export const SchedulerEnv = z.object({
   TICKFLEET_STORE_URL: SHARED.TICKFLEET_STORE_URL,
   TICKFLEET_PREFIX: SHARED.TICKFLEET_PREFIX,
   TICKFLEET_SCHEDULER_TICK_MS: duration().default(1000),
-  TICKFLEET_SCHEDULER_BATCH: positiveInt().default(500),
+  TICKFLEET_SCHEDULER_BATCH: positiveInt().default(SCHEDULER_DEFAULTS.batchSize),
   TICKFLEET_SCHEDULER_LEASE_MS: duration().default(300_000),
   TICKFLEET_SCHEDULER_LEADER_TTL_MS: duration().default(5000),
   /** How often the leader re-creates lost backfill units and missing queue concurrency from the store. */

@@ -1,4 +1,4 @@
-export { Scheduler, type SchedulerOptions, type TickResult } from './scheduler.js';
+export { Scheduler, SCHEDULER_DEFAULTS, type SchedulerOptions, type TickResult } from './scheduler.js';
 export { LeaderElection, type LeaderElectionOptions } from './leader-election.js';
 export { SchedulerMetrics } from './scheduler-metrics.js';
 export { DEFAULT_CADENCE, nextRunAt, unitKindFor, periodMsOf, jitterOf, dailyFilesRange, type CadenceOptions } from './cadence.js';

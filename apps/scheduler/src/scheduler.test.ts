@@ -201,6 +201,40 @@ describe('Scheduler', () => {
     expect(job?.lockedUntil).toBeNull();
   });
 
+  it('claims the next batches while earlier chunks are enqueued, and queues every due job exactly once', async () => {
+    const f = await fixture();
+    for (let i = 0; i < 40; i++) {
+      await f.store.jobs.upsert({ venue: i % 2 ? 'kraken' : 'binance', type: 'ohlcv', symbol: `S${i}/USDT`, timeframe: '1m', priority: i % 5 });
+    }
+    // Batches of 10 in chunks of 3, 3, 3 and 1, up to three chunks under way.
+    const s = f.scheduler({ batchSize: 10, enqueueChunk: 3, enqueueDepth: 3 });
+    expect(await s.tick()).toEqual({ leader: true, claimed: 43, added: 43, duplicates: 0, requeued: 0 });
+    const units = [...(await unitsIn(s, 'binance')), ...(await unitsIn(s, 'kraken'))];
+    expect(units).toHaveLength(43);
+    expect(new Set(units.map((u) => u.data.jobId)).size).toBe(43);
+    for (const job of await f.store.jobs.list()) expect(job.lockedUntil).toBe(START + LEASE_MS);
+    // Every lease lapsed while every unit still waits: the rescan adds nothing.
+    f.clock.advance(LEASE_MS + 1);
+    expect(await s.tick()).toEqual({ leader: true, claimed: 43, added: 0, duplicates: 43, requeued: 0 });
+    expect((await unitsIn(s, 'binance')).length + (await unitsIn(s, 'kraken')).length).toBe(43);
+    const text = await s.registry.metrics();
+    expect(text).toMatch(/tickfleet_scheduler_units_enqueued_total\{venue="binance",role="scheduler"\} 22/);
+    expect(text).toMatch(/tickfleet_scheduler_units_enqueued_total\{venue="kraken",role="scheduler"\} 21/);
+    expect(text).toMatch(/tickfleet_scheduler_duplicate_enqueues_total\{venue="kraken",role="scheduler"\} 21/);
+  });
+
+  it('sends and claims nothing more once an enqueue failed, and frees the lease of every job it claimed', async () => {
+    const f = await fixture();
+    for (let i = 0; i < 9; i++) await f.store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: `S${i}/USDT`, timeframe: '1m' });
+    const s = f.scheduler({ redisUrl: 'redis://127.0.0.1:1', batchSize: 6, enqueueChunk: 2, enqueueDepth: 2 });
+    s.election.tryLead = async () => true; // leadership is not under test here
+    await expect(s.tick()).rejects.toThrow();
+    // One batch of 6: two chunks were under way when the first failed, the third was never sent,
+    // and the next 6 jobs were never claimed.
+    expect(await s.registry.metrics()).toMatch(/tickfleet_scheduler_claimed_total\{role="scheduler"\} 6\n/);
+    for (const job of await f.store.jobs.list()) expect(job.lockedUntil).toBeNull();
+  });
+
   /** What a Redis restart without persistence leaves of this test's namespace: nothing. */
   async function loseRedis(prefix: string): Promise<void> {
     const conn = createRedisConnection(redis.url);
@@ -312,7 +346,7 @@ const parseSchedulerEnv = (env: Env) => parseConfig(SchedulerEnv, env);
 describe('the scheduler environment', () => {
   it('reads durations and defaults', () => {
     const env = parseSchedulerEnv({ REDIS_URL: 'redis://127.0.0.1:6379', TICKFLEET_SCHEDULER_TICK_MS: '250ms', PORT: '9100' });
-    expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 500, TICKFLEET_PREFIX: 'tickfleet' });
+    expect(env).toMatchObject({ TICKFLEET_SCHEDULER_TICK_MS: 250, PORT: 9100, TICKFLEET_SCHEDULER_BATCH: 5000, TICKFLEET_PREFIX: 'tickfleet' });
   });
 
   it.each([

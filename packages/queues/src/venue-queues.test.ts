@@ -1,6 +1,7 @@
 import type { RedisClient } from './redis-connection.js';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
+import type { Cluster } from 'ioredis';
+import { startRedis, startRedisCluster, waitFor, type TestRedis, type TestRedisCluster } from '@tickfleet/testkit';
 import { createRedisConnection } from './redis-connection.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { VenueQueues } from './venue-queues.js';
@@ -138,5 +139,74 @@ describe('VenueQueues', () => {
     expect((await queues.enqueue([unit(7)]))[0]).toMatchObject({ outcome: 'duplicate', existing: 'failed' });
     expect((await queues.enqueue([unit(7)], { replaceFinished: true }))[0]).toMatchObject({ outcome: 'requeued', id: r!.id });
     expect(await queues.queue('binance').getJobState(r!.id)).toBe('prioritized');
+  });
+
+  it('checks a whole batch in one script: adds absent units, reports queued and finished ones, adds an id given twice once', async () => {
+    const queues = fresh();
+    const finished: string[] = [];
+    const w = worker(queues, 'binance', async (job) => {
+      if (job.data.dueAt === 3) throw new UnrecoverableError('boom');
+    });
+    w.on('completed', (job) => finished.push(job.id ?? ''));
+    w.on('failed', (job) => job && finished.push(job.id ?? ''));
+    await queues.enqueue([unit(2), unit(3)]);
+    await waitFor(() => finished.length === 2, 'one unit completed and one failed');
+    await w.pause();
+    await queues.enqueue([unit(1)]);
+    const results = await queues.enqueue([unit(1), unit(2), unit(3), unit(4), unit(4)]);
+    expect(results.map((r) => [r.id.split('|').pop(), r.outcome, r.existing])).toEqual([
+      ['1', 'duplicate', 'queued'],
+      ['2', 'duplicate', 'completed'],
+      ['3', 'duplicate', 'failed'],
+      ['4', 'added', undefined],
+      ['4', 'duplicate', 'queued'],
+    ]);
+    expect(await queues.counts('binance')).toMatchObject({ prioritized: 2, completed: 1, failed: 1 });
+    const replaced = await queues.enqueue([unit(2), unit(3), unit(4)], { replaceFinished: true });
+    expect(replaced.map((r) => r.outcome)).toEqual(['requeued', 'requeued', 'duplicate']);
+    expect(await queues.counts('binance')).toMatchObject({ prioritized: 4, completed: 0, failed: 0 });
+  });
+
+  it('adds a batch of thousands of units over several venues once, and finds them all on the next call', async () => {
+    const queues = fresh();
+    const units = Array.from({ length: 3000 }, (_, i) => unit(1000 + i, i % 3 === 0 ? 'kraken' : 'binance', `S${i % 7}/USDT`));
+    const first = await queues.enqueue(units);
+    expect(first.filter((r) => r.outcome === 'added')).toHaveLength(3000);
+    expect((await queues.counts('binance')).prioritized).toBe(2000);
+    expect((await queues.counts('kraken')).prioritized).toBe(1000);
+    const again = await queues.enqueue(units);
+    expect(again.every((r) => r.outcome === 'duplicate' && r.existing === 'queued')).toBe(true);
+    expect((await queues.counts('binance')).prioritized).toBe(2000);
+  });
+});
+
+describe('VenueQueues on a Redis Cluster', () => {
+  let cluster: TestRedisCluster;
+  let clusterConn: RedisClient;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    clusterConn = createRedisConnection(cluster.url, { blocking: false });
+  }, 60_000);
+  afterAll(async () => {
+    await clusterConn?.quit();
+    await cluster?.stop();
+  });
+
+  it('checks and adds the batch of each venue inside its slot, on whichever master holds it', async () => {
+    const queues = new VenueQueues(clusterConn, { prefix: 'clustertest' });
+    closers.push(() => queues.close());
+    // Venue tags that hash to different slots; with three masters some land on different nodes.
+    const venues = ['binance', 'kraken', 'coinbase', 'bybit', 'okx'];
+    const units = venues.flatMap((venue) => [unit(1, venue), unit(2, venue), unit(3, venue)]);
+    expect((await queues.enqueue(units)).map((r) => r.outcome)).toEqual(units.map(() => 'added'));
+    const again = await queues.enqueue([...units, unit(4, 'okx')]);
+    expect(again.filter((r) => r.outcome === 'duplicate')).toHaveLength(units.length);
+    expect(again.filter((r) => r.outcome === 'added').map((r) => r.id)).toEqual(['live|okx|BTC/USDT|1m|ohlcv|4']);
+    for (const venue of venues) expect((await queues.counts(venue)).prioritized).toBe(venue === 'okx' ? 4 : 3);
+    // The venues really are spread over masters: the scripts ran on more than one node.
+    const masters = (clusterConn as Cluster).nodes('master');
+    const holding = await Promise.all(masters.map(async (node) => (await node.keys('clustertest:*')).length > 0));
+    expect(holding.filter(Boolean).length).toBeGreaterThan(1);
   });
 });

@@ -1,10 +1,14 @@
 import { Queue, type JobsOptions } from 'bullmq';
+import { ValidationError } from '@tickfleet/core';
+import { luaCommand, type LuaCommand } from './lua-command.js';
 import type { RedisClient } from './redis-connection.js';
 import { UNIT_JOB_OPTIONS } from './job-options.js';
 import { assertPrefix, QUEUE_PREFIX, queueNameFor } from './names.js';
 import { unitPriority } from './priorities.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { unitJobId } from './unit-job-id.js';
+
+const COMMANDS = new URL('./commands/', import.meta.url);
 
 /**
  * Redis key of one BullMQ key of a venue's queue: `<prefix>:{<venue>}:<suffix>` (BullMQ's
@@ -63,6 +67,7 @@ export class VenueQueues {
   private readonly queues = new Map<string, Queue<QueuedUnit>>();
   private readonly jobOptions: JobsOptions;
   private readonly onError: (err: Error, venue: string) => void;
+  private readonly checkUnits: LuaCommand;
 
   constructor(
     private readonly connection: RedisClient,
@@ -71,6 +76,7 @@ export class VenueQueues {
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
     this.jobOptions = { ...UNIT_JOB_OPTIONS, ...options.jobOptions };
     this.onError = options.onError ?? (() => undefined);
+    this.checkUnits = luaCommand(connection, COMMANDS, 'checkUnits-1.lua');
   }
 
   /** The queue of `venue` (created on first use; shares this instance's connection). */
@@ -89,63 +95,65 @@ export class VenueQueues {
     return [...this.queues.keys()];
   }
 
-  /** The RedisClient key of the BullMQ job hash of a unit id. */
-  jobKey(venue: string, id: string): string {
-    return queueKey(this.prefix, venue, id);
-  }
-
   /** BullMQ options of one unit: its deterministic id, its priority, the trimming defaults. */
-  optionsFor(unit: QueuedUnit): JobsOptions & { jobId: string } {
-    return { ...this.jobOptions, jobId: unitJobId(unit), priority: unitPriority(unit) };
+  optionsFor(unit: QueuedUnit, jobId: string = unitJobId(unit)): JobsOptions & { jobId: string } {
+    return { ...this.jobOptions, jobId, priority: unitPriority(unit) };
   }
 
   /**
    * Adds units to their venues' queues. A unit whose id is already in its queue is not added
    * again (BullMQ ignores a known custom id); the result says which were new. The existence check
-   * runs first only to report duplicates — correctness rests on the deterministic id alone.
+   * runs first only to report duplicates and to find finished units — correctness rests on the
+   * deterministic id alone: a unit added by someone else between the check and the add is still
+   * added once.
    */
   async enqueue(units: readonly QueuedUnit[], options: EnqueueOptions = {}): Promise<EnqueueResult[]> {
     const byVenue = new Map<string, QueuedUnit[]>();
     for (const u of units) {
-      const list = byVenue.get(u.venue) ?? [];
-      list.push(u);
-      byVenue.set(u.venue, list);
+      const list = byVenue.get(u.venue);
+      if (list) list.push(u);
+      else byVenue.set(u.venue, [u]);
     }
     // Venues are independent queues (and cluster slots): enqueue them concurrently.
     const perVenue = await Promise.all([...byVenue].map(([venue, list]) => this.enqueueVenue(venue, list, options)));
-    return perVenue.flat();
+    return perVenue.length === 1 ? perVenue[0]! : perVenue.flat();
   }
 
   private async enqueueVenue(venue: string, list: QueuedUnit[], options: EnqueueOptions): Promise<EnqueueResult[]> {
     const results: EnqueueResult[] = [];
     const queue = this.queue(venue);
     const ids = list.map((u) => unitJobId(u));
-    // One round trip for the whole batch: does each id exist, and has it finished? Only
-    // finished ones (rare: a worker died before updating the store) need a second look.
-    const pipeline = this.connection.pipeline();
-    for (const id of ids) pipeline.hget(this.jobKey(venue, id), 'finishedOn').exists(this.jobKey(venue, id));
-    const replies = (await pipeline.exec()) ?? [];
+    // One script call for the whole batch (checkUnits-1.lua): 0 absent, 1 queued, 2 finished.
+    // Only finished ones (rare: a worker died before updating the store) need a second look.
+    const states = (await this.checkUnits([queueKey(this.prefix, venue, 'meta')], [queueKey(this.prefix, venue, ''), ...ids])) as number[];
+    if (!Array.isArray(states) || states.length !== ids.length) {
+      throw new ValidationError('checkUnits-1.lua reply', `an array of ${ids.length} states`, states);
+    }
     const fresh: Array<{ name: string; data: QueuedUnit; opts: JobsOptions }> = [];
+    // An id given twice in one call is added once: the second is a duplicate of the first.
+    const seen = new Set<string>();
     for (const [i, unit] of list.entries()) {
-      const id = ids[i] as string;
-      const [finishedErr, finishedOn] = replies[2 * i] ?? [null, null];
-      const [existsErr, exists] = replies[2 * i + 1] ?? [null, 0];
-      if (finishedErr) throw finishedErr;
-      if (existsErr) throw existsErr;
-      if (exists !== 1) {
-        fresh.push({ name: unit.kind, data: unit, opts: this.optionsFor(unit) });
-        results.push({ id, venue, outcome: 'added' });
-        continue;
-      }
-      if (finishedOn === null) {
+      const id = ids[i]!;
+      const state = states[i];
+      if (seen.has(id)) {
         results.push({ id, venue, outcome: 'duplicate', existing: 'queued' });
         continue;
       }
-      const state = await queue.getJobState(id);
-      const existing = state === 'completed' || state === 'failed' ? state : 'queued';
+      seen.add(id);
+      if (state === 0) {
+        fresh.push({ name: unit.kind, data: unit, opts: this.optionsFor(unit, id) });
+        results.push({ id, venue, outcome: 'added' });
+        continue;
+      }
+      if (state === 1) {
+        results.push({ id, venue, outcome: 'duplicate', existing: 'queued' });
+        continue;
+      }
+      const jobState = await queue.getJobState(id);
+      const existing = jobState === 'completed' || jobState === 'failed' ? jobState : 'queued';
       if (options.replaceFinished && existing !== 'queued') {
         await queue.remove(id);
-        await queue.add(unit.kind, unit, this.optionsFor(unit));
+        await queue.add(unit.kind, unit, this.optionsFor(unit, id));
         results.push({ id, venue, outcome: 'requeued', existing });
       } else {
         results.push({ id, venue, outcome: 'duplicate', existing });

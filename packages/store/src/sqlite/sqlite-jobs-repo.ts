@@ -14,6 +14,7 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly getStmt: Statement;
   private readonly setEnabledStmt: Statement;
   private readonly claimStmt: Statement;
+  private readonly claimColumns: string[];
   private readonly completeStmt: Statement;
   private readonly failStmt: Statement;
   private readonly advanceStmt: Statement;
@@ -48,6 +49,10 @@ export class SqliteJobsRepo implements JobsRepo {
         ORDER BY j.priority DESC, j.next_run_at ASC, j.id ASC
         LIMIT :max)
       RETURNING *`);
+    // Rows come back as arrays: better-sqlite3 builds a 19-key object per row much more slowly
+    // than plain JS does, which counts when a scheduler tick claims 100 000 jobs.
+    this.claimStmt.raw(true);
+    this.claimColumns = this.claimStmt.columns().map((c) => c.name);
     // Cursor only moves forward: MAX(), never a plain assignment.
     this.completeStmt = db.prepare(`
       UPDATE jobs SET
@@ -125,8 +130,15 @@ export class SqliteJobsRepo implements JobsRepo {
     if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
     if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
     if (max === 0) return [];
-    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now() }) as JobRow[];
-    return rows.map(toJob).sort(byClaimOrder);
+    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now() }) as unknown[][];
+    const columns = this.claimColumns;
+    return rows
+      .map((values) => {
+        const row: Record<string, unknown> = {};
+        for (let i = 0; i < columns.length; i++) row[columns[i]!] = values[i];
+        return toJob(row as unknown as JobRow);
+      })
+      .sort(byClaimOrder);
   }
 
   async complete(id: string, completion: JobCompletion): Promise<Job> {

@@ -69,4 +69,19 @@ describe('sqlite store specifics', () => {
     expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: true, used: 1, windowStartMs: Date.UTC(2024, 0, 1, 0, 0, 1) });
     await store.close();
   });
+
+  it('returns claimed jobs field for field as get() reads them (claim rows are mapped from arrays)', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1));
+    const store = await openStore(dir.sqliteUrl('claim-columns.db'), { clock });
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 1200, periodMs: 60_000 } });
+    await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', priority: 7, since: Date.UTC(2023, 0, 1) });
+    await store.jobs.upsert({ venue: 'binance', type: 'book', symbol: 'ETH/USDT' });
+    await store.jobs.fail('binance:ETH/USDT:-:book', 'venue said no', 0);
+    await store.jobs.advanceCursor('binance:BTC/USDT:1m:ohlcv', Date.UTC(2023, 5, 1));
+    const claimed = await store.jobs.claimDue(clock.now(), 10, 30_000);
+    expect(claimed.map((j) => j.id)).toEqual(['binance:BTC/USDT:1m:ohlcv', 'binance:ETH/USDT:-:book']);
+    for (const job of claimed) expect(job).toEqual(await store.jobs.get(job.id));
+    expect(claimed[1]?.stats).toMatchObject({ runs: 1, failures: 1, lastError: 'venue said no' });
+    await store.close();
+  });
 });
