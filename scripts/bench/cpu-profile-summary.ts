@@ -1,0 +1,67 @@
+/**
+ * Summarises a V8 `.cpuprofile` (as written by `hot-path.ts --cpu-prof DIR`): time per function,
+ * inclusive (a function's own samples and everything it called, each sample counted once per
+ * function), as a share of the busy time (all samples but `(idle)`), and per unit when given.
+ *
+ *   node --import tsx scripts/bench/cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N]
+ */
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const args = process.argv.slice(2);
+const argOf = (name: string): string | undefined => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const file = args[0];
+if (!file || file.startsWith('--')) {
+  process.stderr.write('usage: cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N]\n');
+  process.exit(2);
+}
+const filter = argOf('filter') ?? '';
+const top = Number(argOf('top') ?? 60);
+const units = argOf('units') === undefined ? undefined : Number(argOf('units'));
+
+const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const selfUs = new Map<number, number>();
+profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+
+const label = (n: ProfileNode): string =>
+  `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/.*\/(node_modules\/\.pnpm\/)?/, '')}:${n.callFrame.lineNumber}`;
+let totalUs = 0;
+let idleUs = 0;
+const inclusive = new Map<string, number>();
+for (const [id, us] of selfUs) {
+  totalUs += us;
+  if (byId.get(id)!.callFrame.functionName === '(idle)') idleUs += us;
+  const seen = new Set<string>();
+  for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+    const key = label(byId.get(cur)!);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+  }
+}
+const busyUs = totalUs - idleUs;
+console.log(
+  `busy ${(busyUs / 1000).toFixed(0)} ms of ${(totalUs / 1000).toFixed(0)} ms sampled${units ? `, ${(busyUs / 1000 / units).toFixed(2)} ms per unit` : ''}`,
+);
+for (const [key, us] of [...inclusive]
+  .filter(([k]) => k.includes(filter) && !k.startsWith('(root)') && !k.startsWith('(idle)'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top)) {
+  console.log(`${((100 * us) / busyUs).toFixed(1).padStart(5)}%${units ? `  ${(us / 1000 / units).toFixed(3)} ms/unit` : ''}  ${key}`);
+}
