@@ -7,7 +7,9 @@
  *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR]
  *
  * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
- * per symbol. Baseline: scripts/bench/fixtures/hot-path-baseline-worker.ts in a child process
+ * per symbol; `live` = N live jobs (one symbol each, L000/USDT…) with one incremental unit each,
+ * a page of the last few closed candles (`--live-candles`, default 5): the "many small live jobs"
+ * case, where the per-unit work around the page (job lock, cursor, job completion) dominates. Baseline: scripts/bench/fixtures/hot-path-baseline-worker.ts in a child process
  * (bullmq Worker, concurrency 4, fetch + one better-sqlite3 transaction of INSERT OR IGNORE per
  * page), fed the same units (same QueuedUnit data and job options through VenueQueues).
  * tickfleet: a fresh FleetHarness (redis-server, emulations, temp SQLite store + sink), one
@@ -49,6 +51,7 @@ const QUICK = args.includes('--quick');
 const UNITS = Math.max(8, Math.round(num('units', QUICK ? 16 : 200)));
 const ROUNDS = Math.max(1, Math.round(num('rounds', QUICK ? 1 : 3)));
 const LATENCY_MS = num('latency', 0);
+const LIVE_CANDLES = Math.max(1, Math.round(num('live-candles', 5)));
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
@@ -56,7 +59,14 @@ const WARM_UNITS = 8;
 const PAGE_MS = 1000 * 60_000;
 const DAY = 86_400_000;
 const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
-const SCENARIO = { venues: { binance: { limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) } } };
+const MINUTE = 60_000;
+const LIVE_SYMBOLS = Array.from({ length: UNITS }, (_, i) => `L${String(i).padStart(3, '0')}/USDT`);
+const BACKFILL_SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'SOL/USDT', 'XRP/USDT', 'ADA/USDT', 'AVAX/USDT', 'DOT/USDT', 'DOGE/USDT'];
+const SCENARIO = {
+  venues: {
+    binance: { symbols: [...BACKFILL_SYMBOLS, ...LIVE_SYMBOLS], limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) },
+  },
+};
 const FIXTURES = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
 const FIXTURE = join(FIXTURES, 'hot-path-baseline-worker.ts');
 
@@ -66,7 +76,7 @@ interface Series {
   toMs: number;
 }
 interface Scenario {
-  name: 'single' | 'many';
+  name: 'single' | 'many' | 'live';
   series: Series[];
   units: number;
 }
@@ -76,7 +86,33 @@ const perSymbol = Math.max(1, Math.round(UNITS / MANY_SYMBOLS.length));
 const SCENARIOS: Scenario[] = [
   { name: 'single', series: [series('BTC/USDT', UNITS)], units: UNITS },
   { name: 'many', series: MANY_SYMBOLS.map((s) => series(s, perSymbol)), units: perSymbol * MANY_SYMBOLS.length },
+  // The series of a live scenario is built when it runs: its range ends at the last closed candle.
+  { name: 'live', series: [], units: LIVE_SYMBOLS.length },
 ];
+
+/**
+ * The live scenario's jobs as of now: each collects from `since` (LIVE_CANDLES minutes before the
+ * last candle closed 2 s ago or more, tickfleet's close delay) to that candle, in one unit.
+ */
+function liveSeries(): Series[] {
+  const toMs = Math.floor((Date.now() - 2000) / MINUTE) * MINUTE;
+  return LIVE_SYMBOLS.map((symbol) => ({ symbol, fromMs: toMs - LIVE_CANDLES * MINUTE, toMs }));
+}
+
+/** One incremental unit per live job (the baseline reads the range from fromMs/toMs; tickfleet from the job's cursor). */
+function liveUnits(ss: Series[]): QueuedUnit[] {
+  return ss.map((s) => ({
+    kind: 'incremental',
+    venue: 'binance',
+    jobId: `binance:${s.symbol}:1m:ohlcv`,
+    fromMs: s.fromMs,
+    toMs: s.toMs,
+    dueAt: s.toMs,
+    nextRunAt: s.toMs + 10 * 365 * 86_400_000,
+    priority: 0,
+    enqueuedAt: Date.now(),
+  }));
+}
 const WARM: Series = series('DOGE/USDT', WARM_UNITS);
 
 type System = 'baseline' | 'tickfleet';
@@ -138,10 +174,10 @@ function unitsOf(s: Series, backfillId: string): QueuedUnit[] {
   return out;
 }
 
-/** Earliest processedOn and latest finishedOn of the completed units of `backfillIds`. */
+/** Earliest processedOn and latest finishedOn of the completed units of `backfillIds` (or, for live units, of these job ids). */
 async function jobTimes(queues: VenueQueues, backfillIds: Set<string>, units: number): Promise<{ first?: number; last?: number }> {
   const jobs = await queues.queue('binance').getJobs(['completed'], 0, -1);
-  const mine = jobs.filter((j) => j?.data.backfillId !== undefined && backfillIds.has(j.data.backfillId));
+  const mine = jobs.filter((j) => j !== undefined && (j.data.backfillId !== undefined ? backfillIds.has(j.data.backfillId) : backfillIds.has(j.data.jobId)));
   const last = mine.length ? Math.max(...mine.map((j) => j.finishedOn ?? 0)) : undefined;
   // BullMQ trims completed units beyond 1000 (UNIT_JOB_OPTIONS): then the first ones are gone.
   if (mine.length < units) return { last };
@@ -212,10 +248,16 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     await waitFor(async () => (await queues.counts('binance')).completed >= WARM_UNITS, 'baseline warm-up', { timeoutMs: 120_000, intervalMs: 100 });
     await queue.pause();
     const ids = new Set<string>();
-    for (const s of sc.series) {
-      const id = `base-${s.symbol}`;
-      ids.add(id);
-      await queues.enqueue(unitsOf(s, id));
+    if (sc.name === 'live') {
+      const units = liveUnits(liveSeries());
+      for (const u of units) ids.add(u.jobId);
+      await queues.enqueue(units);
+    } else {
+      for (const s of sc.series) {
+        const id = `base-${s.symbol}`;
+        ids.add(id);
+        await queues.enqueue(unitsOf(s, id));
+      }
     }
     const cpu0 = procCpuMs(proc.pid);
     const bench0 = process.cpuUsage();
@@ -274,6 +316,33 @@ async function waitBackfillsDone(fleet: FleetHarness, ids: string[], timeoutMs: 
   return last;
 }
 
+/**
+ * Waits until every live unit is done (the queue holds none and each job ran once, its cursor at
+ * the page's last candle: every candle stored before the cursor moved) and returns when the last
+ * one finished (BullMQ's finishedOn, set after the job was completed in the store).
+ */
+async function waitLiveDone(fleet: FleetHarness, queues: VenueQueues, live: Series[]): Promise<number> {
+  await waitFor(
+    async () => {
+      const c = await queues.counts('binance');
+      if (c.failed > 0) throw new Error(`tickfleet: ${c.failed} live units failed`);
+      return c.waiting + c.prioritized + c.delayed + c.active === 0;
+    },
+    'live units done',
+    { timeoutMs: 1_800_000, intervalMs: 500 },
+  );
+  await fleet.withStore(async (store) => {
+    for (const s of live) {
+      const job = await store.jobs.get(`binance:${s.symbol}:1m:ohlcv`);
+      if (job === null || job.cursor === null || job.cursor < s.toMs - MINUTE || job.stats.runs < 1)
+        throw new Error(`tickfleet: ${s.symbol} not collected (cursor ${job?.cursor}, runs ${job?.stats.runs})`);
+    }
+  });
+  const times = await jobTimes(queues, new Set(live.map((s) => `binance:${s.symbol}:1m:ohlcv`)), live.length);
+  if (times.last === undefined) throw new Error('tickfleet: completed live units missing from Redis');
+  return times.last;
+}
+
 async function workerReady(proc: FleetProcess, port: number): Promise<void> {
   await waitFor(
     async () => {
@@ -304,14 +373,35 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const queue = queues.queue('binance');
     await queue.pause();
     const ids: string[] = [];
-    for (const s of sc.series) ids.push((JSON.parse(await fleet.backfill('binance', s.symbol, '1m', s.fromMs, s.toMs, '--json')) as { id: string }).id);
+    let live: Series[] = [];
+    if (sc.name === 'live') {
+      live = liveSeries();
+      // Jobs as `jobs add` makes them, starting at the page's first candle; no scheduler runs, so
+      // the only units are the ones enqueued here.
+      await fleet.withStore(async (store) => {
+        for (const s of live)
+          await store.jobs.upsert({
+            venue: 'binance',
+            type: 'ohlcv',
+            symbol: s.symbol,
+            timeframe: '1m',
+            since: s.fromMs,
+            nextRunAt: s.toMs + 10 * 365 * 86_400_000,
+          });
+      });
+      const units = liveUnits(live);
+      for (const u of units) ids.push(u.jobId);
+      await queues.enqueue(units);
+    } else {
+      for (const s of sc.series) ids.push((JSON.parse(await fleet.backfill('binance', s.symbol, '1m', s.fromMs, s.toMs, '--json')) as { id: string }).id);
+    }
     const cpu0 = procCpuMs(worker.child.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
-    const lastDone = await waitBackfillsDone(fleet, ids, 1_800_000);
+    const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await waitBackfillsDone(fleet, ids, 1_800_000);
     const cpuMs = procCpuMs(worker.child.pid) - cpu0;
     const benchCpu = process.cpuUsage(bench0);
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, true);
@@ -326,6 +416,12 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
   }
 }
 
+const SCENARIO_LABELS: Record<Scenario['name'], string> = {
+  single: '(a) one backfill',
+  many: '(b) 8 backfills, 1 per symbol',
+  live: `(c) live jobs, ${LIVE_CANDLES}-candle pages, 1 unit each`,
+};
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -335,7 +431,7 @@ const fmt = (x: number, digits = 0): string => x.toLocaleString('en-US', { minim
 
 const load0 = loadavg();
 process.stderr.write(
-  `hot-path: ${UNITS} units (many: ${SCENARIOS[1]!.units}), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
+  `hot-path: ${UNITS} units (many: ${SCENARIOS[1]!.units}, live: ${UNITS} jobs), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
 );
 const results: Result[] = [];
 for (let r = 1; r <= ROUNDS; r++) {
@@ -390,7 +486,7 @@ console.log(
 console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
 for (const s of summary) {
   console.log(
-    `| ${s.scenario === 'single' ? '(a) one backfill' : '(b) 8 backfills, 1 per symbol'} | ${s.units} | ${fmt(s.baselineUnitsPerSec, 1)} | ${fmt(s.tickfleetUnitsPerSec, 1)} | ${s.ratioOfMedians.toFixed(2)} (${Math.min(...s.roundRatios).toFixed(2)}-${Math.max(...s.roundRatios).toFixed(2)}) | ${s.baselineCpuMsPerUnit.toFixed(1)} / ${s.tickfleetCpuMsPerUnit.toFixed(1)} |`,
+    `| ${SCENARIO_LABELS[s.scenario]} | ${s.units} | ${fmt(s.baselineUnitsPerSec, 1)} | ${fmt(s.tickfleetUnitsPerSec, 1)} | ${s.ratioOfMedians.toFixed(2)} (${Math.min(...s.roundRatios).toFixed(2)}-${Math.max(...s.roundRatios).toFixed(2)}) | ${s.baselineCpuMsPerUnit.toFixed(1)} / ${s.tickfleetCpuMsPerUnit.toFixed(1)} |`,
   );
 }
 console.log('');
