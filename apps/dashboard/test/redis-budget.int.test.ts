@@ -1,6 +1,6 @@
 import { openRedisBudgets } from '@tickfleet/budget';
 import { openStore } from '@tickfleet/store';
-import { startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { runDashboard, type FleetStatus } from '../src/index.js';
 import { connector } from './fleet-fixture.js';
 
@@ -41,9 +41,18 @@ describe('dashboard with TICKFLEET_BUDGET_URL', () => {
     );
     try {
       expect(await budgets.acquire('binance', 37)).toMatchObject({ ok: true, used: 37 });
-      const res = await fetch(`${running.url}/api/status`, { headers: { authorization: 'Bearer t0k' } });
-      const binance = ((await res.json()) as FleetStatus).venues.find((v) => v.venue === 'binance');
       const current = await budgets.usage('binance');
+      // The status is cached for up to statusMaxAgeMs (its history sampler may have read it just
+      // before the acquire): wait for a snapshot taken after it.
+      const binance = await waitFor(
+        async () => {
+          const res = await fetch(`${running.url}/api/status`, { headers: { authorization: 'Bearer t0k' } });
+          const venue = ((await res.json()) as FleetStatus).venues.find((v) => v.venue === 'binance');
+          return venue?.budget?.used === current?.used ? venue : null;
+        },
+        'a status snapshot with the spend',
+        { timeoutMs: 60_000 },
+      );
       expect(binance?.budget).toMatchObject({ policy: 'fixed-window', limit: 1200, used: current?.used, windowStartMs: current?.windowStartMs });
       // Unless the hour turned between the acquire and the read, that is the 37 just spent.
       if (current?.windowStartMs === Math.floor(Date.now() / 3_600_000) * 3_600_000) expect(current.used).toBe(37);

@@ -58,6 +58,9 @@ export class FreezeWatch implements FreezeSource {
 
   /** Subscribes to announcements; until this resolves every check reads Redis. */
   async start(): Promise<void> {
+    // The worker's main connection reports Redis being away (rate-limited); this one only stops
+    // keeping marks while it is down. Without a listener ioredis prints every failed reconnect.
+    this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (channel: string, venue: string) => {
       if (channel !== this.channel) return;
       this.generation += 1;

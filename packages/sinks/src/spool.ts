@@ -278,8 +278,12 @@ export class Spool {
     }
     closeSync(this.fd);
     if (this.currentBytes === 0 && this.sizes.size > 0) {
-      // An empty current segment carries nothing; keep the directory tidy.
-      unlinkSync(join(this.dir, this.currentSegment));
+      // An empty current segment carries nothing; keep the directory tidy (already gone is as good).
+      try {
+        unlinkSync(join(this.dir, this.currentSegment));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
       this.sizes.delete(this.currentSeq);
     }
     unlinkLock(this.dir);
