@@ -37,7 +37,8 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
     const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
-    await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2');
+    // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
+    await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
