@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { BudgetExhaustedError, type Clock, RequestTooHeavyError, systemClock } from '@tickfleet/core';
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { createRegistry, registerMetric } from '@tickfleet/telemetry';
+import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import { startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
 import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
@@ -19,21 +19,6 @@ afterAll(async () => {
   await Promise.all(conns.map((c) => c.quit()));
   await redis.stop();
 });
-
-/** The gate's series, registered from the metric catalog as the worker registers them. */
-function gateMetrics() {
-  const registry = createRegistry('worker', { defaultMetrics: false });
-  return {
-    requestSeconds: registerMetric(registry, 'tickfleet_request_duration_seconds'),
-    responses: registerMetric(registry, 'tickfleet_responses_total'),
-    budgetUsed: registerMetric(registry, 'tickfleet_budget_used'),
-    budgetLimit: registerMetric(registry, 'tickfleet_budget_limit'),
-    budgetYields: registerMetric(registry, 'tickfleet_budget_yields_total'),
-    budgetWaits: registerMetric(registry, 'tickfleet_budget_waits_total'),
-    fallbackActive: registerMetric(registry, 'tickfleet_budget_fallback_active'),
-    budgetClockOffset: registerMetric(registry, 'tickfleet_budget_clock_offset_seconds'),
-  };
-}
 
 /**
  * The store-outage fallback of worker `workerIds[0]` for binance (limit `limit` per minute), in a

@@ -3,7 +3,7 @@ import { BudgetExhaustedError, StoreUnavailableError, systemClock } from '@tickf
 import { createRedisConnection, queueKey, venueKey } from '@tickfleet/queues';
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { createRegistry, registerMetric } from '@tickfleet/telemetry';
+import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import {
   startRedis,
   startRedisCluster,
@@ -188,21 +188,6 @@ describe('RedisBudgetsRepo on a real Redis Cluster', () => {
     }
   }, 60_000);
 });
-
-/** The gate's series, registered from the metric catalog as the worker registers them. */
-function gateMetrics() {
-  const registry = createRegistry('worker', { defaultMetrics: false });
-  return {
-    requestSeconds: registerMetric(registry, 'tickfleet_request_duration_seconds'),
-    responses: registerMetric(registry, 'tickfleet_responses_total'),
-    budgetUsed: registerMetric(registry, 'tickfleet_budget_used'),
-    budgetLimit: registerMetric(registry, 'tickfleet_budget_limit'),
-    budgetYields: registerMetric(registry, 'tickfleet_budget_yields_total'),
-    budgetWaits: registerMetric(registry, 'tickfleet_budget_waits_total'),
-    fallbackActive: registerMetric(registry, 'tickfleet_budget_fallback_active'),
-    budgetClockOffset: registerMetric(registry, 'tickfleet_budget_clock_offset_seconds'),
-  };
-}
 
 /**
  * A budget Redis apart from the fleet's Redis that is stopped mid-run: the gate meets the same
