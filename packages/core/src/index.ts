@@ -1,4 +1,5 @@
 export * from './timeframe.js';
+export * from './calendar.js';
 export * from './duration.js';
 export * from './clock.js';
 export * from './names.js';
