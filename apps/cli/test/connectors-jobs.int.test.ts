@@ -25,6 +25,25 @@ describe('tickfleet connectors and jobs', () => {
     expect(updated.code).toBe(0);
     expect(JSON.parse(updated.stdout)).toMatchObject({ baseUrl: 'https://api.binance.com', maxInflight: 8, rateLimit: { limit: 1200, policy: 'gcra' } });
 
+    // AIMD settings: given keys change, the others keep their values (here the defaults).
+    const aimd = await cli('connectors', 'upsert', 'binance', '--aimd', 'min=2,stable=45s,p95-low=1s,start=floor,restart-after=0', '--json');
+    expect(aimd.stderr).toBe('');
+    expect(JSON.parse(aimd.stdout).aimd).toEqual({
+      min: 2,
+      increaseAfterMs: 30_000,
+      stableMs: 45_000,
+      maxFailureRatio: 0.2,
+      maxP95LatencyMs: 10_000,
+      lowP95LatencyMs: 1000,
+      start: 'floor',
+      restartAfterMs: 0,
+    });
+    expect(JSON.parse((await cli('connectors', 'upsert', 'binance', '--aimd', 'max=6', '--json')).stdout).aimd).toMatchObject({
+      min: 2,
+      max: 6,
+      stableMs: 45_000,
+    });
+
     const list = await cli('connectors', 'list', '--json');
     expect(JSON.parse(list.stdout)).toHaveLength(1);
 
@@ -61,6 +80,9 @@ describe('tickfleet connectors and jobs', () => {
     [['connectors', 'upsert', 'kraken', '--base-url', 'not a url', '--limit', '5'], /invalid --base-url/],
     [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '-5'], /invalid --limit: expected a positive integer, got "-5"/],
     [['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--period', '1 fortnight'], /invalid --period/],
+    [['connectors', 'upsert', 'binance', '--aimd', 'speed=3'], /invalid --aimd: expected comma-separated key=value pairs with keys min, max, .*got "speed=3"/],
+    [['connectors', 'upsert', 'binance', '--aimd', 'start=middle'], /invalid --aimd start: expected one of floor, ceiling, got "middle"/],
+    [['connectors', 'upsert', 'binance', '--aimd', 'p95-low=20s'], /lowP95LatencyMs.*at most the high one/],
     [
       ['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'],
       /invalid --policy: expected one of fixed-window, gcra/,

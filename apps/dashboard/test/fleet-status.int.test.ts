@@ -1,5 +1,5 @@
 import { alignDown } from '@tickfleet/core';
-import { WorkerHeartbeat } from '@tickfleet/budget';
+import { DEFAULT_AIMD_LIMITS, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRegistry } from '@tickfleet/telemetry';
 import { startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { collectFleetStatus, FleetStatusMetrics } from '../src/index.js';
@@ -155,16 +155,7 @@ describe('collectFleetStatus', () => {
     const { store, control, now } = fleet;
     await store.connectors.upsert(connector('binance', 1200, { maxInflight: 6 }));
     // One 429 halves the fleet-wide concurrency: 6 -> 3.
-    const limits = {
-      min: 1,
-      max: 6,
-      increaseAfterMs: 30_000,
-      maxFailureRatio: 0.2,
-      maxP95LatencyMs: 10_000,
-      minSamples: 20,
-      sampleSize: 200,
-      halveCooldownMs: 0,
-    };
+    const limits = { ...DEFAULT_AIMD_LIMITS, min: 1, max: 6, halveCooldownMs: 0 };
     control.configure('binance', limits);
     await control.onRateLimited('binance', 0, '429');
     const status = await collectFleetStatus({ store, queues: fleet.queues, control, now });

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
-import { BudgetGate, FleetVenueControl, FreezeWatch, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
+import { aimdLimitsFor, BudgetGate, FleetVenueControl, FreezeWatch, startConcurrency, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
@@ -125,7 +125,13 @@ export class FleetWorker {
     for (const connector of connectors) {
       if (!this.serves(connector)) continue;
       const runner = this.runners.get(connector.venue);
-      await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs);
+      // The beat also tells a restarted fleet (no worker for the venue for aimd.restartAfterMs)
+      // apart from one worker restarting: only the former sets the AIMD concurrency back.
+      const aimd = aimdLimitsFor(connector);
+      await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs, {
+        afterMs: aimd.restartAfterMs,
+        startConcurrency: startConcurrency(aimd),
+      });
       if (runner) {
         runner.update(connector);
         continue;

@@ -1,4 +1,4 @@
-import type { Connector } from '@tickfleet/core';
+import { AimdSettings, defaultAimdStart, type Connector } from '@tickfleet/core';
 
 /** The AIMD bounds and thresholds of one venue, resolved from its connector. */
 export interface AimdLimits {
@@ -6,12 +6,20 @@ export interface AimdLimits {
   min: number;
   /** Ceiling; the connector's `aimd.max` or else its `maxInflight`. */
   max: number;
-  /** Clean operation needed before adding one. @defaultValue 30000 */
+  /** Minimum interval between two adjustments. @defaultValue 30000 */
   increaseAfterMs: number;
-  /** Failure ratio above which one is subtracted. @defaultValue 0.2 */
+  /** No 429 for this long before an increase. @defaultValue 30000 */
+  stableMs: number;
+  /** Failure ratio above which one is subtracted; an increase needs less than half. @defaultValue 0.2 */
   maxFailureRatio: number;
   /** p95 latency above which one is subtracted. @defaultValue 10000 */
   maxP95LatencyMs: number;
+  /** p95 latency an increase needs to be under. @defaultValue 2000 */
+  lowP95LatencyMs: number;
+  /** A new fleet, and a restarted one, starts at `min` (true) or `max` (false): the connector's `aimd.start`. @defaultValue false */
+  startFromFloor: boolean;
+  /** No live worker for this long is a fleet restart (back to `start`); 0 never. @defaultValue 60000 */
+  restartAfterMs: number;
   /**
    * Outcomes needed before the failure ratio or p95 can subtract one, so two early failures do
    * not read as a 100% failure rate. @defaultValue 20
@@ -30,24 +38,45 @@ export const DEFAULT_AIMD_LIMITS: AimdLimits = {
   min: 1,
   max: 4,
   increaseAfterMs: 30_000,
+  stableMs: 30_000,
   maxFailureRatio: 0.2,
   maxP95LatencyMs: 10_000,
+  lowP95LatencyMs: 2000,
+  startFromFloor: false,
+  restartAfterMs: 60_000,
   minSamples: 20,
   sampleSize: 200,
   halveCooldownMs: 1000,
 };
 
-/** The AIMD limits of a connector: its `aimd` settings, with `max` defaulting to `maxInflight`. */
-export function aimdLimitsFor(connector: Pick<Connector, 'maxInflight' | 'aimd'>, overrides: Partial<AimdLimits> = {}): AimdLimits {
-  const max = Math.max(1, connector.aimd.max ?? connector.maxInflight);
+/**
+ * The AIMD limits of a connector: its `aimd` settings, with `max` defaulting to `maxInflight`.
+ * Settings stored by an older version lack the newer fields: their defaults are filled in here.
+ */
+export function aimdLimitsFor(
+  connector: Pick<Connector, 'venue' | 'maxInflight'> & { aimd: Partial<AimdSettings> },
+  overrides: Partial<AimdLimits> = {},
+): AimdLimits {
+  const aimd = AimdSettings.parse(connector.aimd);
+  const max = Math.max(1, aimd.max ?? connector.maxInflight);
+  const min = Math.min(aimd.min, max);
   const limits: AimdLimits = {
     ...DEFAULT_AIMD_LIMITS,
-    min: Math.min(connector.aimd.min, max),
+    min,
     max,
-    increaseAfterMs: connector.aimd.increaseAfterMs,
-    maxFailureRatio: connector.aimd.maxFailureRatio,
-    maxP95LatencyMs: connector.aimd.maxP95LatencyMs,
+    increaseAfterMs: aimd.increaseAfterMs,
+    stableMs: aimd.stableMs,
+    maxFailureRatio: aimd.maxFailureRatio,
+    maxP95LatencyMs: aimd.maxP95LatencyMs,
+    lowP95LatencyMs: aimd.lowP95LatencyMs ?? Math.min(DEFAULT_AIMD_LIMITS.lowP95LatencyMs, aimd.maxP95LatencyMs),
+    startFromFloor: (aimd.start ?? defaultAimdStart(connector.venue)) === 'floor',
+    restartAfterMs: aimd.restartAfterMs,
     ...overrides,
   };
   return limits;
+}
+
+/** The concurrency a new or restarted fleet starts at. */
+export function startConcurrency(limits: AimdLimits): number {
+  return limits.startFromFloor ? limits.min : limits.max;
 }

@@ -3,8 +3,9 @@ import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { Worker } from 'bullmq';
 import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
+import { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 import { FleetVenueControl, freezeEscalationFor, type AimdChange, type FreezeEscalation } from './fleet-venue-control.js';
+import { WorkerHeartbeat } from './worker-heartbeat.js';
 
 let redis: TestRedis;
 const clients: Redis[] = [];
@@ -18,7 +19,7 @@ afterAll(async () => {
   await redis.stop();
 });
 
-const LIMITS: AimdLimits = { ...DEFAULT_AIMD_LIMITS, min: 1, max: 16, increaseAfterMs: 1000, minSamples: 20 };
+const LIMITS: AimdLimits = { ...DEFAULT_AIMD_LIMITS, min: 1, max: 16, increaseAfterMs: 1000, stableMs: 1000, minSamples: 20 };
 
 /** One FleetVenueControl per Redis client, as N worker processes would have. */
 function fleet(clock: ManualClock, limits: AimdLimits = LIMITS, prefix = redis.namespace()): FleetVenueControl[] {
@@ -162,7 +163,7 @@ describe('FleetVenueControl', () => {
  * step by step on a manual clock with one worker.
  */
 describe('FleetVenueControl AIMD rules', () => {
-  const limits = (over: Partial<AimdLimits> = {}): AimdLimits => ({ ...DEFAULT_AIMD_LIMITS, max: 16, increaseAfterMs: 1000, ...over });
+  const limits = (over: Partial<AimdLimits> = {}): AimdLimits => ({ ...DEFAULT_AIMD_LIMITS, max: 16, increaseAfterMs: 1000, stableMs: 1000, ...over });
   const one = (clock: ManualClock, l: AimdLimits): FleetVenueControl => fleet(clock, l)[0]!;
 
   it('halves on a rate limit down to the floor, once per incident', async () => {
@@ -196,6 +197,43 @@ describe('FleetVenueControl AIMD rules', () => {
     expect(await aimd.concurrency('binance')).toBe(6);
   });
 
+  it('adds one only after stableMs without a 429, at most once per increaseAfterMs', async () => {
+    const clock = new ManualClock();
+    const aimd = one(clock, limits({ max: 8, stableMs: 3000 }));
+    await aimd.onRateLimited('binance'); // 8 -> 4, no freeze (no Retry-After, no escalation)
+    const changes: AimdChange[] = [];
+    for (let i = 0; i < 50; i++) {
+      clock.advance(100);
+      changes.push((await aimd.reportOutcome('binance', { ok: true, latencyMs: 50 })).change);
+    }
+    // Windows close at 1 s and 2 s without a change (the 429 is not 3 s old), then +1 at 3 s, 4 s, 5 s.
+    expect(changes.filter((c) => c === 'increase')).toHaveLength(3);
+    expect(changes.indexOf('increase')).toBe(29);
+    expect(await aimd.concurrency('binance')).toBe(7);
+  });
+
+  it('holds between the low and high thresholds (hysteresis): no increase, no decrease', async () => {
+    const clock = new ManualClock();
+    // p95 of 800 ms: above the low threshold (500), under the high one (2000).
+    const slow = one(clock, limits({ max: 8, minSamples: 5, lowP95LatencyMs: 500, maxP95LatencyMs: 2000 }));
+    await slow.onRateLimited('binance'); // 8 -> 4
+    for (let i = 0; i < 100; i++) {
+      clock.advance(100);
+      expect((await slow.reportOutcome('binance', { ok: true, latencyMs: 800 })).change).toBe('none');
+    }
+    expect(await slow.concurrency('binance')).toBe(4);
+    // A failure ratio of 0.15: above half the threshold (0.1), under the threshold (0.2).
+    const clock2 = new ManualClock();
+    const flaky = fleet(clock2, limits({ max: 8, minSamples: 20, maxFailureRatio: 0.2 }), redis.namespace())[0]!;
+    await flaky.onRateLimited('binance');
+    for (let i = 0; i < 100; i++) {
+      clock2.advance(50);
+      // 3 failures in every 20 outcomes; a 1 s window holds 20.
+      expect((await flaky.reportOutcome('binance', { ok: ![5, 10, 15].includes(i % 20), latencyMs: 20 })).change).toBe('none');
+    }
+    expect(await flaky.concurrency('binance')).toBe(4);
+  });
+
   it('subtracts one when the failure ratio or the p95 latency is too high', async () => {
     const clock = new ManualClock();
     const aimd = one(clock, limits({ minSamples: 10, maxFailureRatio: 0.2, maxP95LatencyMs: 500 }));
@@ -224,9 +262,15 @@ describe('FleetVenueControl AIMD rules', () => {
   });
 
   it('derives limits from a connector', () => {
-    const l = aimdLimitsFor({ maxInflight: 8, aimd: { min: 2, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 } });
-    expect(l).toMatchObject({ min: 2, max: 8, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 });
-    expect(aimdLimitsFor({ maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } }).max).toBe(3);
+    const l = aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { min: 2, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000 } });
+    expect(l).toMatchObject({ min: 2, max: 8, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000, lowP95LatencyMs: 2000, stableMs: 30_000 });
+    // Venues with documented limits start at the ceiling, opaque ones at the floor; a connector can say otherwise.
+    expect(startConcurrency(l)).toBe(8);
+    expect(startConcurrency(aimdLimitsFor({ venue: 'polymarket', maxInflight: 8, aimd: { min: 2 } }))).toBe(2);
+    expect(startConcurrency(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { start: 'floor' } }))).toBe(1);
+    // Settings stored before the low threshold existed: it defaults to 2 s, or to the high threshold when that is lower.
+    const old = aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } });
+    expect(old).toMatchObject({ max: 3, lowP95LatencyMs: 1, restartAfterMs: 60_000 });
   });
 
   describe('freeze escalation after 429s', () => {
@@ -319,5 +363,56 @@ describe('FleetVenueControl AIMD rules', () => {
       expect(freezeEscalationFor({ freezeMs: 30_000, freezeMaxMs: 600_000 })).toEqual({ baseMs: 30_000, maxMs: 600_000, cleanMs: 30_000 });
       expect(freezeEscalationFor({ freezeMs: 30_000, freezeMaxMs: 600_000, freezeResetMs: 5000 })).toEqual({ baseMs: 30_000, maxMs: 600_000, cleanMs: 5000 });
     });
+  });
+});
+
+describe('fleet restart', () => {
+  const RESTART = { afterMs: 60_000, startConcurrency: 1 };
+
+  it('a fleet with no live worker for restartAfterMs starts again from the floor; one worker restarting in a live fleet does not', async () => {
+    const clock = new ManualClock();
+    const prefix = redis.namespace();
+    const limits: AimdLimits = { ...LIMITS, max: 8, startFromFloor: true };
+    const [control] = fleet(clock, limits, prefix) as [FleetVenueControl];
+    const beat = (id: string) => new WorkerHeartbeat(clients[1]!, id, { prefix, clock }).beat('binance', RESTART);
+    // A new venue starts at the floor and learns up to 3.
+    expect(await control.concurrency('binance')).toBe(1);
+    expect(await beat('w1')).toEqual({ live: 1, fleetRestarted: false });
+    expect(await beat('w2')).toEqual({ live: 2, fleetRestarted: false });
+    for (let i = 0; i < 25; i++) {
+      clock.advance(100);
+      await control.reportOutcome('binance', { ok: true, latencyMs: 20 });
+    }
+    expect(await control.concurrency('binance')).toBe(3);
+
+    // w1 restarts (a new process, a new id) 50 s later while w2 kept beating: nothing resets.
+    for (let i = 0; i < 10; i++) {
+      clock.advance(5000);
+      await beat('w2');
+    }
+    expect(await beat('w1-restarted')).toEqual({ live: 2, fleetRestarted: false });
+    expect(await control.concurrency('binance')).toBe(3);
+
+    // The whole fleet is gone for 61 s: the first worker back finds a restarted fleet.
+    clock.advance(61_000);
+    expect(await beat('w3')).toEqual({ live: 1, fleetRestarted: true });
+    expect(await control.concurrency('binance')).toBe(1);
+    // Only once: the next beats see a live fleet.
+    clock.advance(5000);
+    expect(await beat('w4')).toEqual({ live: 2, fleetRestarted: false });
+  });
+
+  it('never resets with restartAfterMs 0, and a gap shorter than the period is no restart', async () => {
+    const clock = new ManualClock();
+    const prefix = redis.namespace();
+    const [control] = fleet(clock, { ...LIMITS, max: 8 }, prefix) as [FleetVenueControl];
+    await control.onRateLimited('binance'); // 8 -> 4
+    const hb = new WorkerHeartbeat(clients[2]!, 'w1', { prefix, clock });
+    await hb.beat('binance', RESTART);
+    clock.advance(59_000);
+    expect((await hb.beat('binance', RESTART)).fleetRestarted).toBe(false);
+    clock.advance(600_000);
+    expect((await hb.beat('binance', { afterMs: 0, startConcurrency: 1 })).fleetRestarted).toBe(false);
+    expect(await control.concurrency('binance')).toBe(4);
   });
 });

@@ -1,6 +1,6 @@
 import { systemClock, type Clock, type Connector, ValidationError } from '@tickfleet/core';
 import { luaCommand, QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
-import { DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
+import { DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -222,6 +222,7 @@ export class FleetVenueControl {
         LIMITER_FULL,
         UNLIMITED_RATE_MAX,
         UNLIMITED_RATE_DURATION_MS,
+        startConcurrency(l),
       ],
     )) as [number, number, number, number];
     await this.announce(venue);
@@ -246,16 +247,31 @@ export class FleetVenueControl {
     const records = outcomes.reduce((n, o) => n + (o.ok ? Math.max(0, Math.floor(o.records ?? 0)) : 0), 0);
     const [c, change] = (await this.outcomeCmd(
       [this.key(venue, 'control'), this.key(venue, 'latency')],
-      [this.clock.now(), failures, l.min, l.max, l.increaseAfterMs, l.maxFailureRatio, l.maxP95LatencyMs, l.minSamples, l.sampleSize, records, ...latencies],
+      [
+        this.clock.now(),
+        failures,
+        l.min,
+        l.max,
+        l.increaseAfterMs,
+        l.maxFailureRatio,
+        l.maxP95LatencyMs,
+        l.minSamples,
+        l.sampleSize,
+        records,
+        l.lowP95LatencyMs,
+        l.stableMs,
+        startConcurrency(l),
+        ...latencies,
+      ],
     )) as [number, number];
     return { concurrency: Number(c), change: change === 1 ? 'increase' : change === -1 ? 'decrease' : 'none' };
   }
 
-  /** The venue's current fleet-wide concurrency (its ceiling until AIMD has acted). */
+  /** The venue's current fleet-wide concurrency (its start value until AIMD has acted). */
   async concurrency(venue: string): Promise<number> {
     const l = this.limitsOf(venue);
     const raw = await this.redis.hget(this.key(venue, 'control'), 'c');
-    return Math.min(l.max, Math.max(l.min, raw === null ? l.max : Number(raw)));
+    return Math.min(l.max, Math.max(l.min, raw === null ? startConcurrency(l) : Number(raw)));
   }
 
   /** Everything about a venue's control, for metrics and `tickfleet status`. */
@@ -264,7 +280,7 @@ export class FleetVenueControl {
     const [c, n, f, tu, tr] = await this.redis.hmget(this.key(venue, 'control'), 'c', 'n', 'f', 'tu', 'tr');
     return {
       venue,
-      concurrency: Math.min(l.max, Math.max(l.min, c === null ? l.max : Number(c))),
+      concurrency: Math.min(l.max, Math.max(l.min, c === null ? startConcurrency(l) : Number(c))),
       min: l.min,
       max: l.max,
       frozen: await this.freezeOf(venue),
@@ -299,7 +315,7 @@ export class FleetVenueControl {
     await this.redis.hdel(this.key(venue, 'book-backoff'), jobId);
   }
 
-  /** Forgets a venue's state (operator reset): concurrency back to its ceiling, no freeze (record and queue limiter). */
+  /** Forgets a venue's state (operator reset): concurrency back to its start value, no freeze (record and queue limiter). */
   async reset(venue: string): Promise<void> {
     await this.redis.del(this.key(venue, 'control'), this.key(venue, 'latency'), queueKey(this.prefix, venue, 'limiter'));
   }

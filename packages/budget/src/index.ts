@@ -10,7 +10,7 @@ export {
   type BudgetState,
 } from './acquire-math.js';
 export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
-export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, type AimdLimits } from './aimd-settings.js';
+export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 export {
   FleetVenueControl,
   FREEZE_CAUSES,

@@ -20,7 +20,7 @@ describe('LocalFallbackBudget', () => {
     const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 30));
     const prefix = redis.namespace();
     const beats = ['w1', 'w2', 'w3'].map((id) => new WorkerHeartbeat(conn, id, { prefix, clock, livenessMs: 10_000 }));
-    const counts = await Promise.all(beats.map((b) => b.beat('binance')));
+    const counts = (await Promise.all(beats.map((b) => b.beat('binance')))).map((b) => b.live);
     expect(Math.max(...counts)).toBe(3);
     expect(await beats[0]!.liveWorkers('kraken')).toBe(0);
 
@@ -45,7 +45,7 @@ describe('LocalFallbackBudget', () => {
     await beats[0]!.beat('binance');
     await beats[1]!.beat('binance');
     clock.advance(6000);
-    expect(await beats[0]!.beat('binance')).toBe(2);
+    expect((await beats[0]!.beat('binance')).live).toBe(2);
     await beats[1]!.leave('binance');
     budget.setLiveWorkers(await beats[0]!.liveWorkers('binance'));
     expect(budget.share).toBe(1140);

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
 import { venueMarksChannel } from './fleet-venue-control.js';
-import type { WorkerHeartbeat } from './worker-heartbeat.js';
+import type { FleetRestartPolicy, WorkerHeartbeat } from './worker-heartbeat.js';
 
 export interface LocalFallbackBudgetOptions {
   /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */
@@ -150,16 +150,17 @@ export class StoreOutageFallback implements FallbackBudget {
   /**
    * Beats this worker's heartbeat for `venue` and keeps the venue's fallback share at `limit`
    * (the connector's effective limit) per `periodMs` over the live workers counted by that beat.
-   * Call on every connector refresh.
+   * Call on every connector refresh. With `restart`, the beat also resets the venue's AIMD
+   * concurrency when it finds the fleet restarted (see {@link WorkerHeartbeat.beat}).
    */
-  async configure(venue: string, limit: number, periodMs: number): Promise<void> {
+  async configure(venue: string, limit: number, periodMs: number, restart?: FleetRestartPolicy): Promise<void> {
     let budget = this.budgets.get(venue);
     if (!budget) {
       budget = new LocalFallbackBudget({ limit, periodMs, clock: this.clock });
       this.budgets.set(venue, budget);
     }
     budget.setLimit(limit, periodMs);
-    budget.setLiveWorkers(await this.heartbeat.beat(venue));
+    budget.setLiveWorkers((await this.heartbeat.beat(venue, restart)).live);
   }
 
   /** This worker's fallback weight per window for `venue` (0 for a venue never configured). */

@@ -3,6 +3,14 @@ import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient }
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
+/** How a beat treats a venue's AIMD concurrency after a fleet restart (see heartbeatWorker-3.lua). */
+export interface FleetRestartPolicy {
+  /** No live worker for longer than this is a fleet restart. 0 never resets. */
+  afterMs: number;
+  /** The concurrency a restarted fleet starts from. */
+  startConcurrency: number;
+}
+
 export interface WorkerHeartbeatOptions {
   /** @defaultValue 'tickfleet' */
   prefix?: string;
@@ -13,7 +21,10 @@ export interface WorkerHeartbeatOptions {
 
 /**
  * Which workers serve a venue: each beats into a RedisClient sorted set per venue (score = last beat),
- * which is how {@link StoreOutageFallback} knows `liveWorkers` when the state store is down.
+ * which is how {@link StoreOutageFallback} knows `liveWorkers` when the state store is down. The
+ * same beat notices a fleet restart (no worker beat for the venue for longer than the restart
+ * period) and sets the venue's AIMD concurrency back to its start value, so a fleet that was down
+ * re-learns instead of resuming from a value learnt under other conditions.
  */
 export class WorkerHeartbeat {
   private readonly prefix: string;
@@ -29,12 +40,19 @@ export class WorkerHeartbeat {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.livenessMs = options.livenessMs ?? 15_000;
     this.clock = options.clock ?? systemClock;
-    this.beatCmd = luaCommand(redis, COMMANDS, 'heartbeatWorker-1.lua');
+    this.beatCmd = luaCommand(redis, COMMANDS, 'heartbeatWorker-3.lua');
   }
 
-  /** Marks this worker alive for `venue`; returns how many workers are live for it now. */
-  async beat(venue: string): Promise<number> {
-    return Number(await this.beatCmd([this.key(venue)], [this.clock.now(), this.workerId, this.livenessMs]));
+  /**
+   * Marks this worker alive for `venue`; returns how many workers are live for it now and whether
+   * this beat found a restarted fleet and reset the venue's concurrency (never without `restart`).
+   */
+  async beat(venue: string, restart?: FleetRestartPolicy): Promise<{ live: number; fleetRestarted: boolean }> {
+    const [live, reset] = (await this.beatCmd(
+      [this.key(venue), venueKey(this.prefix, venue, 'control'), venueKey(this.prefix, venue, 'latency')],
+      [this.clock.now(), this.workerId, this.livenessMs, restart?.afterMs ?? 0, restart?.startConcurrency ?? 1],
+    )) as [number, number];
+    return { live: Number(live), fleetRestarted: reset === 1 };
   }
 
   /** Live workers of `venue` without beating. */

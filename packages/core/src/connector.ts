@@ -25,20 +25,56 @@ export const RateLimit = z.object({
 });
 export type RateLimit = z.infer<typeof RateLimit>;
 
-/** Additive-increase / multiplicative-decrease bounds for a venue's fleet-wide concurrency. */
-export const AimdSettings = z.object({
-  /** @defaultValue 1 */
-  min: z.number().int().positive().default(1),
-  /** Ceiling; defaults to the connector's `maxInflight`. */
-  max: z.number().int().positive().optional(),
-  /** Clean operation needed before adding one. @defaultValue 30000 */
-  increaseAfterMs: z.number().int().positive().default(30_000),
-  /** Failure ratio above which one is subtracted. @defaultValue 0.2 */
-  maxFailureRatio: z.number().min(0).max(1).default(0.2),
-  /** p95 latency above which one is subtracted. @defaultValue 10000 */
-  maxP95LatencyMs: z.number().int().positive().default(10_000),
-});
+export const AIMD_START_MODES = ['floor', 'ceiling'] as const;
+
+/**
+ * Additive-increase / multiplicative-decrease of a venue's fleet-wide concurrency (the order-book
+ * design's control loop; docs/reliability.md). A 429 halves it; it grows by one only after a
+ * stable period with a low failure ratio and a low p95; it shrinks by one when the failure ratio or
+ * the p95 passes its high threshold. Low and high thresholds differ, so the value settles.
+ */
+export const AimdSettings = z
+  .object({
+    /** @defaultValue 1 */
+    min: z.number().int().positive().default(1),
+    /** Ceiling; defaults to the connector's `maxInflight`. */
+    max: z.number().int().positive().optional(),
+    /** Minimum interval between two adjustments (the observation window). @defaultValue 30000 */
+    increaseAfterMs: z.number().int().positive().default(30_000),
+    /** No 429 for this long before an increase. @defaultValue 30000 */
+    stableMs: z.number().int().nonnegative().default(30_000),
+    /** Failure ratio above which one is subtracted; an increase needs less than half of it. @defaultValue 0.2 */
+    maxFailureRatio: z.number().min(0).max(1).default(0.2),
+    /** p95 latency above which one is subtracted (the high threshold). @defaultValue 10000 */
+    maxP95LatencyMs: z.number().int().positive().default(10_000),
+    /** p95 latency an increase needs to be under (the low threshold). @defaultValue 2000, or `maxP95LatencyMs` when that is lower */
+    lowP95LatencyMs: z.number().int().positive().optional(),
+    /**
+     * Where a new fleet starts, and a restarted one (no live worker for `restartAfterMs`) starts
+     * again: `floor` (min, then re-learn: venues whose limits are opaque) or `ceiling` (max: venues
+     * whose documented limits the budget already enforces). @defaultValue per venue: {@link defaultAimdStart}
+     */
+    start: z.enum(AIMD_START_MODES).optional(),
+    /** No live worker for this long is a fleet restart: the concurrency goes back to its start. 0 never. @defaultValue 60000 */
+    restartAfterMs: z.number().int().nonnegative().default(60_000),
+  })
+  .refine((a) => a.lowP95LatencyMs === undefined || a.lowP95LatencyMs <= a.maxP95LatencyMs, {
+    message: 'a low p95 threshold at most the high one (lowP95LatencyMs <= maxP95LatencyMs)',
+    path: ['lowP95LatencyMs'],
+  });
 export type AimdSettings = z.infer<typeof AimdSettings>;
+
+/**
+ * Venues whose limits are opaque (IP-based, varying: the order-book design's Polymarket and
+ * Limitless) start from the floor and learn; the others start at the ceiling, their documented
+ * limits being enforced by the fleet budget before any request.
+ */
+const AIMD_FLOOR_START_VENUES: ReadonlySet<string> = new Set(['polymarket', 'limitless']);
+
+/** Where a venue's AIMD concurrency starts when its connector does not say. */
+export function defaultAimdStart(venue: string): (typeof AIMD_START_MODES)[number] {
+  return AIMD_FLOOR_START_VENUES.has(venue) ? 'floor' : 'ceiling';
+}
 
 /**
  * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
@@ -79,7 +115,7 @@ export const Connector = z
      * next 429 is frozen for `freezeMs` again. Absent: `freezeMs`.
      */
     freezeResetMs: z.number().int().positive().optional(),
-    aimd: AimdSettings.default({ min: 1, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000 }),
+    aimd: AimdSettings.default(() => AimdSettings.parse({})),
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })

@@ -9,7 +9,7 @@ import {
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
-import { duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
+import { aimdSettings, type AimdPatch, duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
 import { jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
@@ -23,6 +23,7 @@ interface UpsertOptions {
   freeze?: number;
   freezeMax?: number;
   freezeReset?: number;
+  aimd?: AimdPatch;
   json?: boolean;
 }
 
@@ -49,6 +50,11 @@ export function registerConnectors(program: Command): void {
     )
     .option('--freeze-max <duration>', 'cap of the freeze escalation after repeated 429s (default 15m)', duration('--freeze-max'))
     .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
+    .option(
+      '--aimd <settings>',
+      'adaptive concurrency (docs/reliability.md), e.g. min=1,max=8,interval=30s,stable=30s,max-failure-ratio=0.2,p95-low=2s,p95-high=10s,start=floor,restart-after=60s; given keys change, others stay',
+      aimdSettings('--aimd'),
+    )
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -72,6 +78,7 @@ export function registerConnectors(program: Command): void {
           ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
           ...(opts.freezeMax !== undefined ? { freezeMaxMs: opts.freezeMax } : {}),
           ...(opts.freezeReset !== undefined ? { freezeResetMs: opts.freezeReset } : {}),
+          ...(opts.aimd !== undefined ? { aimd: { ...(existing?.aimd ?? {}), ...opts.aimd } as ConnectorInput['aimd'] } : {}),
         };
         return store.connectors.upsert(input);
       });

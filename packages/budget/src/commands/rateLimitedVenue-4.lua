@@ -34,8 +34,9 @@
     ARGV[10] limiter value (at least any rate-limit max, so the limiter reads as full)
     ARGV[11] rate-limit max installed when the queue has none (never reached by counting)
     ARGV[12] rate-limit duration ms installed with that max
+    ARGV[13] start concurrency: the value of a venue without one (see reportOutcome-2.lua)
 
-  Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving,
+  Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving, l4 last 429/418,
   fu frozen until, fc freeze cause, el escalation level, ee end of the last rate-limit freeze.
 
   Output:
@@ -44,7 +45,7 @@
 local now = tonumber(ARGV[1])
 local minC = tonumber(ARGV[2])
 local maxC = tonumber(ARGV[3])
-local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[3])
+local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[13])
 c = math.min(maxC, math.max(minC, c))
 local halved = 0
 local lastHalved = tonumber(redis.call("HGET", KEYS[1], "lh") or "-1e300")
@@ -53,7 +54,7 @@ if now - lastHalved >= tonumber(ARGV[4]) then
   halved = 1
   redis.call("HSET", KEYS[1], "lh", now)
 end
-redis.call("HSET", KEYS[1], "c", c, "cs", now, "n", 0, "f", 0)
+redis.call("HSET", KEYS[1], "c", c, "cs", now, "n", 0, "f", 0, "l4", now)
 redis.call("DEL", KEYS[2])
 
 local venueUntil = tonumber(ARGV[5])

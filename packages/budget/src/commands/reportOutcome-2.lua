@@ -3,11 +3,15 @@
   them for a few hundred ms so the fleet's hot path does not pay one round trip per unit) and
   applies AIMD to the venue's fleet-wide concurrency in the same step, so N workers never fight
   over it:
-  - with at least minSamples outcomes in the window, a failure ratio above maxFailureRatio or a
-    p95 latency above maxP95LatencyMs subtracts 1 (floor min) and starts a new window;
-  - else, once increaseAfterMs have passed since the window started and the venue is not frozen,
-    a clean window (ratio and p95 within bounds) adds 1 (ceiling max); either way a new window
-    starts, so the fleet adds at most 1 per increaseAfterMs.
+  - gentle decrease: with at least minSamples outcomes in the window, a failure ratio above
+    maxFailureRatio or a p95 latency above maxP95LatencyMs (the high thresholds) subtracts 1
+    (floor min) and starts a new window;
+  - additive increase, once increaseAfterMs (the minimum adjustment interval) have passed since
+    the window started: adds 1 (ceiling max) only when all of these hold: no 429 for stableMs
+    (hash field l4, written by rateLimitedVenue-4.lua), the venue is not frozen, the failure
+    ratio is under half of maxFailureRatio and the p95 under lowP95LatencyMs (the low
+    thresholds: between low and high nothing changes, so the value does not oscillate); either
+    way a new window starts, so the fleet adds at most 1 per increaseAfterMs.
 
   Input:
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
@@ -22,7 +26,11 @@
     ARGV[8] minSamples
     ARGV[9] sampleSize (latencies kept for the p95)
     ARGV[10] records the batch's successful units stored
-    ARGV[11..] one latency in ms per outcome of the batch (at least one)
+    ARGV[11] lowP95LatencyMs
+    ARGV[12] stableMs
+    ARGV[13] start concurrency: the value of a venue without one (a new venue, or one whose fleet
+             restarted: see heartbeatWorker-3.lua)
+    ARGV[14..] one latency in ms per outcome of the batch (at least one)
 
   Besides the window, the hash keeps two fleet-wide totals that only grow (the dashboard's units/s
   and records/s): "tu" units that succeeded, "tr" records they stored.
@@ -33,10 +41,10 @@
 local now = tonumber(ARGV[1])
 local minC = tonumber(ARGV[3])
 local maxC = tonumber(ARGV[4])
-local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[4])
+local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[13])
 c = math.min(maxC, math.max(minC, c))
 local cs = tonumber(redis.call("HGET", KEYS[1], "cs") or ARGV[1])
-local count = #ARGV - 10
+local count = #ARGV - 13
 local n = redis.call("HINCRBY", KEYS[1], "n", count)
 redis.call("HINCRBY", KEYS[1], "tu", count - tonumber(ARGV[2]))
 redis.call("HINCRBY", KEYS[1], "tr", tonumber(ARGV[10]))
@@ -46,7 +54,7 @@ if ARGV[2] == "0" then
 else
   f = redis.call("HINCRBY", KEYS[1], "f", tonumber(ARGV[2]))
 end
-redis.call("RPUSH", KEYS[2], unpack(ARGV, 11))
+redis.call("RPUSH", KEYS[2], unpack(ARGV, 14))
 redis.call("LTRIM", KEYS[2], -tonumber(ARGV[9]), -1)
 
 local function p95()
@@ -75,7 +83,8 @@ if n >= tonumber(ARGV[8]) and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARG
 else
   local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
   if now - cs >= tonumber(ARGV[5]) and fu <= now then
-    if ratio <= tonumber(ARGV[6]) and p95() <= tonumber(ARGV[7]) and c < maxC then
+    local l4 = tonumber(redis.call("HGET", KEYS[1], "l4") or "-1e300")
+    if now - l4 >= tonumber(ARGV[12]) and (ratio == 0 or ratio < tonumber(ARGV[6]) / 2) and p95() < tonumber(ARGV[11]) and c < maxC then
       c = c + 1
       change = 1
     end
