@@ -115,13 +115,17 @@ describe('US-equity calendar', () => {
     expect(() => US_EQUITY_CALENDAR.expectedOpenTimes('1w', fullDay, fullDay + 86_400_000)).toThrow(ValidationError);
   });
 
-  test('end-of-day gating: a session is final only after its close', () => {
+  test('end-of-day gating: a session is final only after its after-hours trading ended', () => {
     const session = usEquitySession('2026-11-25')!;
-    // During the session, its day bar is not final; the previous ones are.
+    expect([iso(session.extendedOpenMs), iso(session.extendedCloseMs)]).toEqual(['2026-11-25T09:00:00.000Z', '2026-11-26T01:00:00.000Z']);
+    const early = usEquitySession('2026-11-27')!;
+    expect(iso(early.extendedCloseMs)).toBe('2026-11-27T22:00:00.000Z'); // 17:00 New York after a 13:00 close
+    // During the session and its after-hours trading (which still adds volume), its day bar is not final; the previous ones are.
     expect(US_EQUITY_CALENDAR.finalBefore('1d', session.openMs + 60_000)).toBe(session.dayStartMs);
-    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs - 1)).toBe(session.dayStartMs);
-    // After the close it is.
-    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs)).toBeGreaterThan(session.dayStartMs);
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs)).toBe(session.dayStartMs);
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.extendedCloseMs - 1)).toBe(session.dayStartMs);
+    // After the end of after-hours trading it is.
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.extendedCloseMs)).toBeGreaterThan(session.dayStartMs);
     // Thanksgiving (closed): everything up to now is final.
     const thanksgivingNoon = Date.parse('2026-11-26T17:00:00Z');
     expect(US_EQUITY_CALENDAR.finalBefore('1d', thanksgivingNoon)).toBe(thanksgivingNoon);

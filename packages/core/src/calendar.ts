@@ -28,6 +28,13 @@ export interface Session {
   openMs: number;
   /** Regular close (16:00 New York, 13:00 on an early-close day). */
   closeMs: number;
+  /** Start of pre-market trading (04:00 New York). */
+  extendedOpenMs: number;
+  /**
+   * End of after-hours trading (20:00 New York, 17:00 on an early-close day). Extended-hours trades
+   * still add to the day's volume, so a daily bar is final only from here on.
+   */
+  extendedCloseMs: number;
   earlyClose: boolean;
 }
 
@@ -207,6 +214,8 @@ export function usEquitySession(date: string): Session | undefined {
     dayStartMs: newYorkTime(year, month, day, 0),
     openMs: newYorkTime(year, month, day, 9, 30),
     closeMs: newYorkTime(year, month, day, earlyClose ? 13 : 16),
+    extendedOpenMs: newYorkTime(year, month, day, 4),
+    extendedCloseMs: newYorkTime(year, month, day, earlyClose ? 17 : 20),
     earlyClose,
   };
 }
@@ -245,9 +254,11 @@ export const US_EQUITY_CALENDAR: TradingCalendar = {
   },
   finalBefore(tf, nowMs) {
     if (tf !== '1d') return alignDown(nowMs, tf);
-    // A day bar is final once its session has closed: the bar of today's session only after the close.
+    // A day bar is final once its session is over: the bar of today's session only after the end of
+    // after-hours trading, whose trades still add to the day's volume (Polygon's and Alpaca's daily
+    // bars count them; the SIPs' consolidated rules let them update volume, not OHLC).
     const today = usEquitySessions(nowMs - DAY_MS, nowMs + 1).at(-1);
-    return !today || nowMs >= today.closeMs ? nowMs : today.dayStartMs;
+    return !today || nowMs >= today.extendedCloseMs ? nowMs : today.dayStartMs;
   },
 };
 
