@@ -133,6 +133,19 @@ describe('US-equity calendar', () => {
     expect(US_EQUITY_CALENDAR.finalBefore('1m', session.openMs + 90_500)).toBe(session.openMs + 60_000);
   });
 
+  test('nextFinalAt: when a live job is next worth running', () => {
+    const at = (tf: '1m' | '1h' | '1d', whenIso: string) => iso(US_EQUITY_CALENDAR.nextFinalAt(tf, Date.parse(whenIso)));
+    // Day bars: at the end of after-hours trading of the next session (Wednesday 20:00 New York; Thanksgiving closed, Friday closes early)
+    expect(at('1d', '2026-11-25T18:00:00Z')).toBe('2026-11-26T01:00:00.000Z');
+    expect(at('1d', '2026-11-26T01:00:00Z')).toBe('2026-11-27T22:00:00.000Z');
+    // Intraday: every close during the trading day, then the first pre-market close of the next session
+    expect(at('1m', '2026-11-25T15:00:30Z')).toBe('2026-11-25T15:01:00.000Z');
+    expect(at('1m', '2026-11-26T01:00:00Z')).toBe('2026-11-27T09:01:00.000Z');
+    expect(at('1h', '2026-11-27T21:30:00Z')).toBe('2026-11-27T22:00:00.000Z');
+    expect(at('1h', '2026-11-27T22:00:00Z')).toBe('2026-11-30T10:00:00.000Z'); // Saturday and Sunday skipped
+    expect(ALWAYS_OPEN_CALENDAR.nextFinalAt('1m', Date.parse('2026-11-26T01:00:00Z'))).toBe(Date.parse('2026-11-26T01:01:00Z'));
+  });
+
   test('bad dates are refused with the input named', () => {
     expect(() => usEquitySession('2026-1-5')).toThrow(/invalid date: expected a date YYYY-MM-DD, got "2026-1-5"/);
     expect(() => usEquitySession('1990-01-02')).toThrow(/from 1998/);

@@ -51,6 +51,13 @@ export interface TradingCalendar {
    * session it belongs to) may still change and must not be stored as final.
    */
   finalBefore(tf: Timeframe, nowMs: number): number;
+  /**
+   * The first instant after `afterMs` at which another candle of `tf` becomes final (when
+   * `finalBefore` moves on): when a live job is next worth running. On a 24/7 venue the next
+   * candle close; on US equities day bars after each session's after-hours, intraday candles only
+   * from pre-market to after-hours of sessions (no runs over nights, weekends and holidays).
+   */
+  nextFinalAt(tf: Timeframe, afterMs: number): number;
 }
 
 const MINUTE_MS = 60_000;
@@ -70,6 +77,9 @@ export const ALWAYS_OPEN_CALENDAR: TradingCalendar = {
   },
   finalBefore(tf, nowMs) {
     return alignDown(nowMs, tf);
+  },
+  nextFinalAt(tf, afterMs) {
+    return alignDown(afterMs, tf) + timeframeMs(tf);
   },
 };
 
@@ -259,6 +269,26 @@ export const US_EQUITY_CALENDAR: TradingCalendar = {
     // bars count them; the SIPs' consolidated rules let them update volume, not OHLC).
     const today = usEquitySessions(nowMs - DAY_MS, nowMs + 1).at(-1);
     return !today || nowMs >= today.extendedCloseMs ? nowMs : today.dayStartMs;
+  },
+  nextFinalAt(tf, afterMs) {
+    if (tf === '1w') return ALWAYS_OPEN_CALENDAR.nextFinalAt(tf, afterMs);
+    const len = timeframeMs(tf);
+    const nextClose = alignDown(afterMs, tf) + len;
+    // Looked up a few days at a time (the scheduler asks for every due job). The longest closure
+    // (9/11) kept the exchange shut for 4 weekdays: 3 weeks always hold a session.
+    for (let from = afterMs - DAY_MS; from < afterMs + 21 * DAY_MS; from += 5 * DAY_MS) {
+      for (const s of usEquitySessions(from, from + 5 * DAY_MS)) {
+        if (tf === '1d') {
+          if (s.extendedCloseMs > afterMs) return s.extendedCloseMs;
+          continue;
+        }
+        // Candle closes with trading in them: from the first pre-market candle's to the last after-hours one's.
+        const first = alignDown(s.extendedOpenMs, tf) + len;
+        const last = alignDown(s.extendedCloseMs - 1, tf) + len;
+        if (nextClose <= last) return Math.max(nextClose, first);
+      }
+    }
+    throw new ValidationError('afterMs', 'a time followed by a US-equity session within 3 weeks', afterMs);
   },
 };
 
