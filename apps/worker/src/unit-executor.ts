@@ -133,7 +133,11 @@ export class UnitExecutor {
     // A range that came back complete has no hole to find: the scan would re-read it for nothing.
     if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
     const newest = lastOpenTime ?? job.cursor;
-    if (newest !== null) this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, this.options.clock.now() - newest - len) / 1000);
+    if (newest !== null) {
+      // Age of the next candle the venue's calendar expects (newest + timeframe on 24/7 venues).
+      const lagMs = this.options.clock.now() - calendarFor(job.venue).nextExpectedOpen(tf, newest);
+      this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, lagMs) / 1000);
+    }
     return { outcome: 'ok', records };
   }
 

@@ -146,6 +146,19 @@ describe('US-equity calendar', () => {
     expect(ALWAYS_OPEN_CALENDAR.nextFinalAt('1m', Date.parse('2026-11-26T01:00:00Z'))).toBe(Date.parse('2026-11-26T01:01:00Z'));
   });
 
+  test('nextExpectedOpen: the next candle a job waits for (no lag over nights, weekends, holidays)', () => {
+    const at = (tf: '1m' | '1h' | '1d', whenIso: string) => iso(US_EQUITY_CALENDAR.nextExpectedOpen(tf, Date.parse(whenIso)));
+    expect(at('1d', '2026-11-25T05:00:00Z')).toBe('2026-11-27T05:00:00.000Z'); // Thanksgiving skipped
+    expect(at('1m', '2026-11-25T15:00:00Z')).toBe('2026-11-25T15:01:00.000Z');
+    expect(at('1m', '2026-11-25T20:59:00Z')).toBe('2026-11-27T14:30:00.000Z'); // the last regular minute, then Friday's open
+    expect(at('1h', '2026-11-27T17:00:00Z')).toBe('2026-11-30T14:00:00.000Z'); // 12:00 New York is the early close's last hour
+    expect(ALWAYS_OPEN_CALENDAR.nextExpectedOpen('1m', Date.parse('2026-11-26T01:00:00Z'))).toBe(Date.parse('2026-11-26T01:01:00Z'));
+    // agrees with the listing
+    const from = Date.parse('2026-11-20T00:00:00Z');
+    const listed = US_EQUITY_CALENDAR.expectedOpenTimes('1h', from, from + 14 * 86_400_000);
+    for (let i = 0; i + 1 < listed.length; i++) expect(US_EQUITY_CALENDAR.nextExpectedOpen('1h', listed[i]!)).toBe(listed[i + 1]);
+  });
+
   test('bad dates are refused with the input named', () => {
     expect(() => usEquitySession('2026-1-5')).toThrow(/invalid date: expected a date YYYY-MM-DD, got "2026-1-5"/);
     expect(() => usEquitySession('1990-01-02')).toThrow(/from 1998/);

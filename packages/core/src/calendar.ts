@@ -58,6 +58,12 @@ export interface TradingCalendar {
    * from pre-market to after-hours of sessions (no runs over nights, weekends and holidays).
    */
   nextFinalAt(tf: Timeframe, afterMs: number): number;
+  /**
+   * Open time of the first candle the calendar expects after `afterMs` (the first of
+   * `expectedOpenTimes(tf, afterMs + 1, …)`, found without listing): what a job whose cursor is at
+   * `afterMs` waits for next. Its age is the job's cursor lag; nights, weekends and holidays add none.
+   */
+  nextExpectedOpen(tf: Timeframe, afterMs: number): number;
 }
 
 const MINUTE_MS = 60_000;
@@ -79,6 +85,9 @@ export const ALWAYS_OPEN_CALENDAR: TradingCalendar = {
     return alignDown(nowMs, tf);
   },
   nextFinalAt(tf, afterMs) {
+    return alignDown(afterMs, tf) + timeframeMs(tf);
+  },
+  nextExpectedOpen(tf, afterMs) {
     return alignDown(afterMs, tf) + timeframeMs(tf);
   },
 };
@@ -274,23 +283,39 @@ export const US_EQUITY_CALENDAR: TradingCalendar = {
     if (tf === '1w') return ALWAYS_OPEN_CALENDAR.nextFinalAt(tf, afterMs);
     const len = timeframeMs(tf);
     const nextClose = alignDown(afterMs, tf) + len;
-    // Looked up a few days at a time (the scheduler asks for every due job). The longest closure
-    // (9/11) kept the exchange shut for 4 weekdays: 3 weeks always hold a session.
-    for (let from = afterMs - DAY_MS; from < afterMs + 21 * DAY_MS; from += 5 * DAY_MS) {
-      for (const s of usEquitySessions(from, from + 5 * DAY_MS)) {
-        if (tf === '1d') {
-          if (s.extendedCloseMs > afterMs) return s.extendedCloseMs;
-          continue;
-        }
-        // Candle closes with trading in them: from the first pre-market candle's to the last after-hours one's.
-        const first = alignDown(s.extendedOpenMs, tf) + len;
-        const last = alignDown(s.extendedCloseMs - 1, tf) + len;
-        if (nextClose <= last) return Math.max(nextClose, first);
-      }
-    }
-    throw new ValidationError('afterMs', 'a time followed by a US-equity session within 3 weeks', afterMs);
+    return firstSessionMatch(afterMs, (s) => {
+      if (tf === '1d') return s.extendedCloseMs > afterMs ? s.extendedCloseMs : undefined;
+      // Candle closes with trading in them: from the first pre-market candle's to the last after-hours one's.
+      const first = alignDown(s.extendedOpenMs, tf) + len;
+      const last = alignDown(s.extendedCloseMs - 1, tf) + len;
+      return nextClose <= last ? Math.max(nextClose, first) : undefined;
+    });
+  },
+  nextExpectedOpen(tf, afterMs) {
+    if (tf === '1w') return ALWAYS_OPEN_CALENDAR.nextExpectedOpen(tf, afterMs);
+    const next = alignDown(afterMs, tf) + timeframeMs(tf);
+    return firstSessionMatch(afterMs, (s) => {
+      if (tf === '1d') return s.dayStartMs > afterMs ? s.dayStartMs : undefined;
+      const last = alignDown(s.closeMs - 1, tf);
+      return next <= last ? Math.max(next, alignDown(s.openMs, tf)) : undefined;
+    });
   },
 };
+
+/**
+ * The first defined answer of `match` over the sessions from the day before `afterMs` on, looked up
+ * a few days at a time (the scheduler and the dashboard ask for every job). The longest closure
+ * (9/11) kept the exchange shut for 4 weekdays: 3 weeks always hold a session.
+ */
+function firstSessionMatch(afterMs: number, match: (s: Session) => number | undefined): number {
+  for (let from = afterMs - DAY_MS; from < afterMs + 21 * DAY_MS; from += 5 * DAY_MS) {
+    for (const s of usEquitySessions(from, from + 5 * DAY_MS)) {
+      const found = match(s);
+      if (found !== undefined) return found;
+    }
+  }
+  throw new ValidationError('afterMs', 'a time followed by a US-equity session within 3 weeks', afterMs);
+}
 
 /** Which calendar a venue trades on; venues not listed trade around the clock. */
 export const VENUE_CALENDARS: Readonly<Record<string, CalendarName>> = Object.freeze({ polygon: 'us-equity', alpaca: 'us-equity' });
