@@ -47,6 +47,16 @@ describe('tickfleet up --demo', () => {
       };
       await waitFor(async () => (await limitlessBooks()) >= 1, 'demo Limitless books in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
 
+      // Polygon trades in US sessions: the demo collects its day bars, which exist whenever the demo
+      // starts, and holds every session the trading calendar expects between the first and the last.
+      const polygonDays = async (): Promise<{ count: number; expected: number } | undefined> => {
+        const r = await runCli(['data', 'count', 'polygon', 'AAPL', '--timeframe', '1d', '--json'], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
+        const c = r.code === 0 ? (JSON.parse(r.stdout) as { count: number; expected: number }) : undefined;
+        return c && c.count > 0 ? c : undefined;
+      };
+      const days = await waitFor(polygonDays, 'demo Polygon day bars in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
+      expect(days.count).toBe(days.expected);
+
       const status = (await (await fetch(`${fleet.dashboardUrl}/api/status`)).json()) as { venues: Array<{ venue: string }> };
       expect(status.venues.map((v) => v.venue).sort()).toEqual(['binance', 'limitless', 'polygon', 'polymarket', 'xetra']);
 

@@ -1,4 +1,4 @@
-import { type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
+import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
 import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
@@ -109,7 +109,9 @@ function cursorLag(jobs: readonly Job[], now: number): VenueCursorLag {
       continue;
     }
     const cadenceMs = timeframeMs(job.timeframe);
-    const lag = Math.max(0, now - (job.cursor + cadenceMs));
+    // Age of the next candle the venue's calendar expects after the cursor (cursor + timeframe on
+    // 24/7 venues): US-equity jobs do not lag over nights, weekends and holidays.
+    const lag = Math.max(0, now - calendarFor(job.venue).nextExpectedOpen(job.timeframe, job.cursor));
     if (maxCadenceRatio === null || lag / cadenceMs > maxCadenceRatio) maxCadenceRatio = lag / cadenceMs;
     if (maxMs === null || lag > maxMs) {
       maxMs = lag;

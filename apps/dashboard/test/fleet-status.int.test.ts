@@ -1,4 +1,4 @@
-import { alignDown } from '@tickfleet/core';
+import { alignDown, calendarFor } from '@tickfleet/core';
 import { DEFAULT_AIMD_LIMITS, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRegistry } from '@tickfleet/telemetry';
 import { startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
@@ -122,6 +122,7 @@ describe('collectFleetStatus', () => {
       openGaps: 0,
       liveWorkers: 0,
     });
+    const aaplLag = Math.max(0, now - calendarFor('polygon').nextExpectedOpen('1d', alignDown(now, '1d') - 86_400_000));
     expect(byVenue.polygon).toMatchObject({
       maxInflight: 2,
       concurrency: { current: 2, min: 1, max: 2 },
@@ -130,10 +131,11 @@ describe('collectFleetStatus', () => {
       queue: { ...noUnits, prioritized: 3 },
       runnable: 0,
       blocked: 3,
+      // US equities: the lag counts from the next session's day bar after the cursor (none over weekends and holidays).
       cursorLag: {
-        maxMs: now - alignDown(now, '1d'),
+        maxMs: aaplLag,
         jobId: 'polygon:AAPL:1d:ohlcv',
-        maxCadenceRatio: (now - alignDown(now, '1d')) / 86_400_000,
+        maxCadenceRatio: aaplLag / 86_400_000,
         jobs: 1,
         withoutCursor: 0,
       },

@@ -16,7 +16,7 @@ describe('cadence', () => {
   });
 
   it('schedules candles at the next close plus the close delay, aligned to the clock', () => {
-    const job = (tf: '1m' | '1h' | '1w') => ({ id: `binance:BTC/USDT:${tf}:ohlcv`, type: 'ohlcv' as const, timeframe: tf });
+    const job = (tf: '1m' | '1h' | '1w') => ({ id: `binance:BTC/USDT:${tf}:ohlcv`, venue: 'binance', type: 'ohlcv' as const, timeframe: tf });
     expect(nextRunAt(job('1m'), T, noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 48, 2));
     expect(nextRunAt(job('1h'), T, noJitter)).toBe(Date.UTC(2024, 4, 15, 14, 0, 2));
     expect(nextRunAt(job('1w'), T, noJitter)).toBe(Date.UTC(2024, 4, 20, 0, 0, 2)); // next Monday
@@ -24,10 +24,20 @@ describe('cadence', () => {
     expect(nextRunAt(job('1m'), Date.UTC(2024, 4, 15, 13, 48, 1), noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 48, 2));
   });
 
+  it('schedules US-equity candles by the trading calendar: day bars after after-hours, no minute runs over the weekend', () => {
+    const day = { id: 'polygon:AAPL:1d:ohlcv', venue: 'polygon', type: 'ohlcv' as const, timeframe: '1d' as const };
+    // Wednesday 2024-05-15: its day bar is final at 20:00 New York (00:00Z, summer time)
+    expect(nextRunAt(day, T, noJitter)).toBe(Date.UTC(2024, 4, 16, 0, 0, 2));
+    const minute = { id: 'polygon:AAPL:1m:ohlcv', venue: 'polygon', type: 'ohlcv' as const, timeframe: '1m' as const };
+    expect(nextRunAt(minute, T, noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 48, 2));
+    // Friday 20:00 New York: the next minute with trading closes Monday 04:01 New York
+    expect(nextRunAt(minute, Date.UTC(2024, 4, 18, 0, 0, 5), noJitter)).toBe(Date.UTC(2024, 4, 20, 8, 1, 2));
+  });
+
   it('runs polling jobs on a clock-aligned grid and files after the UTC day', () => {
-    const book = { id: 'polymarket:123:-:book', type: 'book' as const, timeframe: null };
+    const book = { id: 'polymarket:123:-:book', venue: 'polymarket', type: 'book' as const, timeframe: null };
     expect(nextRunAt(book, T, noJitter)).toBe(Date.UTC(2024, 4, 15, 13, 47, 15));
-    const files = { id: 'xetra:ALL:-:files', type: 'files' as const, timeframe: null };
+    const files = { id: 'xetra:ALL:-:files', venue: 'xetra', type: 'files' as const, timeframe: null };
     expect(nextRunAt(files, T, noJitter)).toBe(Date.UTC(2024, 4, 16, 1));
     expect(dailyFilesRange(T, noJitter)).toEqual({ fromMs: Date.UTC(2024, 4, 14), toMs: Date.UTC(2024, 4, 15) });
   });
@@ -40,7 +50,7 @@ describe('cadence', () => {
     expect(jitterOf(ids[0]!, 60_000, 1000)).toBe(jitters[0]);
     expect(jitterOf('x:y:-:book', 5000, 1000)).toBeLessThan(500);
     // Polling runs claimed on time keep their offset: due times stay exactly one period apart.
-    const book = { id: 'polymarket:123:-:book', type: 'book' as const, timeframe: null };
+    const book = { id: 'polymarket:123:-:book', venue: 'polymarket', type: 'book' as const, timeframe: null };
     const first = nextRunAt(book, T, DEFAULT_CADENCE);
     const second = nextRunAt(book, first, DEFAULT_CADENCE);
     expect(second - first).toBe(DEFAULT_CADENCE.bookEveryMs);

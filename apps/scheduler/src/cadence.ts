@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { alignDown, assertNever, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
+import { assertNever, calendarFor, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
 
 const DAY_MS = 86_400_000;
 
@@ -85,18 +85,21 @@ export function jitterOf(jobId: string, periodMs: number, jitterMs: number): num
 
 /**
  * When a job that ran (was claimed) at `nowMs` is next due.
- * - candles: the close of the candle open at `nowMs`, plus `closeDelayMs`, plus jitter — aligned
- *   to the clock (weekly candles to Monday), so each run finds exactly the newly closed candle;
+ * - candles: the next instant a candle becomes final by the venue's trading calendar, plus
+ *   `closeDelayMs`, plus jitter, so each run finds exactly the newly final candle: on 24/7 venues
+ *   the close of the candle open at `nowMs` (aligned to the clock, weekly candles to Monday); on
+ *   US equities day bars after each session's after-hours, intraday candles only while sessions
+ *   trade (no runs over nights, weekends and holidays);
  * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter;
  * - book, trades, discovery: the next slot of a clock-aligned grid of their period, plus jitter.
  */
-export function nextRunAt(job: Pick<Job, 'id' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
+export function nextRunAt(job: Pick<Job, 'id' | 'venue' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
   const period = periodMsOf(job, cadence);
   const jitter = jitterOf(job.id, period, cadence.jitterMs);
   if (job.type === 'ohlcv' && job.timeframe) {
-    const next = alignDown(nowMs, job.timeframe) + period + cadence.closeDelayMs + jitter;
-    // Claimed inside the delay after a close (the run that collects that candle): the next close.
-    return next - period > nowMs ? next - period : next;
+    // Counted from `now - delay - jitter`: claimed inside the delay after a close (the run that
+    // collects that candle), that close's run is next, not the one after.
+    return calendarFor(job.venue).nextFinalAt(job.timeframe, nowMs - cadence.closeDelayMs - jitter) + cadence.closeDelayMs + jitter;
   }
   const delay = job.type === 'files' ? cadence.filesDelayMs : 0;
   const slot = Math.floor((nowMs - delay - jitter) / period) * period + delay + jitter;

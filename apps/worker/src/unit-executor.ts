@@ -1,5 +1,6 @@
 import {
   alignDown,
+  calendarFor,
   type Clock,
   type Envelope,
   jobId as makeJobId,
@@ -103,7 +104,9 @@ export class UnitExecutor {
     const tf = requireTimeframe(job);
     const len = timeframeMs(tf);
     const now = this.options.clock.now() - (this.options.closeDelayMs ?? 2000);
-    const toMs = lastClosedOpenTime(now, tf) + len;
+    // Up to the last final candle by the venue's calendar: on 24/7 venues the last closed one, for
+    // US-equity day bars the last session whose trading (after-hours included) is over.
+    const toMs = calendarFor(job.venue).finalBefore(tf, now);
     const fromMs = job.cursor !== null ? job.cursor + len : alignDown(job.since ?? toMs - this.lookbackMs, tf);
     if (fromMs >= toMs) return { outcome: 'ok', records: 0, detail: 'up to date' };
     let records = 0;
@@ -128,9 +131,13 @@ export class UnitExecutor {
       }
     }
     // A range that came back complete has no hole to find: the scan would re-read it for nothing.
-    if (records < closedSlots(fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
+    if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
     const newest = lastOpenTime ?? job.cursor;
-    if (newest !== null) this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, this.options.clock.now() - newest - len) / 1000);
+    if (newest !== null) {
+      // Age of the next candle the venue's calendar expects (newest + timeframe on 24/7 venues).
+      const lagMs = this.options.clock.now() - calendarFor(job.venue).nextExpectedOpen(tf, newest);
+      this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, lagMs) / 1000);
+    }
     return { outcome: 'ok', records };
   }
 
@@ -187,7 +194,7 @@ export class UnitExecutor {
       const inRange = openGaps.filter((g) => g.fromMs >= unit.fromMs! && g.toMs <= unit.toMs!);
       if (inRange.length > 0) {
         for (const g of inRange) await ledger.fillAttempted(g, records);
-      } else if (records < closedSlots(unit.fromMs, unit.toMs, tf, this.options.clock.now())) {
+      } else if (mayHoldHole(job.venue, records, unit.fromMs, unit.toMs, tf, this.options.clock.now())) {
         // Only a chunk that came back short can hold a hole (a complete one would be re-read for nothing).
         await ledger.scan(job.id, { fromMs: unit.fromMs - timeframeMs(tf), toMs: unit.toMs + timeframeMs(tf) });
       }
@@ -314,13 +321,26 @@ function requireTimeframe(job: Job): NonNullable<Job['timeframe']> {
 }
 
 /**
- * How many candles a complete fetch of [fromMs, toMs) returns now: the closed open times in it.
- * A fetch that stored this many (the adapter refuses rows out of range or out of order) left no
- * hole in the range.
+ * How many candles a complete fetch of [fromMs, toMs) returns now on a 24/7 venue: the closed open
+ * times in it. A fetch that stored this many (the adapter refuses rows out of range or out of
+ * order) left no hole in the range.
  */
 export function closedSlots(fromMs: number, toMs: number, tf: Timeframe, nowMs: number): number {
   const len = timeframeMs(tf);
   const first = alignDown(fromMs + len - 1, tf);
   const last = alignDown(Math.min(toMs - 1, lastClosedOpenTime(nowMs, tf)), tf);
   return last < first ? 0 : (last - first) / len + 1;
+}
+
+/**
+ * Whether a fetch of [fromMs, toMs) that stored `records` candles may have left a hole, so the gap
+ * ledger should scan it. On a 24/7 venue only a short fetch can. On a venue with sessions the
+ * venue also serves candles the calendar does not expect (extended-hours bars, which exist only
+ * when something traded), so a count proves nothing: such a range is always scanned (one indexed
+ * read per unit, and equity venues run few units).
+ */
+function mayHoldHole(venue: string, records: number, fromMs: number, toMs: number, tf: Timeframe, nowMs: number): boolean {
+  const calendar = calendarFor(venue);
+  if (calendar.name !== '24/7') return true;
+  return records < closedSlots(fromMs, toMs, tf, nowMs);
 }

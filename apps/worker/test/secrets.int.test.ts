@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { createRedisConnection } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
@@ -60,7 +61,10 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       intervalMs: 500,
     });
     // The key was used: the emulation answers 401 without one.
-    expect((await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).length).toBe(3 * 1440);
+    // Polygon minutes exist only in sessions (with sparse extended hours): exactly what the emulation serves.
+    expect(await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).toEqual(
+      expectedCandles('polygon', 'AAPL', '1m', to - 3 * DAY, to, DEFAULT_SEED).map((c) => c.openTime),
+    );
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');

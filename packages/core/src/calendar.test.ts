@@ -115,18 +115,48 @@ describe('US-equity calendar', () => {
     expect(() => US_EQUITY_CALENDAR.expectedOpenTimes('1w', fullDay, fullDay + 86_400_000)).toThrow(ValidationError);
   });
 
-  test('end-of-day gating: a session is final only after its close', () => {
+  test('end-of-day gating: a session is final only after its after-hours trading ended', () => {
     const session = usEquitySession('2026-11-25')!;
-    // During the session, its day bar is not final; the previous ones are.
+    expect([iso(session.extendedOpenMs), iso(session.extendedCloseMs)]).toEqual(['2026-11-25T09:00:00.000Z', '2026-11-26T01:00:00.000Z']);
+    const early = usEquitySession('2026-11-27')!;
+    expect(iso(early.extendedCloseMs)).toBe('2026-11-27T22:00:00.000Z'); // 17:00 New York after a 13:00 close
+    // During the session and its after-hours trading (which still adds volume), its day bar is not final; the previous ones are.
     expect(US_EQUITY_CALENDAR.finalBefore('1d', session.openMs + 60_000)).toBe(session.dayStartMs);
-    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs - 1)).toBe(session.dayStartMs);
-    // After the close it is.
-    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs)).toBeGreaterThan(session.dayStartMs);
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.closeMs)).toBe(session.dayStartMs);
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.extendedCloseMs - 1)).toBe(session.dayStartMs);
+    // After the end of after-hours trading it is.
+    expect(US_EQUITY_CALENDAR.finalBefore('1d', session.extendedCloseMs)).toBeGreaterThan(session.dayStartMs);
     // Thanksgiving (closed): everything up to now is final.
     const thanksgivingNoon = Date.parse('2026-11-26T17:00:00Z');
     expect(US_EQUITY_CALENDAR.finalBefore('1d', thanksgivingNoon)).toBe(thanksgivingNoon);
     // Intraday: the usual closed-candle rule.
     expect(US_EQUITY_CALENDAR.finalBefore('1m', session.openMs + 90_500)).toBe(session.openMs + 60_000);
+  });
+
+  test('nextFinalAt: when a live job is next worth running', () => {
+    const at = (tf: '1m' | '1h' | '1d', whenIso: string) => iso(US_EQUITY_CALENDAR.nextFinalAt(tf, Date.parse(whenIso)));
+    // Day bars: at the end of after-hours trading of the next session (Wednesday 20:00 New York; Thanksgiving closed, Friday closes early)
+    expect(at('1d', '2026-11-25T18:00:00Z')).toBe('2026-11-26T01:00:00.000Z');
+    expect(at('1d', '2026-11-26T01:00:00Z')).toBe('2026-11-27T22:00:00.000Z');
+    // Intraday: every close during the trading day, then the first pre-market close of the next session
+    expect(at('1m', '2026-11-25T15:00:30Z')).toBe('2026-11-25T15:01:00.000Z');
+    expect(at('1m', '2026-11-26T01:00:00Z')).toBe('2026-11-27T09:01:00.000Z');
+    expect(at('1h', '2026-11-27T21:30:00Z')).toBe('2026-11-27T22:00:00.000Z');
+    expect(at('1h', '2026-11-27T22:00:00Z')).toBe('2026-11-30T10:00:00.000Z'); // Saturday and Sunday skipped
+    expect(ALWAYS_OPEN_CALENDAR.nextFinalAt('1m', Date.parse('2026-11-26T01:00:00Z'))).toBe(Date.parse('2026-11-26T01:01:00Z'));
+  });
+
+  test('nextExpectedOpen: the next candle a job waits for (no lag over nights, weekends, holidays)', () => {
+    const at = (tf: '1m' | '1h' | '1d', whenIso: string) => iso(US_EQUITY_CALENDAR.nextExpectedOpen(tf, Date.parse(whenIso)));
+    expect(at('1d', '2026-11-25T05:00:00Z')).toBe('2026-11-27T05:00:00.000Z'); // Thanksgiving skipped
+    expect(at('1m', '2026-11-25T15:00:00Z')).toBe('2026-11-25T15:01:00.000Z');
+    expect(at('1m', '2026-11-25T20:59:00Z')).toBe('2026-11-27T14:30:00.000Z'); // the last regular minute, then Friday's open
+    expect(at('1h', '2026-11-27T17:00:00Z')).toBe('2026-11-30T14:00:00.000Z'); // 12:00 New York is the early close's last hour
+    expect(ALWAYS_OPEN_CALENDAR.nextExpectedOpen('1m', Date.parse('2026-11-26T01:00:00Z'))).toBe(Date.parse('2026-11-26T01:01:00Z'));
+    // agrees with the listing
+    const from = Date.parse('2026-11-20T00:00:00Z');
+    const listed = US_EQUITY_CALENDAR.expectedOpenTimes('1h', from, from + 14 * 86_400_000);
+    for (let i = 0; i + 1 < listed.length; i++) expect(US_EQUITY_CALENDAR.nextExpectedOpen('1h', listed[i]!)).toBe(listed[i + 1]);
   });
 
   test('bad dates are refused with the input named', () => {

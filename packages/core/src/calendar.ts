@@ -28,6 +28,13 @@ export interface Session {
   openMs: number;
   /** Regular close (16:00 New York, 13:00 on an early-close day). */
   closeMs: number;
+  /** Start of pre-market trading (04:00 New York). */
+  extendedOpenMs: number;
+  /**
+   * End of after-hours trading (20:00 New York, 17:00 on an early-close day). Extended-hours trades
+   * still add to the day's volume, so a daily bar is final only from here on.
+   */
+  extendedCloseMs: number;
   earlyClose: boolean;
 }
 
@@ -44,6 +51,19 @@ export interface TradingCalendar {
    * session it belongs to) may still change and must not be stored as final.
    */
   finalBefore(tf: Timeframe, nowMs: number): number;
+  /**
+   * The first instant after `afterMs` at which another candle of `tf` becomes final (when
+   * `finalBefore` moves on): when a live job is next worth running. On a 24/7 venue the next
+   * candle close; on US equities day bars after each session's after-hours, intraday candles only
+   * from pre-market to after-hours of sessions (no runs over nights, weekends and holidays).
+   */
+  nextFinalAt(tf: Timeframe, afterMs: number): number;
+  /**
+   * Open time of the first candle the calendar expects after `afterMs` (the first of
+   * `expectedOpenTimes(tf, afterMs + 1, …)`, found without listing): what a job whose cursor is at
+   * `afterMs` waits for next. Its age is the job's cursor lag; nights, weekends and holidays add none.
+   */
+  nextExpectedOpen(tf: Timeframe, afterMs: number): number;
 }
 
 const MINUTE_MS = 60_000;
@@ -63,6 +83,12 @@ export const ALWAYS_OPEN_CALENDAR: TradingCalendar = {
   },
   finalBefore(tf, nowMs) {
     return alignDown(nowMs, tf);
+  },
+  nextFinalAt(tf, afterMs) {
+    return alignDown(afterMs, tf) + timeframeMs(tf);
+  },
+  nextExpectedOpen(tf, afterMs) {
+    return alignDown(afterMs, tf) + timeframeMs(tf);
   },
 };
 
@@ -207,6 +233,8 @@ export function usEquitySession(date: string): Session | undefined {
     dayStartMs: newYorkTime(year, month, day, 0),
     openMs: newYorkTime(year, month, day, 9, 30),
     closeMs: newYorkTime(year, month, day, earlyClose ? 13 : 16),
+    extendedOpenMs: newYorkTime(year, month, day, 4),
+    extendedCloseMs: newYorkTime(year, month, day, earlyClose ? 17 : 20),
     earlyClose,
   };
 }
@@ -245,11 +273,49 @@ export const US_EQUITY_CALENDAR: TradingCalendar = {
   },
   finalBefore(tf, nowMs) {
     if (tf !== '1d') return alignDown(nowMs, tf);
-    // A day bar is final once its session has closed: the bar of today's session only after the close.
+    // A day bar is final once its session is over: the bar of today's session only after the end of
+    // after-hours trading, whose trades still add to the day's volume (Polygon's and Alpaca's daily
+    // bars count them; the SIPs' consolidated rules let them update volume, not OHLC).
     const today = usEquitySessions(nowMs - DAY_MS, nowMs + 1).at(-1);
-    return !today || nowMs >= today.closeMs ? nowMs : today.dayStartMs;
+    return !today || nowMs >= today.extendedCloseMs ? nowMs : today.dayStartMs;
+  },
+  nextFinalAt(tf, afterMs) {
+    if (tf === '1w') return ALWAYS_OPEN_CALENDAR.nextFinalAt(tf, afterMs);
+    const len = timeframeMs(tf);
+    const nextClose = alignDown(afterMs, tf) + len;
+    return firstSessionMatch(afterMs, (s) => {
+      if (tf === '1d') return s.extendedCloseMs > afterMs ? s.extendedCloseMs : undefined;
+      // Candle closes with trading in them: from the first pre-market candle's to the last after-hours one's.
+      const first = alignDown(s.extendedOpenMs, tf) + len;
+      const last = alignDown(s.extendedCloseMs - 1, tf) + len;
+      return nextClose <= last ? Math.max(nextClose, first) : undefined;
+    });
+  },
+  nextExpectedOpen(tf, afterMs) {
+    if (tf === '1w') return ALWAYS_OPEN_CALENDAR.nextExpectedOpen(tf, afterMs);
+    const next = alignDown(afterMs, tf) + timeframeMs(tf);
+    return firstSessionMatch(afterMs, (s) => {
+      if (tf === '1d') return s.dayStartMs > afterMs ? s.dayStartMs : undefined;
+      const last = alignDown(s.closeMs - 1, tf);
+      return next <= last ? Math.max(next, alignDown(s.openMs, tf)) : undefined;
+    });
   },
 };
+
+/**
+ * The first defined answer of `match` over the sessions from the day before `afterMs` on, looked up
+ * a few days at a time (the scheduler and the dashboard ask for every job). The longest closure
+ * (9/11) kept the exchange shut for 4 weekdays: 3 weeks always hold a session.
+ */
+function firstSessionMatch(afterMs: number, match: (s: Session) => number | undefined): number {
+  for (let from = afterMs - DAY_MS; from < afterMs + 21 * DAY_MS; from += 5 * DAY_MS) {
+    for (const s of usEquitySessions(from, from + 5 * DAY_MS)) {
+      const found = match(s);
+      if (found !== undefined) return found;
+    }
+  }
+  throw new ValidationError('afterMs', 'a time followed by a US-equity session within 3 weeks', afterMs);
+}
 
 /** Which calendar a venue trades on; venues not listed trade around the clock. */
 export const VENUE_CALENDARS: Readonly<Record<string, CalendarName>> = Object.freeze({ polygon: 'us-equity', alpaca: 'us-equity' });

@@ -21,14 +21,16 @@ export {
   candleAt,
   candleValuesAt,
   canonicalSymbol,
-  expectedCandles,
   formatDecimal,
+  gridCandles,
   isHole,
   priceAt,
   priceDecimals,
   type CandleValues,
   type ExpectedCandlesOptions,
 } from './data/candles.js';
+export { expectedCandles } from './expected-candles.js';
+export { polygonBarTimes, polygonBarValues, polygonFinalBars, type PolygonBarValues } from './venues/polygon-emulation-bars.js';
 export { bookAt, DEFAULT_BOOK_DEPTH, POLYMARKET_MAX_LEVELS } from './data/books.js';
 export {
   DEFAULT_XETRA_ISINS,

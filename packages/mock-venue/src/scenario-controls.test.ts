@@ -1,5 +1,5 @@
 import { ManualClock } from '@tickfleet/testkit';
-import { expectedCandles } from './data/candles.js';
+import { expectedCandles } from './expected-candles.js';
 import { unitFloat } from './data/random.js';
 import { startMockVenue, type MockVenue } from './mock-venue-server.js';
 

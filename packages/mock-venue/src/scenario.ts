@@ -92,6 +92,10 @@ export const VenueScenario = z.strictObject({
     .optional(),
   /** Polymarket: how many markets the Gamma API lists (default 20); Limitless: how many top-level markets `/markets/active` lists (default 12). */
   markets: z.number().int().min(1).max(10_000).optional(),
+  /** Polygon: the API keys the venue knows; any other key is answered 401 `Unknown API Key`. Absent: every key is accepted. */
+  apiKeys: z.array(z.string().min(1)).min(1).optional(),
+  /** Polygon: how many days back the plan's history reaches; a range starting earlier is answered 403 NOT_AUTHORIZED. Absent: unlimited. */
+  historyDays: z.number().int().positive().optional(),
   /** Xetra: the ISINs traded in the files. */
   isins: z
     .array(z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}[0-9]$/, 'an ISIN such as DE0007100000'))

@@ -1,4 +1,4 @@
-import { type Gap } from '@tickfleet/core';
+import { calendarFor, candleEnvelope, type Envelope, type Gap, type Timeframe } from '@tickfleet/core';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { tempDir, waitFor, type TempDir, ManualClock } from '@tickfleet/testkit';
 import { GapLedger, Pipeline, Spool, SqliteSink, findGaps, gapsToRanges } from './index.js';
@@ -34,6 +34,31 @@ describe('gap ledger', () => {
       { fromMs: T0 + 7 * M, toMs: T0 + 10 * M },
     ]);
     expect(await findGaps(sink.reader, { ...q, fromMs: T0 + 4 * M })).toEqual([{ fromMs: T0 + 7 * M, toMs: T0 + 10 * M }]);
+  });
+
+  it('US equities (polygon): nights, weekends and holidays are not gaps; a missing session or minute is', async () => {
+    const bar = (timeframe: Timeframe, openTime: number): Envelope =>
+      candleEnvelope({ venue: 'polygon', symbol: 'AAPL', timeframe, openTime, open: '1', high: '2', low: '0.5', close: '1.5', volume: '1' }, openTime + 1);
+    // January 2024: weekends and two holidays (New Year's Day, Martin Luther King Jr. Day)
+    const days = calendarFor('polygon').expectedOpenTimes('1d', Date.UTC(2024, 0, 1), Date.UTC(2024, 1, 1));
+    expect(days).toHaveLength(21);
+    await sink.write(days.map((t) => bar('1d', t)));
+    const q = { venue: 'polygon', symbol: 'AAPL', timeframe: '1d' as const };
+    expect(await findGaps(sink.reader, q)).toEqual([]);
+    expect((await ledger.scan('polygon:AAPL:1d:ohlcv')).open).toEqual([]);
+    // the sink without Tuesday the 16th, Friday the 19th and Monday the 22nd: one gap per run of grid days
+    await sink.close();
+    sink = new SqliteSink(dir.file('data2.db'));
+    const missing = [Date.UTC(2024, 0, 16, 5), Date.UTC(2024, 0, 19, 5), Date.UTC(2024, 0, 22, 5)];
+    await sink.write(days.filter((t) => !missing.includes(t)).map((t) => bar('1d', t)));
+    const D = 86_400_000;
+    expect(await findGaps(sink.reader, q)).toEqual(missing.map((t) => ({ fromMs: t, toMs: t + D })));
+    // minutes: two sessions with a night and a weekend between them, one regular minute missing
+    const minutes = calendarFor('polygon').expectedOpenTimes('1m', Date.UTC(2024, 0, 12), Date.UTC(2024, 0, 17));
+    expect(minutes).toHaveLength(2 * 390); // Friday 12th and Tuesday 16th (Monday is a holiday)
+    const lost = minutes[500]!;
+    await sink.write(minutes.filter((t) => t !== lost).map((t) => bar('1m', t)));
+    expect(await findGaps(sink.reader, { ...q, timeframe: '1m' })).toEqual([{ fromMs: lost, toMs: lost + M }]);
   });
 
   it('records gaps once, marks them filled after a fill, replaces a partly filled gap by what remains', async () => {

@@ -37,5 +37,5 @@ export {
 export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './replay-worker.js';
 export { PipelineMetrics } from './pipeline-metrics.js';
 export { Pipeline, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';
-export { findGaps, gapsToRanges, type GapQuery } from './gaps.js';
+export { expectedCandleCount, findGaps, gapsToRanges, type GapQuery } from './gaps.js';
 export { GapLedger, type GapLedgerOptions, type ScanResult, type SpooledRecords } from './gap-ledger.js';

@@ -106,7 +106,7 @@ export const METRIC_CATALOG = {
   },
   tickfleet_cursor_lag_seconds: {
     type: 'gauge',
-    help: 'Age of the newest stored candle of a job (now - cursor - timeframe)',
+    help: "Age of the next candle a job waits for: now minus the open time of the first candle the venue's trading calendar expects after the cursor (now - cursor - timeframe on 24/7 venues)",
     labelNames: ['job'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Most lagging jobs'],

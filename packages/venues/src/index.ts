@@ -7,5 +7,7 @@ export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
 export { LimitlessAdapter, LIMITLESS_MAX_PAGE_SIZE, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
+export { PolygonAuthError } from './polygon/polygon-auth-error.js';
+export { PolygonPlanError } from './polygon/polygon-plan-error.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
 export { XetraAdapter, XETRA_MARKETS, type XetraAdapterOptions } from './xetra/xetra-adapter.js';

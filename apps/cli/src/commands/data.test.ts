@@ -1,5 +1,5 @@
 import { runCli, tempDir, type TempDir } from '@tickfleet/testkit';
-import { candleEnvelope, tradeEnvelope } from '@tickfleet/core';
+import { calendarFor, candleEnvelope, tradeEnvelope } from '@tickfleet/core';
 import { SqliteSink } from '@tickfleet/sinks';
 
 const T0 = Date.UTC(2024, 0, 1);
@@ -20,6 +20,16 @@ describe('tickfleet data', () => {
           T0 + (m + 1) * M,
         ),
       ),
+      // Polygon day bars of January 2024 at New York midnight, without Wednesday the 17th
+      ...calendarFor('polygon')
+        .expectedOpenTimes('1d', T0, Date.UTC(2024, 1, 1))
+        .filter((t) => t !== Date.UTC(2024, 0, 17, 5))
+        .map((t) =>
+          candleEnvelope(
+            { venue: 'polygon', symbol: 'AAPL', timeframe: '1d', openTime: t, open: '1', high: '2', low: '0.5', close: '1.5', volume: '3' },
+            t + 1,
+          ),
+        ),
       ...[1, 2, 3].map((i) =>
         tradeEnvelope(
           { venue: 'binance', symbol: 'BTC/USDT', tradeId: String(i), timeMs: T0 + i, price: '10, "odd"', size: '1' },
@@ -36,12 +46,27 @@ describe('tickfleet data', () => {
     const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], { env });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ count: 8, firstOpenTime: T0, lastOpenTime: T0 + 9 * M, openGaps: 0, missingIntervals: 1, missingCandles: 2 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      count: 8,
+      expected: 10,
+      firstOpenTime: T0,
+      lastOpenTime: T0 + 9 * M,
+      openGaps: 0,
+      missingIntervals: 1,
+      missingCandles: 2,
+    });
     const ranged = await runCli(
       ['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--from', '2024-01-01T00:05:00Z', '--to', '2024-01-01T00:08:00Z', '--json'],
       { env },
     );
-    expect(JSON.parse(ranged.stdout)).toMatchObject({ count: 3, firstOpenTime: T0 + 5 * M, lastOpenTime: T0 + 7 * M });
+    expect(JSON.parse(ranged.stdout)).toMatchObject({ count: 3, expected: 3, firstOpenTime: T0 + 5 * M, lastOpenTime: T0 + 7 * M });
+  });
+
+  it('counts an equity series against its trading calendar: weekends and holidays are not missing', async () => {
+    const r = await runCli(['data', 'count', 'polygon', 'AAPL', '--timeframe', '1d', '--from', '2024-01-01', '--to', '2024-02-01', '--json'], { env });
+    expect(r.stderr).toBe('');
+    // 21 sessions (New Year's Day and Martin Luther King Jr. Day closed), one of them not stored
+    expect(JSON.parse(r.stdout)).toMatchObject({ count: 20, expected: 21, missingIntervals: 1, missingCandles: 1, firstOpenTime: Date.UTC(2024, 0, 2, 5) });
   });
 
   it('exports candles as CSV and trades as JSON lines, quietly when not on a TTY', async () => {

@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command } from 'commander';
 import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
-import { openSink, type DataReader, type Sink } from '@tickfleet/sinks';
+import { expectedCandleCount, findGaps, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
@@ -62,7 +62,7 @@ export function registerData(program: Command): void {
   sinkOption(
     data
       .command('count <venue> <symbol>')
-      .description('count stored candles of a series: count, first, last, open gaps')
+      .description('count stored candles of a series: count, expected (by the venue trading calendar), first, last, open gaps, missing candles')
       .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
       .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
@@ -72,13 +72,19 @@ export function registerData(program: Command): void {
     const result = await withSink(opts.sink, async (sink) => {
       const reader = readerOf(sink);
       const summary = await reader.countCandles(q);
-      const missing = await reader.missingIntervals(q);
+      // Missing = what the venue's trading calendar expects between stored candles (no nights, weekends or holidays on equity venues).
+      const missing = await findGaps(reader, q);
+      const expected =
+        summary.firstOpenTime === null && (q.fromMs === undefined || q.toMs === undefined)
+          ? 0
+          : expectedCandleCount(q.venue, q.timeframe, q.fromMs ?? summary.firstOpenTime!, q.toMs ?? summary.lastOpenTime! + 1);
       const id = jobId({ venue: q.venue, symbol: q.symbol, timeframe: q.timeframe, type: 'ohlcv' });
       const gaps = await withStore(cmd, (store) => store.gaps.list({ jobId: id, open: true }));
       const inRange = gaps.filter((g) => (q.fromMs === undefined || g.toMs > q.fromMs) && (q.toMs === undefined || g.fromMs < q.toMs));
       return {
         ...q,
         ...summary,
+        expected,
         openGaps: inRange.length,
         missingIntervals: missing.length,
         missingCandles: missing.reduce((n, m) => n + (m.toMs - m.fromMs) / timeframeMs(q.timeframe), 0),
@@ -86,13 +92,14 @@ export function registerData(program: Command): void {
     });
     if (opts.json) return printJson(result);
     printTable(
-      ['venue', 'symbol', 'timeframe', 'count', 'first', 'last', 'open gaps', 'missing candles'],
+      ['venue', 'symbol', 'timeframe', 'count', 'expected', 'first', 'last', 'open gaps', 'missing candles'],
       [
         [
           result.venue,
           result.symbol,
           result.timeframe,
           result.count,
+          result.expected,
           isoOrDash(result.firstOpenTime),
           isoOrDash(result.lastOpenTime),
           result.openGaps,

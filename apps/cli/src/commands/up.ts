@@ -225,7 +225,8 @@ async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'limitle
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1h', since: now - 30 * DAY },
-    { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1m', since: now - 3 * 3600_000 },
+    // Day bars: US-equity minutes exist only in sessions, day bars of past sessions whenever the demo starts.
+    { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d', since: now - 30 * DAY },
     { venue: 'polymarket', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'limitless', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'xetra', type: 'files', symbol: 'DETR', timeframe: null, since: null },

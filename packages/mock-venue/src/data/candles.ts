@@ -86,7 +86,7 @@ export function formatDecimal(venue: string, value: number): string {
 /**
  * The closed candle of `symbol` on `venue` opening at `openTimeMs`, as a complete collection stores it:
  * prices and volume formatted as the venue sends them (see formatDecimal), `symbol` as given.
- * Holes are not applied here; see expectedCandles and isHole.
+ * Holes are not applied here; see gridCandles and isHole.
  */
 export function candleAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): Candle {
   const v = candleValuesAt(venue, symbol, timeframe, openTimeMs, seed);
@@ -129,10 +129,11 @@ export interface ExpectedCandlesOptions {
 }
 
 /**
- * Exactly what a complete collection of `symbol` holds for open times in `[fromMs, toMs)` (half-open):
- * every closed candle the venue serves there, minus the scenario's holes, ascending by open time.
+ * Exactly what a complete collection of `symbol` on a 24/7 venue holds for open times in `[fromMs, toMs)`
+ * (half-open): every closed candle of the UTC grid, minus the scenario's holes, ascending by open
+ * time. Venues with trading sessions: see expectedCandles.
  */
-export function expectedCandles(
+export function gridCandles(
   venue: string,
   symbol: string,
   timeframe: Timeframe,

@@ -1,6 +1,7 @@
 import { timeframeMs, ValidationError } from '@tickfleet/core';
 import { bookAt } from './books.js';
-import { candleAt, expectedCandles, isHole } from './candles.js';
+import { expectedCandles } from '../expected-candles.js';
+import { candleAt, isHole } from './candles.js';
 import { marketTokenIds, polymarketMarkets } from './markets.js';
 import { parseXetraFileName, tradesInFile, tradesInMinute, xetraFileName, xetraFilesBetween } from './trades.js';
 

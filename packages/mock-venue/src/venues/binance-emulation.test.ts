@@ -1,5 +1,6 @@
 import { ManualClock } from '@tickfleet/testkit';
-import { candleAt, expectedCandles } from '../data/candles.js';
+import { candleAt } from '../data/candles.js';
+import { expectedCandles } from '../expected-candles.js';
 import { bookAt } from '../data/books.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
 

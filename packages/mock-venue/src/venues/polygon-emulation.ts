@@ -1,8 +1,9 @@
-import { alignDown, lastClosedOpenTime, timeframeMs, type Timeframe } from '@tickfleet/core';
-import { candleValuesAt, isHole } from '../data/candles.js';
+import { timeframeMs, type Timeframe } from '@tickfleet/core';
+import { isHole } from '../data/candles.js';
 import { hexDigits } from '../data/random.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+import { polygonBarTimes, polygonBarValues } from './polygon-emulation-bars.js';
 
 const AGGS_PATH = /^\/v2\/aggs\/ticker\/([^/]+)\/range\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)$/;
 const DEFAULT_LIMIT = 5000;
@@ -14,8 +15,9 @@ const TIMESPANS: Record<string, Partial<Record<number, Timeframe>>> = {
   minute: { 1: '1m', 3: '3m', 5: '5m', 15: '15m', 30: '30m' },
   hour: { 1: '1h', 2: '2h', 4: '4h', 6: '6h', 8: '8h', 12: '12h' },
   day: { 1: '1d' },
-  week: { 1: '1w' },
 };
+
+const PLAN_TIMEFRAME_MESSAGE = "Your plan doesn't include this data timeframe. Please upgrade your plan at https://polygon.io/pricing";
 
 interface PageParams {
   limit: number;
@@ -24,14 +26,22 @@ interface PageParams {
 }
 
 /**
- * Polygon.io aggregates (`/v2/aggs/ticker/{ticker}/range/{multiplier}/{timespan}/{from}/{to}`).
- * Simplification: bars exist for every interval, 24/7, aligned to UTC.
+ * Polygon.io aggregates (`/v2/aggs/ticker/{ticker}/range/{multiplier}/{timespan}/{from}/{to}`) for
+ * US stocks: bars only on trading sessions, day bars at New York midnight, sparse extended-hours
+ * minutes (see polygon-emulation-bars.ts). Errors as Polygon answers them: 401 `API Key was not
+ * provided` / `Unknown API Key` (status ERROR, `error`), 403 NOT_AUTHORIZED with a `message` when
+ * the plan's history (scenario `historyDays`) does not reach the range's start. Simplifications:
+ * week bars (Sunday-based in New York, no tickfleet grid) are not served; every trading minute of
+ * the regular session has a bar.
  */
 export class PolygonEmulation implements VenueEmulation {
   route(ctx: RequestContext): Route | Reply {
     const m = ctx.method === 'GET' ? AGGS_PATH.exec(ctx.path) : null;
     if (!m) return jsonReply(404, { status: 'NOT_FOUND', request_id: requestId(ctx), message: 'Not found' });
-    if (!apiKey(ctx)) return jsonReply(401, { status: 'ERROR', request_id: requestId(ctx), error: 'Unknown API Key' });
+    const key = apiKey(ctx);
+    if (!key) return jsonReply(401, { status: 'ERROR', request_id: requestId(ctx), error: 'API Key was not provided' });
+    const known = ctx.settings.apiKeys;
+    if (known && !known.includes(key)) return jsonReply(401, { status: 'ERROR', request_id: requestId(ctx), error: 'Unknown API Key' });
     const [, ticker = '', multiplier = '', timespan = '', from = '', to = ''] = m;
     return { weight: 1, handle: () => this.aggregates(ctx, decodeURIComponent(ticker), multiplier, timespan, from, to) };
   }
@@ -75,23 +85,24 @@ export class PolygonEmulation implements VenueEmulation {
     const page = pageParams(ctx.query);
     if (!page) return bad('Invalid cursor or query parameters');
 
+    // The plan's history reaches back `historyDays` whole days (Polygon's plans: 2, 5, 10, 20 years).
+    const historyDays = ctx.settings.historyDays;
+    if (historyDays !== undefined && fromMs < Math.floor(ctx.nowMs / DAY_MS) * DAY_MS - historyDays * DAY_MS) {
+      return jsonReply(403, { status: 'NOT_AUTHORIZED', request_id: requestId(ctx), message: PLAN_TIMEFRAME_MESSAGE });
+    }
+
     const lenMs = timeframeMs(tf);
-    const last = Math.min(lastClosedOpenTime(ctx.nowMs, tf), toMs);
     const holes = ctx.settings.holes;
     // collect one bar beyond the page to learn whether another page exists
     const bars: number[] = [];
-    if (page.sort === 'asc') {
-      let t = alignDown(fromMs, tf);
-      if (t < fromMs) t += lenMs;
-      for (; t <= last && bars.length <= page.limit; t += lenMs) if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
-    } else {
-      for (let t = alignDown(last, tf); t >= fromMs && bars.length <= page.limit; t -= lenMs)
-        if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
+    for (const t of polygonBarTimes(ticker, tf, fromMs, toMs, ctx.nowMs, ctx.seed, page.sort)) {
+      if (bars.length > page.limit) break;
+      if (!isHole('polygon', ticker, tf, t, ctx.seed, holes)) bars.push(t);
     }
     const more = bars.length > page.limit;
     if (more) bars.length = page.limit;
     const results = bars.map((t) => {
-      const c = candleValuesAt('polygon', ticker, tf, t, ctx.seed);
+      const c = polygonBarValues(ticker, tf, t, ctx.nowMs, ctx.seed);
       return { v: c.volume, vw: c.vwap, o: c.open, c: c.close, h: c.high, l: c.low, t, n: c.trades };
     });
     const body: Record<string, unknown> = {
@@ -126,12 +137,17 @@ function requestId(ctx: RequestContext): string {
   return hexDigits(32, 'polygon-request', ctx.serial, ctx.nowMs);
 }
 
-/** `YYYY-MM-DD` (a whole UTC day: start for `from`, end for `to`) or epoch milliseconds. */
+/**
+ * `YYYY-MM-DD` or epoch milliseconds. A date is a whole New York day, as Polygon reads it: `from`
+ * its midnight there, `to` the end of it (so `2024-01-15/2024-01-15` holds that session's bars).
+ */
 function parseBound(text: string, isEnd: boolean): number | undefined {
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
     const dayMs = Date.parse(`${text}T00:00:00Z`);
     if (!Number.isFinite(dayMs)) return undefined;
-    return isEnd ? dayMs + DAY_MS - 1 : dayMs;
+    // New York is 4 or 5 hours behind UTC; its midnight is the one that is 04:00Z or 05:00Z on this date.
+    const start = dayMs + newYorkOffsetMs(dayMs);
+    return isEnd ? dayMs + DAY_MS + newYorkOffsetMs(dayMs + DAY_MS) - 1 : start;
   }
   if (/^\d{1,16}$/.test(text)) return Number(text);
   return undefined;
@@ -155,3 +171,12 @@ function pageParams(query: URLSearchParams): PageParams | undefined {
   if (adjusted !== 'true' && adjusted !== 'false') return undefined;
   return { limit: Math.min(limit, MAX_LIMIT), sort, adjusted: adjusted === 'true' };
 }
+
+/** Hours from a UTC midnight to New York's midnight of the same date (4 in summer, 5 in winter), from the IANA zone data. */
+function newYorkOffsetMs(utcMidnightMs: number): number {
+  const ny = NEW_YORK_HOUR.formatToParts(new Date(utcMidnightMs + 5 * 3600_000)).find((p) => p.type === 'hour')?.value;
+  // 05:00Z is 00:00 New York in winter, 01:00 in summer
+  return ny === '01' ? 4 * 3600_000 : 5 * 3600_000;
+}
+
+const NEW_YORK_HOUR = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', hour: '2-digit', hourCycle: 'h23' });

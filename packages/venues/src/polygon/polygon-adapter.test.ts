@@ -1,9 +1,11 @@
 import { ManualClock } from '@tickfleet/testkit';
-import { ConfigError, MalformedPayloadError, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
+import { ConfigError, MalformedPayloadError, RateLimitedError, UnrecoverableError, ValidationError } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { CandlePage } from '../types.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { PolygonAdapter } from './polygon-adapter.js';
+import { PolygonAuthError } from './polygon-auth-error.js';
+import { PolygonPlanError } from './polygon-plan-error.js';
 import { caught, collect } from '../../test/async-helpers.js';
 
 describe('PolygonAdapter against documented response samples', () => {
@@ -70,11 +72,24 @@ describe('PolygonAdapter against documented response samples', () => {
     expect((err as Error).message).toContain("You've exceeded the maximum requests per minute");
   });
 
-  it('maps 401 Unknown API Key to an unrecoverable error, and a missing key to ConfigError', async () => {
+  it('maps 401 (unknown or missing key) to PolygonAuthError, 403 NOT_AUTHORIZED to PolygonPlanError, and a missing key option to ConfigError', async () => {
     route = () => ({ status: 401, body: fixture('polygon/error-401.json') });
-    const err = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url, apiKey: 'bad' }).fetchCandles('AAPL', '1m', FROM, TO)));
+    const err = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url, apiKey: 'bad-key-1234' }).fetchCandles('AAPL', '1m', FROM, TO)));
+    expect(err).toBeInstanceOf(PolygonAuthError);
     expect(err).toBeInstanceOf(UnrecoverableError);
+    expect((err as PolygonAuthError).reason).toBe('unknown-key');
     expect((err as VenueRejectedError).venueMessage).toBe('Unknown API Key');
+    expect((err as Error).message).not.toContain('bad-key-1234');
+    route = () => ({ status: 401, body: fixture('polygon/error-401-no-key.json') });
+    const noKey = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url, apiKey: 'k' }).fetchCandles('AAPL', '1m', FROM, TO)));
+    expect((noKey as PolygonAuthError).reason).toBe('missing-key');
+    route = () => ({ status: 403, body: fixture('polygon/error-403-plan.json') });
+    const plan = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url, apiKey: 'k' }).fetchCandles('AAPL', '1d', FROM, TO)));
+    expect(plan).toBeInstanceOf(PolygonPlanError);
+    expect(plan).toMatchObject({ fromMs: FROM, toMs: TO, status: 403, venueCode: 'NOT_AUTHORIZED', retryable: false });
+    expect((plan as Error).message).toBe(
+      "polygon rejected the request with HTTP 403 code NOT_AUTHORIZED: Your plan doesn't include this data timeframe. Please upgrade your plan at https://polygon.io/pricing (requested 2020-01-01T00:00:00.000Z to 2020-01-11T00:00:00.000Z)",
+    );
     const err2 = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url }).fetchCandles('AAPL', '1m', FROM, TO)));
     expect(err2).toBeInstanceOf(ConfigError);
   });
@@ -94,6 +109,25 @@ describe('PolygonAdapter against documented response samples', () => {
     expect(candles[0]!.volume).toBe('0.0000001');
     route = () => ({ body: '{"ticker":"AAPL","queryCount":0,"resultsCount":0,"adjusted":true,"status":"OK","request_id":"x"}' });
     expect(await collect(adapter.fetchCandles('AAPL', '1m', Date.UTC(2024, 0, 1, 0, 1), Date.UTC(2024, 0, 1, 1)))).toEqual([]);
+  });
+
+  it('keeps a day bar (New York midnight) only once its session is over, including after-hours trading', async () => {
+    // Wednesday 2024-01-17 (winter: New York midnight is 05:00Z); its after-hours trading ends 01:00Z on the 18th
+    const bars = [16, 17].map((d) => ({ o: 1, h: 2, l: 0.5, c: 1.5, v: 10, t: Date.UTC(2024, 0, d, 5) }));
+    route = () => ({ body: JSON.stringify({ ticker: 'AAPL', status: 'OK', results: bars }) });
+    const clock = new ManualClock(Date.UTC(2024, 0, 17, 21, 30)); // 16:30 New York: closed, after-hours still trading
+    const adapter = new PolygonAdapter({ baseUrl: server.url, apiKey: 'k', clock });
+    const days = async (): Promise<number[]> =>
+      (await collect(adapter.fetchCandles('AAPL', '1d', Date.UTC(2024, 0, 16), Date.UTC(2024, 0, 19)))).flatMap((p) => p.candles.map((c) => c.openTime));
+    expect(await days()).toEqual([Date.UTC(2024, 0, 16, 5)]);
+    clock.set(Date.UTC(2024, 0, 18, 1)); // 20:00 New York
+    expect(await days()).toEqual([Date.UTC(2024, 0, 16, 5), Date.UTC(2024, 0, 17, 5)]);
+  });
+
+  it('refuses 1w (Polygon weeks start Sunday in New York, off the tickfleet grid) with a ValidationError', async () => {
+    const err = await caught(() => collect(new PolygonAdapter({ baseUrl: server.url, apiKey: 'k' }).fetchCandles('AAPL', '1w', FROM, TO)));
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as Error).message).toContain('1w');
   });
 
   it('yields MalformedPayloadError for a wrong shape', async () => {

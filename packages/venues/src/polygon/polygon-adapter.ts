@@ -1,8 +1,22 @@
-import { candleEnvelope, ConfigError, MalformedPayloadError, systemClock, timeframeMs, type Candle, type Clock, type Timeframe } from '@tickfleet/core';
+import {
+  calendarFor,
+  candleEnvelope,
+  ConfigError,
+  MalformedPayloadError,
+  systemClock,
+  timeframeMs,
+  ValidationError,
+  type Candle,
+  type Clock,
+  type Timeframe,
+} from '@tickfleet/core';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { CandlePage, CandleSource, FetchOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { VenueHttpClient, type HttpRequest, type HttpResponse } from '../venue-http-client.js';
+import { VenueRejectedError } from '../venue-rejected-error.js';
+import { PolygonAuthError } from './polygon-auth-error.js';
+import { PolygonPlanError } from './polygon-plan-error.js';
 import { PolygonAggs } from './polygon-schemas.js';
 
 export interface PolygonAdapterOptions extends VenueAdapterOptions {
@@ -17,8 +31,11 @@ export interface PolygonAdapterOptions extends VenueAdapterOptions {
   rateLimitWindowMs?: number;
 }
 
-/** tickfleet timeframe -> Polygon `{multiplier}/{timespan}`. */
-const RANGES: Record<Timeframe, [number, 'minute' | 'hour' | 'day' | 'week']> = {
+/**
+ * tickfleet timeframe -> Polygon `{multiplier}/{timespan}`. No `1w`: Polygon's weeks begin on Sunday
+ * in New York, tickfleet's on Monday UTC, so no week bar of Polygon lands on tickfleet's grid.
+ */
+const RANGES: Partial<Record<Timeframe, [number, 'minute' | 'hour' | 'day']>> = {
   '1m': [1, 'minute'],
   '3m': [3, 'minute'],
   '5m': [5, 'minute'],
@@ -31,12 +48,20 @@ const RANGES: Record<Timeframe, [number, 'minute' | 'hour' | 'day' | 'week']> = 
   '8h': [8, 'hour'],
   '12h': [12, 'hour'],
   '1d': [1, 'day'],
-  '1w': [1, 'week'],
 };
+
+/** US stocks trade in sessions; day bars are stored on the New York grid Polygon stamps them on. */
+const CALENDAR = calendarFor('polygon');
 
 /**
  * Polygon aggregates (bars), paged by following `next_url`. Each request weighs 1 against a
  * vendor quota that is per request (5 per minute on the free tier).
+ *
+ * Bars exist only in US-equity sessions (see @tickfleet/core calendar.ts). Day bars open at New York
+ * midnight (05:00Z / 04:00Z), off tickfleet's UTC day grid, and are stored as Polygon stamps them.
+ * A day bar is kept only once the calendar says its session is over (`finalBefore`): Polygon serves
+ * today's bar while it still trades, and storing it then would keep a half day as final. Intraday
+ * bars are kept once closed.
  */
 export class PolygonAdapter implements VenueAdapter, CandleSource {
   readonly venue = 'polygon';
@@ -78,7 +103,9 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
   async *fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
     if (!this.apiKey) throw new ConfigError('POLYGON_API_KEY', 'a Polygon API key (the adapter option apiKey, which the worker takes from POLYGON_API_KEY)');
     if (fromMs >= toMs) return;
-    const [multiplier, timespan] = RANGES[timeframe];
+    const range = RANGES[timeframe];
+    if (!range) throw new ValidationError('timeframe', `a Polygon timeframe (${Object.keys(RANGES).join(' ')})`, timeframe);
+    const [multiplier, timespan] = range;
     const lenMs = timeframeMs(timeframe);
     const ticker = encodeURIComponent(this.toVenueSymbol(symbol));
     const query = new URLSearchParams({ adjusted: 'true', sort: 'asc', limit: String(this.maxCandlesPerPage), apiKey: this.apiKey });
@@ -87,15 +114,16 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
     let lastT = Number.NEGATIVE_INFINITY;
     while (url !== undefined) {
       seen.add(url);
-      const res = await this.http.get({ endpoint: 'aggs', weight: this.weights.aggs, url, signal: options.signal });
+      const res = await this.get({ endpoint: 'aggs', weight: this.weights.aggs, url, signal: options.signal }, fromMs, toMs);
       const page = parsePayload(this.venue, 'aggs', res.body, PolygonAggs);
       const nowMs = this.clock.now();
+      const finalBefore = timeframe === '1d' ? CALENDAR.finalBefore(timeframe, nowMs) : nowMs - lenMs + 1;
       const candles: Candle[] = [];
       for (const bar of page.results ?? []) {
         // sort=asc: a bar at or before the last one is a repeat across a page boundary.
         if (bar.t <= lastT) continue;
         lastT = bar.t;
-        if (bar.t < fromMs || bar.t >= toMs || bar.t + lenMs > nowMs) continue;
+        if (bar.t < fromMs || bar.t >= toMs || bar.t >= finalBefore) continue;
         candles.push({
           venue: this.venue,
           symbol,
@@ -111,6 +139,18 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
       }
       if (candles.length > 0) yield { candles, envelopes: candles.map((c) => candleEnvelope(c, res.receivedAtMs)) };
       url = page.next_url === undefined || page.next_url === '' ? undefined : this.nextUrl(page.next_url, seen);
+    }
+  }
+
+  /** One request; Polygon's key and plan refusals become PolygonAuthError / PolygonPlanError. */
+  private async get(req: HttpRequest, fromMs: number, toMs: number): Promise<HttpResponse> {
+    try {
+      return await this.http.get(req);
+    } catch (err) {
+      if (!(err instanceof VenueRejectedError)) throw err;
+      if (err.status === 401) throw new PolygonAuthError(err.venueMessage === 'API Key was not provided' ? 'missing-key' : 'unknown-key', err.venueMessage);
+      if (err.status === 403) throw new PolygonPlanError(fromMs, toMs, err.venueMessage);
+      throw err;
     }
   }
 
