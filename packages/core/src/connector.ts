@@ -41,6 +41,25 @@ export const AimdSettings = z.object({
 export type AimdSettings = z.infer<typeof AimdSettings>;
 
 /**
+ * Per-venue order-book cooldown: when at least `failureRatio` of the book polls in one window of
+ * `windowMs` (one polling interval) failed, and at least `minPolls` were made, the venue's book
+ * polls pause fleet-wide for `cooldownMs`. Distinct from the per-instrument backoff (one broken
+ * market) and from the 429 freeze (the venue refusing us): this is the venue failing broadly.
+ */
+export const BookCooldownSettings = z.object({
+  /** @defaultValue 0.5 */
+  failureRatio: z.number().gt(0).max(1).default(0.5),
+  /** @defaultValue 5 */
+  minPolls: z.number().int().positive().default(5),
+  /** @defaultValue 5000 (the scheduler's default book period) */
+  windowMs: z.number().int().positive().default(5000),
+  /** @defaultValue 30000 */
+  cooldownMs: z.number().int().positive().default(30_000),
+});
+export type BookCooldownSettings = z.infer<typeof BookCooldownSettings>;
+export const DEFAULT_BOOK_COOLDOWN: BookCooldownSettings = Object.freeze({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
+
+/**
  * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
  * venue. Polygon serves one slow request at a time on its plans, so one unit; Alpaca, Finnhub and
  * FRED get two (the per-vendor executor design's caps, ready for when those venues land). A venue
@@ -80,6 +99,7 @@ export const Connector = z
      */
     freezeResetMs: z.number().int().positive().optional(),
     aimd: AimdSettings.default({ min: 1, increaseAfterMs: 30_000, maxFailureRatio: 0.2, maxP95LatencyMs: 10_000 }),
+    bookCooldown: BookCooldownSettings.default({ ...DEFAULT_BOOK_COOLDOWN }),
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })

@@ -2,6 +2,7 @@ import { type Command } from 'commander';
 import {
   type Connector,
   type ConnectorInput,
+  DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
   effectiveLimit,
   formatDurationMs,
@@ -23,6 +24,10 @@ interface UpsertOptions {
   freeze?: number;
   freezeMax?: number;
   freezeReset?: number;
+  cooldownRatio?: number;
+  cooldownMinPolls?: number;
+  cooldownWindow?: number;
+  cooldown?: number;
   json?: boolean;
 }
 
@@ -49,6 +54,14 @@ export function registerConnectors(program: Command): void {
     )
     .option('--freeze-max <duration>', 'cap of the freeze escalation after repeated 429s (default 15m)', duration('--freeze-max'))
     .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
+    .option(
+      '--cooldown-ratio <fraction>',
+      'order books: share of failed polls in one window that cools the venue down (default 0.5)',
+      fraction('--cooldown-ratio'),
+    )
+    .option('--cooldown-min-polls <n>', 'order books: polls a window needs before it can cool the venue down (default 5)', positiveInt('--cooldown-min-polls'))
+    .option('--cooldown-window <duration>', 'order books: the window failures are counted in, one polling interval (default 5s)', duration('--cooldown-window'))
+    .option('--cooldown <duration>', "order books: how long the venue's book polls pause once cooled down (default 30s)", duration('--cooldown'))
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -72,6 +85,17 @@ export function registerConnectors(program: Command): void {
           ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
           ...(opts.freezeMax !== undefined ? { freezeMaxMs: opts.freezeMax } : {}),
           ...(opts.freezeReset !== undefined ? { freezeResetMs: opts.freezeReset } : {}),
+          ...(opts.cooldownRatio !== undefined || opts.cooldownMinPolls !== undefined || opts.cooldownWindow !== undefined || opts.cooldown !== undefined
+            ? {
+                bookCooldown: {
+                  ...(existing?.bookCooldown ?? DEFAULT_BOOK_COOLDOWN),
+                  ...(opts.cooldownRatio !== undefined ? { failureRatio: opts.cooldownRatio } : {}),
+                  ...(opts.cooldownMinPolls !== undefined ? { minPolls: opts.cooldownMinPolls } : {}),
+                  ...(opts.cooldownWindow !== undefined ? { windowMs: opts.cooldownWindow } : {}),
+                  ...(opts.cooldown !== undefined ? { cooldownMs: opts.cooldown } : {}),
+                },
+              }
+            : {}),
         };
         return store.connectors.upsert(input);
       });
