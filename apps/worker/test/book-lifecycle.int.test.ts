@@ -228,6 +228,8 @@ describe('polymarket book cooldown and poll statistics', () => {
   };
 
   it('cools the venue down when most polls fail, sends nothing while cooling, and stores stats that match the emulation', async () => {
+    // The cooldown settings are the connector's, as stored.
+    expect((await store.connectors.get(venue))!.bookCooldown).toEqual({ failureRatio: 0.5, minPolls: 4, windowMs: 60_000, cooldownMs: COOLDOWN_MS });
     await worker.flushPollStats(); // start a clean interval: only this test's polls in the next one
     const failing = books.slice(0, 6);
     mock.patchScenario({ venues: { [venue]: { failingBooks: failing } } });
@@ -238,6 +240,7 @@ describe('polymarket book cooldown and poll statistics', () => {
     await queues.enqueue(round(1));
     const cooldownKey = `${prefix}:venue:{${venue}}:cooldown`;
     await waitFor(async () => Number((await connection.pttl(cooldownKey)) > 0), 'the venue cooldown', STATE_WAIT);
+    expect(await connection.pttl(cooldownKey)).toBeLessThanOrEqual(COOLDOWN_MS);
     // Whatever round 1 still held has gone back to the queue, delayed, or finished.
     await waitFor(async () => (await counted()).active === 0, 'no unit running', STATE_WAIT);
     const atCooldown = mock.stats().venues[venue].requests;
@@ -324,13 +327,20 @@ describe('polymarket book cooldown and poll statistics', () => {
     mock.patchScenario({ venues: { [venue]: { listingDelayMs: 0 } } });
   }, 120_000);
 
-  it('answers tickfleet data count for the new streams', async () => {
+  it('answers tickfleet data count and export for the new streams', async () => {
     await pipeline.flush();
-    const r = await runCli(['data', 'count', venue, '--channel', 'poll_errors', '--json'], {
-      env: { TICKFLEET_SINK_URL: `sqlite://${dir.file('data.db')}`, TICKFLEET_STORE_URL: dir.sqliteUrl('state.db') },
-      cwd: repoRoot(),
-    });
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ venue, channel: 'poll_errors', count: (await stored<PollErrorRecord>(venue, 'poll_errors')).length });
+    const cli = (args: string[]) =>
+      runCli(args, { env: { TICKFLEET_SINK_URL: dir.sqliteUrl('data.db'), TICKFLEET_STORE_URL: dir.sqliteUrl('state.db') }, cwd: repoRoot() });
+    const count = await cli(['data', 'count', venue, '--channel', 'poll_errors', '--json']);
+    expect(count.code).toBe(0);
+    expect(JSON.parse(count.stdout)).toMatchObject({ venue, channel: 'poll_errors', count: (await stored<PollErrorRecord>(venue, 'poll_errors')).length });
+    const markets = await cli(['data', 'export', venue, '--channel', 'markets', '--format', 'jsonl']);
+    expect(markets.code).toBe(0);
+    const lines = markets.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { channel: string; payload: MarketRecord });
+    expect(lines.map((l) => l.payload)).toEqual(await stored<MarketRecord>(venue, 'markets'));
+    expect(lines.filter((l) => l.payload.event === 'retired')).toHaveLength(2);
   }, 60_000);
 });

@@ -42,7 +42,7 @@ export const METRIC_CATALOG = {
   // ---- worker: units and upstream requests -------------------------------------------------
   tickfleet_units_total: {
     type: 'counter',
-    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped)',
+    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped, cooldown)',
     labelNames: ['venue', 'kind', 'outcome'],
     roles: ['worker'],
     usedBy: [
