@@ -6,7 +6,9 @@ import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
 import { hasVenueAdapter } from '@tickfleet/venues';
+import { ActiveSets } from './active-set.js';
 import { UnitExecutor } from './unit-executor.js';
+import { VenueCooldown } from './venue-cooldown.js';
 import { VenueRunner } from './venue-runner.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
@@ -33,6 +35,8 @@ export interface FleetWorkerOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   initialLookbackMs?: number;
+  /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). @defaultValue 10000 */
+  pollStatsMs?: number;
 }
 
 /**
@@ -53,6 +57,11 @@ export class FleetWorker {
   private executor: UnitExecutor | undefined;
   private jobLock: JobLock | undefined;
   private timers: NodeJS.Timeout[] = [];
+  private activeSets: ActiveSets | undefined;
+  private cooldown: VenueCooldown | undefined;
+  private readonly workerId: string;
+  /** Start of the current poll-statistics interval. */
+  private pollStatsFromMs = 0;
   private stopping = false;
   private refreshing: Promise<void> | undefined;
 
@@ -60,6 +69,7 @@ export class FleetWorker {
     this.clock = options.clock ?? systemClock;
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.metrics = new WorkerMetrics(options.registry);
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
   }
 
   get venues(): string[] {
@@ -72,7 +82,14 @@ export class FleetWorker {
     this.connection = connection;
     this.queues = new VenueQueues(connection, { prefix: this.prefix });
     this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
-    const liveness = new WorkerHeartbeat(connection, options.workerId ?? `${hostname()}-${process.pid}`, { prefix: this.prefix, clock: this.clock });
+    const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, clock: this.clock });
+    this.activeSets = new ActiveSets(connection, this.prefix, () => this.clock.monotonic());
+    this.cooldown = new VenueCooldown(
+      connection,
+      this.prefix,
+      () => this.clock.now(),
+      () => this.clock.monotonic(),
+    );
     this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
     this.jobLock = new JobLock(connection, { prefix: this.prefix });
     const reader = options.pipeline.sink.reader;
@@ -81,6 +98,7 @@ export class FleetWorker {
       pipeline: options.pipeline,
       clock: this.clock,
       metrics: this.metrics,
+      activeSets: this.activeSets,
       ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
@@ -108,7 +126,12 @@ export class FleetWorker {
         options.connectorPollMs ?? 5000,
       ),
       setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
+      setInterval(
+        () => void this.flushPollStats().catch((err: unknown) => refreshLog('warn', 'poll-stats', { err }, 'could not store poll statistics')),
+        options.pollStatsMs ?? 10_000,
+      ),
     );
+    this.pollStatsFromMs = this.clock.now();
     for (const t of this.timers) t.unref();
     options.logger.info({ venues: this.venues }, 'worker started');
   }
@@ -167,10 +190,26 @@ export class FleetWorker {
       metrics: this.metrics,
       logger: this.options.logger,
       clock: this.clock,
+      activeSets: this.activeSets!,
+      cooldown: this.cooldown!,
+      workerId: this.workerId,
       ...(this.options.adapterOptions ? { adapterOptions: this.options.adapterOptions } : {}),
       ...(this.options.lockDurationMs !== undefined ? { lockDurationMs: this.options.lockDurationMs } : {}),
       ...(this.options.stalledIntervalMs !== undefined ? { stalledIntervalMs: this.options.stalledIntervalMs } : {}),
     });
+  }
+
+  /**
+   * Ends the current poll-statistics interval of every served venue and stores its `poll_stats`
+   * record and sampled `poll_errors` through the sink pipeline (the spool, if the sink is down).
+   * Also called on stop, so the last partial interval is kept.
+   */
+  async flushPollStats(): Promise<void> {
+    const fromMs = this.pollStatsFromMs;
+    const toMs = this.clock.now();
+    this.pollStatsFromMs = toMs;
+    const envelopes = [...this.runners.values()].flatMap((r) => r.flushPollStats(fromMs, toMs));
+    if (envelopes.length > 0) await this.options.pipeline.pushValidated(envelopes);
   }
 
   /** One log line per venue: in-flight, cap, counters, freeze and budget remaining. */
@@ -222,6 +261,7 @@ export class FleetWorker {
       while (runners.some((r) => r.inflightUnits > 0) && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 50));
     }
     await this.fallback?.leave();
+    await this.flushPollStats().catch((err: unknown) => this.options.logger.warn({ err }, 'could not store the last poll statistics'));
     this.runners.clear();
     await this.queues?.close();
     await this.freezeWatch?.stop();

@@ -60,6 +60,7 @@ export async function runWorker(env?: Env): Promise<void> {
     lockDurationMs: config.TICKFLEET_UNIT_LOCK_MS,
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
+    pollStatsMs: config.TICKFLEET_POLL_STATS_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
     ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
   });

@@ -3,7 +3,6 @@ import {
   calendarFor,
   type Clock,
   type Envelope,
-  jobId as makeJobId,
   type Job,
   lastClosedOpenTime,
   MalformedPayloadError,
@@ -19,6 +18,8 @@ import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import { isBookSource, isCandleSource, isFileSource, type VenueAdapter } from '@tickfleet/venues';
+import type { ActiveSets } from './active-set.js';
+import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface UnitContext {
@@ -52,6 +53,8 @@ export interface UnitExecutorOptions {
   initialLookbackMs?: number;
   /** Delay after a candle closes before collecting it (venues publish a close a moment later). @defaultValue 2000 */
   closeDelayMs?: number;
+  /** The venues' active order-book sets (discovery swaps them, book polls read them). */
+  activeSets: ActiveSets;
 }
 
 /**
@@ -232,6 +235,17 @@ export class UnitExecutor {
   private async bookPoll(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
     const { adapter, signal } = ctx;
     if (!isBookSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no order-book source`);
+    // The set in force decides, never a discovery in progress: an instrument outside it (retired,
+    // or not yet swapped in) is not polled, nor one whose market expired since the last discovery.
+    const set = await this.options.activeSets.current(job.venue);
+    if (set) {
+      const inst = set.instruments[job.symbol];
+      if (!inst) return { outcome: 'skipped', records: 0, detail: `not in the active set (version ${set.version})` };
+      const expiresAtMs = inst.market.expiresAtMs;
+      if (expiresAtMs !== undefined && expiresAtMs <= this.options.clock.now()) {
+        return { outcome: 'skipped', records: 0, detail: `market expired at ${new Date(expiresAtMs).toISOString()}; retired at the next discovery` };
+      }
+    }
     const { book, envelope } = await adapter.fetchBook(job.symbol, { signal });
     await this.persist(ctx, [envelope]);
     await this.options.store.jobs.advanceCursor(job.id, book.timeMs);
@@ -239,29 +253,26 @@ export class UnitExecutor {
   }
 
   /**
-   * Refreshes the venue's active instruments (slow path): one `book` job per listed instrument,
-   * enabled; book jobs of instruments no longer listed are disabled.
+   * Refreshes the venue's active order-book set (slow path, never waited on by book polls): lists
+   * the venue's instruments and swaps in the next set (instrument-lifecycle.ts: sticky until
+   * expiry, `markets` records on membership change, book jobs created or retired). A listing that
+   * fails throws before anything changes, so the set in force stays.
    */
   private async discovery(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
     const { adapter, signal } = ctx;
     if (!isBookSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no instrument discovery`);
     const instruments = await adapter.listInstruments({ signal });
-    const { store } = this.options;
-    const listed = new Set<string>();
-    for (const inst of instruments) {
-      const id = makeJobId({ venue: job.venue, type: 'book', symbol: inst.symbol });
-      listed.add(id);
-      const existing = await store.jobs.get(id);
-      if (!existing) {
-        await store.jobs.upsert({ venue: job.venue, type: 'book', symbol: inst.symbol, priority: job.priority, nextRunAt: this.options.clock.now() });
-      } else if (!existing.enabled) {
-        await store.jobs.setEnabled(id, true);
-      }
-    }
-    for (const j of await store.jobs.list({ venue: job.venue, type: 'book', enabled: true })) {
-      if (!listed.has(j.id)) await store.jobs.setEnabled(j.id, false);
-    }
-    return { outcome: 'ok', records: 0, detail: `${instruments.length} instruments` };
+    const result = await refreshActiveSet(
+      { store: this.options.store, activeSets: this.options.activeSets, persist: (envelopes) => this.persist(ctx, envelopes) },
+      job,
+      instruments,
+      this.options.clock.now(),
+    );
+    return {
+      outcome: 'ok',
+      records: result.records.length,
+      detail: `${instruments.length} instruments listed; active set version ${result.version}: ${result.active} active, ${result.listed} joined, ${result.retired} retired`,
+    };
   }
 
   /**

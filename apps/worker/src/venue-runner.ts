@@ -12,6 +12,8 @@ import {
   StoreUnavailableError,
   TickfleetError,
   TransientError,
+  parseJobId,
+  type Envelope,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
 import {
@@ -27,7 +29,10 @@ import {
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
+import type { ActiveSets } from './active-set.js';
+import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
 import type { UnitExecutor } from './unit-executor.js';
+import { jitteredBackoffMs, type VenueCooldown } from './venue-cooldown.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface VenueRunnerOptions {
@@ -53,6 +58,12 @@ export interface VenueRunnerOptions {
   bookBackoffBaseMs?: number;
   /** @defaultValue 300000 */
   bookBackoffMaxMs?: number;
+  /** The venues' active order-book sets (for the stats' active count and the error records' market). */
+  activeSets: ActiveSets;
+  /** The fleet-wide per-venue order-book cooldown. */
+  cooldown: VenueCooldown;
+  /** This worker's id in its poll statistics. */
+  workerId: string;
 }
 
 /** Per-venue counters for the heartbeat line. */
@@ -90,6 +101,10 @@ export class VenueRunner {
    * no store or Redis call.
    */
   private readonly unitWeight = new WeakMap<AbortSignal, { tokens: number }>();
+  /** Order-book polling statistics of this venue in this worker (flushed by the worker every interval). */
+  private readonly pollStats: PollTelemetry;
+  /** The venue's in-flight limit as last applied (the fleet-wide AIMD value within the cap). */
+  private inflightLimit = 0;
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
@@ -102,6 +117,7 @@ export class VenueRunner {
       onStep: (step) => this.applyConcurrency(step),
       onError: (err) => this.sampleLog('warn', 'aimd-report', { venue: this.venue, err }, 'could not report unit outcomes to the venue control (sampled)'),
     });
+    this.pollStats = new PollTelemetry({ venue: this.venue, workerId: options.workerId });
     this.bookBackoff = {
       ...(options.bookBackoffBaseMs !== undefined ? { baseMs: options.bookBackoffBaseMs } : {}),
       ...(options.bookBackoffMaxMs !== undefined ? { maxMs: options.bookBackoffMaxMs } : {}),
@@ -120,6 +136,7 @@ export class VenueRunner {
     const { connection, prefix, metrics } = this.options;
     this.options.control.configure(this.venue, aimdLimitsFor(this.connector));
     const concurrency = await this.options.control.concurrency(this.venue);
+    this.inflightLimit = Math.min(concurrency, this.connector.maxInflight);
     await this.options.queues.setGlobalConcurrency(this.venue, concurrency);
     metrics.concurrency.set({ venue: this.venue }, concurrency);
     metrics.concurrencyCap.set({ venue: this.venue }, this.connector.maxInflight);
@@ -192,6 +209,15 @@ export class VenueRunner {
     const { clock, jobLock, logger: baseLogger, metrics, control, store } = this.options;
     const unit = QueuedUnit.parse(job.data);
     const logger = baseLogger.child({ venue: this.venue, unitId: job.id, jobId: unit.jobId, kind: unit.kind });
+    if (unit.kind === 'book-poll') {
+      // A venue cooling down polls no books: the unit waits without a request and without an attempt.
+      const coolingMs = await this.options.cooldown.remainingMs(this.venue);
+      if (coolingMs > 0) {
+        metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'cooldown' });
+        await job.moveToDelayed(clock.now() + coolingMs, token);
+        throw new DelayedError();
+      }
+    }
     const startedAt = clock.monotonic();
 
     this.inflight += 1;
@@ -237,6 +263,7 @@ export class VenueRunner {
         throw new DelayedError();
       }
       const result = locked.value;
+      if (unit.kind === 'book-poll' && result.outcome === 'ok') await this.notePoll(unit, clock.monotonic() - startedAt);
       this.counters.ok += 1;
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: result.outcome });
       this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt, records: result.records });
@@ -276,6 +303,13 @@ export class VenueRunner {
     progressed = false,
   ): Promise<never> {
     const { clock, metrics, control, store } = this.options;
+    if (
+      unit.kind === 'book-poll' &&
+      !(err instanceof BudgetExhaustedError || err instanceof SpoolFullError || err instanceof StoreUnavailableError || err instanceof SinkUnavailableError)
+    ) {
+      // A failure of the venue (not of our budget, sink or store): counted, sampled, and toward the cooldown.
+      await this.notePoll(unit, latencyMs, err);
+    }
     if (err instanceof BudgetExhaustedError) {
       // Yield: free the slot until the budget resets or the freeze ends; no attempt is burned.
       this.counters.yielded += 1;
@@ -335,7 +369,7 @@ export class VenueRunner {
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
       // Per-instrument exponential backoff: the job waits, the venue's other instruments go on.
-      const retryAtMs = clock.now() + (await control.bookBackoffMs(this.venue, unit.jobId, this.bookBackoff));
+      const retryAtMs = clock.now() + jitteredBackoffMs(unit.jobId, await control.bookBackoffMs(this.venue, unit.jobId, this.bookBackoff));
       await store.jobs.fail(unit.jobId, message, retryAtMs);
       logger.warn({ err, retryAt: new Date(retryAtMs).toISOString() }, 'book snapshot failed; instrument backing off');
       throw new BullUnrecoverableError(message);
@@ -392,10 +426,71 @@ export class VenueRunner {
     throw new DelayedError();
   }
 
+  /**
+   * Counts one finished book poll (`err` absent: it succeeded) in the venue's poll statistics and,
+   * unless the venue refused us (429/418, the freeze's business), in the fleet-wide cooldown
+   * window; logs the poll that started a cooldown. A Redis failure here never fails the unit.
+   */
+  private async notePoll(unit: QueuedUnit, latencyMs: number, err?: unknown): Promise<void> {
+    const symbol = parseJobId(unit.jobId).symbol;
+    const market = this.options.activeSets.cached(this.venue)?.instruments[symbol]?.market;
+    const errorClass = err === undefined ? undefined : pollErrorClass(err);
+    const status = err === undefined ? undefined : errorStatus(err);
+    this.pollStats.record({
+      symbol,
+      ok: err === undefined,
+      latencyMs,
+      ...(errorClass === undefined ? {} : { errorClass }),
+      ...(status === undefined ? {} : { status }),
+      ...(err === undefined
+        ? {}
+        : { errorType: err instanceof Error ? err.constructor.name : typeof err, message: err instanceof Error ? err.message : String(err) }),
+      ...(market ? { marketId: market.marketId, ...(market.slug === undefined ? {} : { slug: market.slug }) } : {}),
+    });
+    this.options.metrics.bookPolls.inc({ venue: this.venue, outcome: errorClass ?? 'ok' });
+    if (errorClass === 'http_429') return;
+    try {
+      const { untilMs, started } = await this.options.cooldown.report(this.venue, err !== undefined, this.connector.bookCooldown);
+      if (started) {
+        this.options.metrics.bookCooldowns.inc({ venue: this.venue });
+        this.options.logger.warn(
+          { venue: this.venue, until: new Date(untilMs).toISOString(), settings: this.connector.bookCooldown },
+          'most book polls of the venue failed in one window: its book polling cools down fleet-wide',
+        );
+      }
+    } catch (reportErr) {
+      this.sampleLog('warn', 'cooldown-report', { venue: this.venue, err: reportErr }, 'could not count a book poll toward the venue cooldown (sampled)');
+    }
+  }
+
+  /**
+   * Ends this venue's poll-statistics interval `[fromMs, toMs)`: its `poll_stats` record and the
+   * sampled `poll_errors` records as envelopes (none for a venue that neither polled books nor has
+   * an active set), and the stats gauges set.
+   */
+  flushPollStats(fromMs: number, toMs: number): Envelope[] {
+    const set = this.options.activeSets.cached(this.venue);
+    if (this.pollStats.idle && !set) return [];
+    const cooldownRemainingMs = this.options.cooldown.knownRemainingMs(this.venue);
+    const { stats, errors } = this.pollStats.flush(fromMs, toMs, {
+      activeInstruments: set ? Object.keys(set.instruments).length : 0,
+      activeVersion: set?.version ?? 0,
+      cooldownRemainingMs,
+      inflightLimit: this.inflightLimit,
+    });
+    const { metrics } = this.options;
+    metrics.bookActiveInstruments.set({ venue: this.venue }, stats.activeInstruments);
+    metrics.bookCooldownSeconds.set({ venue: this.venue }, cooldownRemainingMs / 1000);
+    if (stats.p50LatencyMs !== null) metrics.bookPollLatencyP50.set({ venue: this.venue }, stats.p50LatencyMs / 1000);
+    if (stats.p95LatencyMs !== null) metrics.bookPollLatencyP95.set({ venue: this.venue }, stats.p95LatencyMs / 1000);
+    return [pollStatsEnvelope(stats), ...errors.map((e, i) => pollErrorEnvelope(e, this.options.workerId, fromMs, toMs, i))];
+  }
+
   /** Applies a fleet-wide AIMD step to the queue's global concurrency (only when it changed). */
   private async applyConcurrency(step: ControlStep, force = false): Promise<void> {
     if (step.change === 'none' && !force) return;
     const value = Math.min(step.concurrency, this.connector.maxInflight);
+    this.inflightLimit = value;
     await this.options.queues.setGlobalConcurrency(this.venue, value);
     this.options.metrics.concurrency.set({ venue: this.venue }, value);
   }

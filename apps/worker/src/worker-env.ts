@@ -30,6 +30,8 @@ export const WorkerEnv = z.object({
   TICKFLEET_STALLED_INTERVAL_MS: duration().default(10_000),
   /** How far back a candle job with neither `since` nor a cursor starts. */
   TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(86_400_000),
+  /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). */
+  TICKFLEET_POLL_STATS_MS: duration().default(10_000),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
 });

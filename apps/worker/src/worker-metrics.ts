@@ -28,6 +28,12 @@ export class WorkerMetrics implements BudgetGateMetrics {
   readonly unitFailures: Counter<'venue' | 'cause'>;
   readonly malformedPayloads: Counter<'venue'>;
   readonly budgetClockOffset: Gauge<'venue'>;
+  readonly bookPolls: Counter<'venue' | 'outcome'>;
+  readonly bookPollLatencyP50: Gauge<'venue'>;
+  readonly bookPollLatencyP95: Gauge<'venue'>;
+  readonly bookActiveInstruments: Gauge<'venue'>;
+  readonly bookCooldownSeconds: Gauge<'venue'>;
+  readonly bookCooldowns: Counter<'venue'>;
 
   constructor(registry: Registry) {
     this.units = registerMetric(registry, 'tickfleet_units_total');
@@ -49,5 +55,11 @@ export class WorkerMetrics implements BudgetGateMetrics {
     this.unitFailures = registerMetric(registry, 'tickfleet_unit_failures_total');
     this.malformedPayloads = registerMetric(registry, 'tickfleet_malformed_payloads_total');
     this.budgetClockOffset = registerMetric(registry, 'tickfleet_budget_clock_offset_seconds');
+    this.bookPolls = registerMetric(registry, 'tickfleet_book_polls_total');
+    this.bookPollLatencyP50 = registerMetric(registry, 'tickfleet_book_poll_latency_p50_seconds');
+    this.bookPollLatencyP95 = registerMetric(registry, 'tickfleet_book_poll_latency_p95_seconds');
+    this.bookActiveInstruments = registerMetric(registry, 'tickfleet_book_active_instruments');
+    this.bookCooldownSeconds = registerMetric(registry, 'tickfleet_book_cooldown_seconds');
+    this.bookCooldowns = registerMetric(registry, 'tickfleet_book_cooldowns_total');
   }
 }

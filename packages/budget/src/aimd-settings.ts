@@ -1,4 +1,4 @@
-import { AimdSettings, defaultAimdStart, type Connector } from '@tickfleet/core';
+import { AimdSettings, defaultAimdMin, defaultAimdStart, type Connector } from '@tickfleet/core';
 
 /** The AIMD bounds and thresholds of one venue, resolved from its connector. */
 export interface AimdLimits {
@@ -59,7 +59,7 @@ export function aimdLimitsFor(
 ): AimdLimits {
   const aimd = AimdSettings.parse(connector.aimd);
   const max = Math.max(1, aimd.max ?? connector.maxInflight);
-  const min = Math.min(aimd.min, max);
+  const min = Math.min(aimd.min ?? defaultAimdMin(connector.venue), max);
   const limits: AimdLimits = {
     ...DEFAULT_AIMD_LIMITS,
     min,

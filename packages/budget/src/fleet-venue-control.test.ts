@@ -266,7 +266,10 @@ describe('FleetVenueControl AIMD rules', () => {
     expect(l).toMatchObject({ min: 2, max: 8, increaseAfterMs: 5000, maxFailureRatio: 0.1, maxP95LatencyMs: 2000, lowP95LatencyMs: 2000, stableMs: 30_000 });
     // Venues with documented limits start at the ceiling, opaque ones at the floor; a connector can say otherwise.
     expect(startConcurrency(l)).toBe(8);
-    expect(startConcurrency(aimdLimitsFor({ venue: 'polymarket', maxInflight: 8, aimd: { min: 2 } }))).toBe(2);
+    expect(startConcurrency(aimdLimitsFor({ venue: 'polymarket', maxInflight: 8, aimd: { min: 3 } }))).toBe(3);
+    // Their floor is 2 unless set (a discovery listing holds one slot; polling keeps the other).
+    expect(aimdLimitsFor({ venue: 'limitless', maxInflight: 8, aimd: {} })).toMatchObject({ min: 2, startFromFloor: true });
+    expect(aimdLimitsFor({ venue: 'limitless', maxInflight: 1, aimd: {} }).min).toBe(1);
     expect(startConcurrency(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { start: 'floor' } }))).toBe(1);
     // Settings stored before the low threshold existed: it defaults to 2 s, or to the high threshold when that is lower.
     const old = aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } });

@@ -35,8 +35,8 @@ export const AIMD_START_MODES = ['floor', 'ceiling'] as const;
  */
 export const AimdSettings = z
   .object({
-    /** @defaultValue 1 */
-    min: z.number().int().positive().default(1),
+    /** Floor. @defaultValue per venue: {@link defaultAimdMin} */
+    min: z.number().int().positive().optional(),
     /** Ceiling; defaults to the connector's `maxInflight`. */
     max: z.number().int().positive().optional(),
     /** Minimum interval between two adjustments (the observation window). @defaultValue 30000 */
@@ -75,6 +75,34 @@ const AIMD_FLOOR_START_VENUES: ReadonlySet<string> = new Set(['polymarket', 'lim
 export function defaultAimdStart(venue: string): (typeof AIMD_START_MODES)[number] {
   return AIMD_FLOOR_START_VENUES.has(venue) ? 'floor' : 'ceiling';
 }
+
+/**
+ * A venue's AIMD floor when its connector does not say: 2 for the order-book venues that start
+ * from it (a discovery listing holds one slot while it runs, and book polling must never wait on
+ * discovery), else 1.
+ */
+export function defaultAimdMin(venue: string): number {
+  return AIMD_FLOOR_START_VENUES.has(venue) ? 2 : 1;
+}
+
+/**
+ * Per-venue order-book cooldown: when at least `failureRatio` of the book polls in one window of
+ * `windowMs` (one polling interval) failed, and at least `minPolls` were made, the venue's book
+ * polls pause fleet-wide for `cooldownMs`. Distinct from the per-instrument backoff (one broken
+ * market) and from the 429 freeze (the venue refusing us): this is the venue failing broadly.
+ */
+export const BookCooldownSettings = z.object({
+  /** @defaultValue 0.5 */
+  failureRatio: z.number().gt(0).max(1).default(0.5),
+  /** @defaultValue 5 */
+  minPolls: z.number().int().positive().default(5),
+  /** @defaultValue 5000 (the scheduler's default book period) */
+  windowMs: z.number().int().positive().default(5000),
+  /** @defaultValue 30000 */
+  cooldownMs: z.number().int().positive().default(30_000),
+});
+export type BookCooldownSettings = z.infer<typeof BookCooldownSettings>;
+export const DEFAULT_BOOK_COOLDOWN: BookCooldownSettings = Object.freeze({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
 
 /**
  * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
@@ -116,6 +144,7 @@ export const Connector = z
      */
     freezeResetMs: z.number().int().positive().optional(),
     aimd: AimdSettings.default(() => AimdSettings.parse({})),
+    bookCooldown: BookCooldownSettings.default({ ...DEFAULT_BOOK_COOLDOWN }),
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })

@@ -105,3 +105,84 @@ export function tradeEnvelope(trade: Trade, messageId: string, receivedAtMs: num
     payload: source === undefined ? { ...trade } : { ...trade, source },
   };
 }
+
+/**
+ * A change of a venue's active order-book set (channel `markets`), written only when an
+ * instrument joins (`listed`) or leaves (`retired`) the set: the market's metadata as discovery
+ * saw it, and the version of the active-set snapshot the change belongs to.
+ */
+export const MarketRecord = z.object({
+  venue: z.string(),
+  /** The instrument (Polymarket: the outcome token id; Limitless: the market slug). */
+  symbol: z.string(),
+  event: z.enum(['listed', 'retired']),
+  version: z.number().int().positive(),
+  marketId: z.string(),
+  slug: z.string().optional(),
+  title: z.string().optional(),
+  outcomes: z.array(z.string()),
+  tokenIds: z.array(z.string()),
+  /** The market's expiration (epoch ms), when the venue gives one. */
+  expiresAtMs: z.number().int().nullable(),
+  /** Why a retired instrument left the set. */
+  reason: z.string().optional(),
+});
+export type MarketRecord = z.infer<typeof MarketRecord>;
+
+/** The envelope of a membership change; one per (instrument, snapshot version, event), so a rerun dedups. */
+export function marketEnvelope(record: MarketRecord, receivedAtMs: number): Envelope {
+  return {
+    v: 1,
+    messageId: `${record.venue}:markets:${record.symbol}:${record.version}:${record.event}`,
+    venue: record.venue,
+    channel: 'markets',
+    symbol: record.symbol,
+    receivedAtMs,
+    payload: { ...record },
+  };
+}
+
+/** One worker's order-book polling statistics for one venue over one fixed interval (channel `poll_stats`, symbol = venue). */
+export const PollStatsRecord = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  workerId: z.string(),
+  fromMs: z.number().int(),
+  toMs: z.number().int(),
+  activeInstruments: z.number().int().nonnegative(),
+  activeVersion: z.number().int().nonnegative(),
+  submitted: z.number().int().nonnegative(),
+  ok: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  http4xx: z.number().int().nonnegative(),
+  http5xx: z.number().int().nonnegative(),
+  http429: z.number().int().nonnegative(),
+  timeouts: z.number().int().nonnegative(),
+  /** Failures with no HTTP status and no timeout (refused connection, malformed body, …). */
+  otherErrors: z.number().int().nonnegative(),
+  /** Latency percentiles over the rolling window of recent polls (null before the first). */
+  p50LatencyMs: z.number().nonnegative().nullable(),
+  p95LatencyMs: z.number().nonnegative().nullable(),
+  cooldownRemainingMs: z.number().int().nonnegative(),
+  inflightLimit: z.number().int().nonnegative(),
+  errorsSampled: z.number().int().nonnegative(),
+  errorsSuppressed: z.number().int().nonnegative(),
+});
+export type PollStatsRecord = z.infer<typeof PollStatsRecord>;
+
+/** A sampled failed order-book poll (channel `poll_errors`, symbol = the instrument). */
+export const PollErrorRecord = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  marketId: z.string().optional(),
+  slug: z.string().optional(),
+  status: z.number().int().optional(),
+  latencyMs: z.number().nonnegative(),
+  errorType: z.string(),
+  /** The error message, cut to {@link POLL_ERROR_MESSAGE_MAX} characters. */
+  message: z.string(),
+});
+export type PollErrorRecord = z.infer<typeof PollErrorRecord>;
+
+/** Longest message a poll-error record keeps. */
+export const POLL_ERROR_MESSAGE_MAX = 300;

@@ -303,7 +303,7 @@ export class MockVenueServer implements MockVenue {
   /** Counts the answer as decided, then writes it after the venue's latency. */
   private send(ctx: RequestContext, c: VenueCounters, res: ServerResponse, reply: Reply, arrival: number): void {
     c.countStatus(reply.status);
-    const latencyMs = drawLatency(ctx.settings.latencyMs, ctx.venue, ctx.serial, ctx.seed);
+    const latencyMs = drawLatency(ctx.settings.latencyMs, ctx.venue, ctx.serial, ctx.seed) + (reply.delayMs ?? 0);
     const write = (): void => {
       writeReply(res, reply);
       c.recordLatency(performance.now() - arrival);

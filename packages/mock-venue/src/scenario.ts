@@ -96,6 +96,18 @@ export const VenueScenario = z.strictObject({
   apiKeys: z.array(z.string().min(1)).min(1).optional(),
   /** Polygon: how many days back the plan's history reaches; a range starting earlier is answered 403 NOT_AUTHORIZED. Absent: unlimited. */
   historyDays: z.number().int().positive().optional(),
+  /** Polymarket and Limitless: market ids (Gamma `id`, Limitless `id`) the discovery listing leaves out; their books are still served. */
+  hiddenMarkets: z.array(z.string().min(1)).optional(),
+  /**
+   * Polymarket and Limitless: market id -> expiry (epoch ms) replacing the market's own end date. From
+   * that time the market is over: Polymarket lists it `closed` and its books answer 404 (no order
+   * book); Limitless lists it `expired` and leaves it out of `/markets/active`.
+   */
+  marketEnds: z.record(z.string().min(1), epochMs).optional(),
+  /** Polymarket and Limitless: extra time before a discovery listing page (`/markets`, `/markets/active`) is answered. @defaultValue 0 */
+  listingDelayMs: z.number().int().nonnegative().optional(),
+  /** Polymarket and Limitless: instruments (token ids, slugs) whose book requests answer the venue's 500. */
+  failingBooks: z.array(z.string().min(1)).optional(),
   /** Xetra: the ISINs traded in the files. */
   isins: z
     .array(z.string().regex(/^[A-Z]{2}[A-Z0-9]{9}[0-9]$/, 'an ISIN such as DE0007100000'))

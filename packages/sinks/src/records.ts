@@ -1,4 +1,17 @@
-import { BookSnapshot, Candle, Envelope, Trade, ValidationError, candleKey, dedupKey, parseOrThrow, type Channel } from '@tickfleet/core';
+import {
+  BookSnapshot,
+  Candle,
+  Envelope,
+  MarketRecord,
+  PollErrorRecord,
+  PollStatsRecord,
+  Trade,
+  ValidationError,
+  candleKey,
+  dedupKey,
+  parseOrThrow,
+  type Channel,
+} from '@tickfleet/core';
 
 /** An envelope that passed validation, with its deterministic dedup key. */
 export interface KeyedEnvelope {
@@ -8,7 +21,8 @@ export interface KeyedEnvelope {
 
 /**
  * Validates one raw record as Envelope v1 and, for typed channels, its payload
- * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot). Throws a ValidationError
+ * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `markets` -> MarketRecord,
+ * `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord). Throws a ValidationError
  * naming the field path, e.g. `envelope.payload.openTime`.
  *
  * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
@@ -37,7 +51,9 @@ export function keyEnvelope(raw: unknown): KeyedEnvelope {
   return { key: dedupKey(envelope), envelope };
 }
 
-function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeof BookSnapshot | undefined {
+function payloadSchemaOf(
+  channel: Channel,
+): typeof Candle | typeof Trade | typeof BookSnapshot | typeof MarketRecord | typeof PollStatsRecord | typeof PollErrorRecord | undefined {
   switch (channel) {
     case 'candles':
       return Candle;
@@ -45,6 +61,12 @@ function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeo
       return Trade;
     case 'book':
       return BookSnapshot;
+    case 'markets':
+      return MarketRecord;
+    case 'poll_stats':
+      return PollStatsRecord;
+    case 'poll_errors':
+      return PollErrorRecord;
     case 'files':
     case 'series':
       return undefined;

@@ -42,7 +42,7 @@ export const METRIC_CATALOG = {
   // ---- worker: units and upstream requests -------------------------------------------------
   tickfleet_units_total: {
     type: 'counter',
-    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped)',
+    help: 'Units finished by venue, kind and outcome (ok, yielded, rate_limited, returned, store_unavailable, spool_full, retried, failed, skipped, cooldown)',
     labelNames: ['venue', 'kind', 'outcome'],
     roles: ['worker'],
     usedBy: [
@@ -65,6 +65,50 @@ export const METRIC_CATALOG = {
     labelNames: ['venue'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Unit failures by cause'],
+  },
+  // ---- worker: order-book polling (per venue, per worker) ---------------------------------
+  tickfleet_book_polls_total: {
+    type: 'counter',
+    help: 'Finished order-book polls by outcome: ok, http_4xx, http_5xx, http_429, timeout, other (stored per interval in the poll_stats stream)',
+    labelNames: ['venue', 'outcome'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book polls by outcome and cooldowns'],
+    cardinality: 'outcome is one of six fixed values',
+  },
+  tickfleet_book_poll_latency_p50_seconds: {
+    type: 'gauge',
+    help: 'Median order-book poll latency over the rolling window of the latest 512 polls, set every poll-stats interval',
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book poll latency, active set and cooldown'],
+  },
+  tickfleet_book_poll_latency_p95_seconds: {
+    type: 'gauge',
+    help: '95th-percentile order-book poll latency over the rolling window of the latest 512 polls, set every poll-stats interval',
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book poll latency, active set and cooldown'],
+  },
+  tickfleet_book_active_instruments: {
+    type: 'gauge',
+    help: "Instruments in the venue's active order-book set (the snapshot discovery swaps in), as this worker last read it",
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book poll latency, active set and cooldown'],
+  },
+  tickfleet_book_cooldown_seconds: {
+    type: 'gauge',
+    help: "Remaining fleet-wide order-book cooldown of the venue (its book polls paused after most of one window's polls failed)",
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book poll latency, active set and cooldown'],
+  },
+  tickfleet_book_cooldowns_total: {
+    type: 'counter',
+    help: "Order-book cooldowns this worker's polls started (a window's failure ratio reached the connector's bookCooldown.failureRatio)",
+    labelNames: ['venue'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Order-book polls by outcome and cooldowns'],
   },
   tickfleet_unit_duration_seconds: {
     type: 'histogram',

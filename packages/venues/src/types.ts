@@ -43,12 +43,31 @@ export interface CandleSource {
   fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options?: FetchOptions): AsyncIterable<CandlePage>;
 }
 
+/**
+ * The market an order-book instrument belongs to, as discovery saw it: what the worker keeps in
+ * the venue's active set and writes to the `markets` stream when the instrument joins or leaves it.
+ */
+export interface MarketMeta {
+  marketId: string;
+  slug?: string;
+  /** The market's question or title. */
+  title?: string;
+  /** Outcome names, in token order (Polymarket `["Yes", "No"]`). */
+  outcomes: string[];
+  /** The market's outcome token ids, in outcome order. */
+  tokenIds: string[];
+  /** When the market expires (epoch ms), if the venue says; the instrument is retired after it. */
+  expiresAtMs?: number;
+}
+
 /** An instrument a venue lists: its tickfleet symbol and the venue's own spelling. */
 export interface Instrument {
   symbol: string;
   venueSymbol: string;
   name?: string;
   meta?: Record<string, unknown>;
+  /** Order-book venues: the instrument's market. */
+  market?: MarketMeta;
 }
 
 export interface BookSource {

@@ -2,6 +2,7 @@ import { type Command } from 'commander';
 import {
   type Connector,
   type ConnectorInput,
+  DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
   effectiveLimit,
   formatDurationMs,
@@ -24,6 +25,10 @@ interface UpsertOptions {
   freezeMax?: number;
   freezeReset?: number;
   aimd?: AimdPatch;
+  cooldownRatio?: number;
+  cooldownMinPolls?: number;
+  cooldownWindow?: number;
+  cooldown?: number;
   json?: boolean;
 }
 
@@ -55,6 +60,14 @@ export function registerConnectors(program: Command): void {
       'adaptive concurrency (docs/reliability.md), e.g. min=1,max=8,interval=30s,stable=30s,max-failure-ratio=0.2,p95-low=2s,p95-high=10s,start=floor,restart-after=60s; given keys change, others stay',
       aimdSettings('--aimd'),
     )
+    .option(
+      '--cooldown-ratio <fraction>',
+      'order books: share of failed polls in one window that cools the venue down (default 0.5)',
+      fraction('--cooldown-ratio'),
+    )
+    .option('--cooldown-min-polls <n>', 'order books: polls a window needs before it can cool the venue down (default 5)', positiveInt('--cooldown-min-polls'))
+    .option('--cooldown-window <duration>', 'order books: the window failures are counted in, one polling interval (default 5s)', duration('--cooldown-window'))
+    .option('--cooldown <duration>', "order books: how long the venue's book polls pause once cooled down (default 30s)", duration('--cooldown'))
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -79,6 +92,17 @@ export function registerConnectors(program: Command): void {
           ...(opts.freezeMax !== undefined ? { freezeMaxMs: opts.freezeMax } : {}),
           ...(opts.freezeReset !== undefined ? { freezeResetMs: opts.freezeReset } : {}),
           ...(opts.aimd !== undefined ? { aimd: { ...(existing?.aimd ?? {}), ...opts.aimd } as ConnectorInput['aimd'] } : {}),
+          ...(opts.cooldownRatio !== undefined || opts.cooldownMinPolls !== undefined || opts.cooldownWindow !== undefined || opts.cooldown !== undefined
+            ? {
+                bookCooldown: {
+                  ...(existing?.bookCooldown ?? DEFAULT_BOOK_COOLDOWN),
+                  ...(opts.cooldownRatio !== undefined ? { failureRatio: opts.cooldownRatio } : {}),
+                  ...(opts.cooldownMinPolls !== undefined ? { minPolls: opts.cooldownMinPolls } : {}),
+                  ...(opts.cooldownWindow !== undefined ? { windowMs: opts.cooldownWindow } : {}),
+                  ...(opts.cooldown !== undefined ? { cooldownMs: opts.cooldown } : {}),
+                },
+              }
+            : {}),
         };
         return store.connectors.upsert(input);
       });

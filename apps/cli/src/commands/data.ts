@@ -42,8 +42,14 @@ export function readerOf(sink: Sink): DataReader {
   return sink.reader;
 }
 
+/** Every stored stream `data` reads: candles, and the envelope channels. */
+const DATA_CHANNELS = ['candles', 'trades', 'book', 'markets', 'poll_stats', 'poll_errors'] as const;
+type DataChannel = (typeof DATA_CHANNELS)[number];
+const CHANNEL_HELP = 'candles | trades | book | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
+
 interface RangeOptions {
   timeframe: Timeframe;
+  channel: DataChannel;
   from?: number;
   to?: number;
   sink: string;
@@ -52,7 +58,6 @@ interface RangeOptions {
 
 interface ExportOptions extends RangeOptions {
   format: 'csv' | 'jsonl';
-  channel: 'candles' | 'trades' | 'book';
   out?: string;
 }
 
@@ -61,13 +66,17 @@ export function registerData(program: Command): void {
 
   sinkOption(
     data
-      .command('count <venue> <symbol>')
-      .description('count stored candles of a series: count, expected (by the venue trading calendar), first, last, open gaps, missing candles')
-      .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
-      .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
-      .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
+      .command('count <venue> [symbol]')
+      .description('count stored candles of a series (count, expected by the venue trading calendar, first, last, open gaps, missing candles), or the records of another channel')
+      .option('--channel <channel>', CHANNEL_HELP, oneOf('--channel', DATA_CHANNELS), 'candles')
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--from <date>', 'first open time for candles, receive time otherwise (ISO date, inclusive)', isoDate('--from'))
+      .option('--to <date>', 'last open time for candles, receive time otherwise (ISO date, exclusive)', isoDate('--to'))
       .addOption(jsonOption()),
-  ).action(async (venue: string, symbol: string, opts: RangeOptions, cmd: Command) => {
+  ).action(async (venue: string, symbol: string | undefined, opts: RangeOptions, cmd: Command) => {
+    if (opts.channel !== 'candles') return countEnvelopes(venue, symbol, opts);
+    if (symbol === undefined) throw new ValidationError('symbol', 'a symbol to count candles');
+    if (!opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to count candles');
     const q = series(venue, symbol, opts);
     const result = await withSink(opts.sink, async (sink) => {
       const reader = readerOf(sink);
@@ -111,18 +120,19 @@ export function registerData(program: Command): void {
 
   sinkOption(
     data
-      .command('export <venue> <symbol>')
+      .command('export <venue> [symbol]')
       .description('stream stored records as CSV or JSON lines (stdout, or --out); progress on a TTY')
       .requiredOption('--format <format>', 'csv | jsonl', oneOf('--format', ['csv', 'jsonl'] as const))
-      .option('--channel <channel>', 'candles | trades | book', oneOf('--channel', ['candles', 'trades', 'book'] as const), 'candles')
+      .option('--channel <channel>', CHANNEL_HELP, oneOf('--channel', DATA_CHANNELS), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'from (ISO date, inclusive): open time for candles, receive time otherwise', isoDate('--from'))
       .option('--to <date>', 'to (ISO date, exclusive)', isoDate('--to'))
       .option('--out <file>', 'write to a file instead of stdout'),
-  ).action(async (venue: string, symbol: string, opts: ExportOptions) => {
+  ).action(async (venue: string, symbol: string | undefined, opts: ExportOptions) => {
     if (opts.channel === 'candles' && !opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to export candles');
+    if (opts.channel === 'candles' && symbol === undefined) throw new ValidationError('symbol', 'a symbol to export candles');
     const v = parseOrThrow(VenueName, venue, 'venue');
-    const s = parseOrThrow(SymbolName, symbol, 'symbol');
+    const s = symbol === undefined ? undefined : parseOrThrow(SymbolName, symbol, 'symbol');
     const range = { ...(opts.from === undefined ? {} : { fromMs: opts.from }), ...(opts.to === undefined ? {} : { toMs: opts.to }) };
     await withSink(opts.sink, async (sink) => {
       const reader = readerOf(sink);
@@ -130,11 +140,11 @@ export function registerData(program: Command): void {
       const progress = new Progress(process.stderr.isTTY === true && (opts.out !== undefined || !process.stdout.isTTY));
       let rows: AsyncIterable<string>;
       if (opts.channel === 'candles') {
-        const q = { venue: v, symbol: s, timeframe: opts.timeframe, ...range };
+        const q = { venue: v, symbol: s!, timeframe: opts.timeframe, ...range };
         progress.total = (await reader.countCandles(q)).count;
         rows = candleRows(reader, q, opts.format);
       } else {
-        const q = { venue: v, symbol: s, channel: opts.channel, ...range };
+        const q = { venue: v, ...(s === undefined ? {} : { symbol: s }), channel: opts.channel, ...range };
         progress.total = await reader.countEnvelopes(q);
         rows = envelopeRows(reader, q, opts.format);
       }
@@ -156,6 +166,24 @@ export function registerData(program: Command): void {
       if (opts.out) await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     });
   });
+}
+
+/** `data count --channel <not candles>`: the stored records of the channel, of one symbol or all of the venue's. */
+async function countEnvelopes(venue: string, symbol: string | undefined, opts: RangeOptions): Promise<void> {
+  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from)
+    throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
+  const channel = opts.channel as Exclude<DataChannel, 'candles'>;
+  const q = {
+    venue: parseOrThrow(VenueName, venue, 'venue'),
+    channel,
+    ...(symbol === undefined ? {} : { symbol: parseOrThrow(SymbolName, symbol, 'symbol') }),
+    ...(opts.from === undefined ? {} : { fromMs: opts.from }),
+    ...(opts.to === undefined ? {} : { toMs: opts.to }),
+  };
+  const count = await withSink(opts.sink, (sink) => readerOf(sink).countEnvelopes(q));
+  const result = { ...q, count };
+  if (opts.json) return printJson(result);
+  printTable(['venue', 'channel', 'symbol', 'count'], [[q.venue, channel, q.symbol ?? '(all)', count]]);
 }
 
 function series(venue: string, symbol: string, opts: RangeOptions): { venue: string; symbol: string; timeframe: Timeframe; fromMs?: number; toMs?: number } {

@@ -3,6 +3,8 @@ export interface Reply {
   status: number;
   headers: Record<string, string>;
   body: string | Buffer;
+  /** Extra time before this answer is written, on top of the venue's latency (e.g. a slow listing endpoint). */
+  delayMs?: number;
 }
 
 export function jsonReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {

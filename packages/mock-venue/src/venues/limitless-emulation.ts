@@ -61,8 +61,15 @@ export class LimitlessEmulation implements VenueEmulation {
     if (limit === undefined || limit < 1) problems.push('limit must not be less than 1');
     else if (limit > LIMITLESS_PAGE_LIMIT) problems.push(`limit must not be greater than ${LIMITLESS_PAGE_LIMIT}`);
     if (problems.length > 0 || page === undefined || limit === undefined) return jsonReply(400, { message: problems, error: 'Bad Request', statusCode: 400 });
-    const { markets } = this.catalogueFor(ctx);
-    return jsonReply(200, { data: markets.slice((page - 1) * limit, page * limit), totalMarketsCount: markets.length });
+    const hidden = new Set(ctx.settings.hiddenMarkets ?? []);
+    const markets = this.catalogueFor(ctx)
+      .markets.filter((m) => !hidden.has(String(m.id)))
+      .map((m) => withEnd(m, ctx))
+      .filter((m) => !m.expired);
+    return {
+      ...jsonReply(200, { data: markets.slice((page - 1) * limit, page * limit), totalMarketsCount: markets.length }),
+      delayMs: ctx.settings.listingDelayMs ?? 0,
+    };
   }
 
   private orderbook(ctx: RequestContext, slug: string): Reply {
@@ -71,6 +78,7 @@ export class LimitlessEmulation implements VenueEmulation {
     if (market.tradeType !== 'clob' || market.marketType === 'group' || !market.tokens) {
       return jsonReply(400, { message: 'Orderbook is only available for CLOB markets', error: 'Bad Request', statusCode: 400 });
     }
+    if (ctx.settings.failingBooks?.includes(slug)) return this.serverError(ctx, 500);
     const snap = bookAt('limitless', slug, ctx.nowMs, ctx.seed);
     const level =
       (side: 'BUY' | 'SELL') =>
@@ -110,6 +118,18 @@ export class LimitlessEmulation implements VenueEmulation {
  */
 export function rawSize(shares: string): number {
   return Math.round(Number(shares) * 1e6);
+}
+
+/** The market with its scenario end (`marketEnds`) applied to it and its children: expiration replaced, expired once passed. */
+function withEnd(market: LimitlessMarket, ctx: RequestContext): LimitlessMarket {
+  const ends = ctx.settings.marketEnds;
+  if (!ends) return market;
+  const apply = (m: LimitlessMarket): LimitlessMarket => {
+    const endMs = ends[String(m.id)];
+    return endMs === undefined ? m : { ...m, expirationTimestamp: endMs, expired: m.expired || ctx.nowMs >= endMs };
+  };
+  const top = apply(market);
+  return top.markets ? { ...top, markets: top.markets.map(apply) } : top;
 }
 
 function notFound(ctx: RequestContext): Reply {

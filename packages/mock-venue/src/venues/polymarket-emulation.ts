@@ -12,6 +12,8 @@ interface Catalogue {
   markets: PolymarketMarket[];
   /** token id -> conditionId of its market */
   tokens: Map<string, string>;
+  /** token id -> Gamma id of its market */
+  marketIds: Map<string, string>;
 }
 
 /**
@@ -55,17 +57,23 @@ export class PolymarketEmulation implements VenueEmulation {
     const active = boolParam(q.get('active'));
     const closed = boolParam(q.get('closed'));
     if (limit < 0 || offset < 0 || active === null || closed === null) return jsonReply(400, { error: 'Invalid query parameters' });
-    const selected = this.catalogueFor(ctx).markets.filter(
-      (m) => (active === undefined || m.active === active) && (closed === undefined || m.closed === closed),
-    );
-    return jsonReply(200, selected.slice(offset, offset + limit));
+    const hidden = new Set(ctx.settings.hiddenMarkets ?? []);
+    const selected = this.catalogueFor(ctx)
+      .markets.filter((m) => !hidden.has(m.id))
+      .map((m) => withEnd(m, ctx))
+      .filter((m) => (active === undefined || m.active === active) && (closed === undefined || m.closed === closed));
+    return { ...jsonReply(200, selected.slice(offset, offset + limit)), delayMs: ctx.settings.listingDelayMs ?? 0 };
   }
 
   private book(ctx: RequestContext): Reply {
     const token = ctx.query.get('token_id');
     if (!token) return jsonReply(400, { error: 'Invalid payload' });
-    const market = this.catalogueFor(ctx).tokens.get(token);
-    if (!market) return jsonReply(404, { error: 'No orderbook exists for the requested token id' });
+    const catalogue = this.catalogueFor(ctx);
+    const market = catalogue.tokens.get(token);
+    const endMs = market === undefined ? undefined : ctx.settings.marketEnds?.[catalogue.marketIds.get(token) ?? ''];
+    // A market past its scenario end is resolved: the CLOB has no book for its tokens any more.
+    if (!market || (endMs !== undefined && ctx.nowMs >= endMs)) return jsonReply(404, { error: 'No orderbook exists for the requested token id' });
+    if (ctx.settings.failingBooks?.includes(token)) return this.serverError(ctx, 500);
     const snap = bookAt('polymarket', token, ctx.nowMs, ctx.seed);
     const body = {
       market,
@@ -87,11 +95,24 @@ export class PolymarketEmulation implements VenueEmulation {
     if (this.catalogue?.key !== key) {
       const markets = polymarketMarkets(ctx.seed, count);
       const tokens = new Map<string, string>();
-      for (const m of markets) for (const t of marketTokenIds(m)) tokens.set(t, m.conditionId);
-      this.catalogue = { key, markets, tokens };
+      const marketIds = new Map<string, string>();
+      for (const m of markets) {
+        for (const t of marketTokenIds(m)) {
+          tokens.set(t, m.conditionId);
+          marketIds.set(t, m.id);
+        }
+      }
+      this.catalogue = { key, markets, tokens, marketIds };
     }
     return this.catalogue;
   }
+}
+
+/** The market with its scenario end (`marketEnds`) applied: the end date replaced, and closed once it has passed. */
+function withEnd(market: PolymarketMarket, ctx: RequestContext): PolymarketMarket {
+  const endMs = ctx.settings.marketEnds?.[market.id];
+  if (endMs === undefined) return market;
+  return { ...market, endDate: new Date(endMs).toISOString(), closed: market.closed || ctx.nowMs >= endMs };
 }
 
 function intParam(value: string | null, fallback: number): number {

@@ -12,6 +12,7 @@ export interface NormalizedConnector {
     freezeMaxMs: boolean;
     freezeResetMs: boolean;
     aimd: boolean;
+    bookCooldown: boolean;
   };
 }
 
@@ -29,6 +30,7 @@ export function normalizeConnector(input: ConnectorInput): NormalizedConnector {
       freezeMaxMs: raw.freezeMaxMs !== undefined,
       freezeResetMs: raw.freezeResetMs !== undefined,
       aimd: raw.aimd !== undefined,
+      bookCooldown: raw.bookCooldown !== undefined,
     },
   };
 }

@@ -1,8 +1,21 @@
 import type { Collection, Db } from 'mongodb';
-import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
+import {
+  DEFAULT_BOOK_COOLDOWN,
+  type Backfill,
+  type BackfillChunk,
+  type Connector,
+  type Gap,
+  type Job,
+  type RateLimitPolicyName,
+  type ConnectorStatus,
+} from '@tickfleet/core';
 
 /** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
-export type ConnectorDoc = Omit<Connector, 'freezeResetMs'> & { _id: string; freezeResetMs?: number | null };
+export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown'> & {
+  _id: string;
+  freezeResetMs?: number | null;
+  bookCooldown?: Connector['bookCooldown'];
+};
 export type JobDoc = Job & { _id: string };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
@@ -76,6 +89,8 @@ export function toConnector(d: ConnectorDoc): Connector {
     freezeMaxMs: d.freezeMaxMs ?? 900_000,
     ...(d.freezeResetMs != null ? { freezeResetMs: d.freezeResetMs } : {}),
     aimd: d.aimd,
+    // Documents written before the cooldown settings existed carry none.
+    bookCooldown: d.bookCooldown ?? { ...DEFAULT_BOOK_COOLDOWN },
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };

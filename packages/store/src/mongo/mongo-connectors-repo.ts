@@ -31,6 +31,7 @@ export class MongoConnectorsRepo implements ConnectorsRepo {
     put(given.freezeMaxMs, 'freezeMaxMs', v.freezeMaxMs);
     put(given.freezeResetMs, 'freezeResetMs', v.freezeResetMs ?? null);
     put(given.aimd, 'aimd', v.aimd);
+    put(given.bookCooldown, 'bookCooldown', v.bookCooldown);
     const doc = await this.c.connectors.findOneAndUpdate({ _id: v.venue }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });
     if (!doc) throw new NotFoundError('connector', v.venue);
     const connector = toConnector(doc);

@@ -94,6 +94,10 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE connectors ADD COLUMN freeze_max_ms INTEGER NOT NULL DEFAULT 900000;
   ALTER TABLE connectors ADD COLUMN freeze_reset_ms INTEGER;
   `,
+  // Per-venue order-book cooldown settings (JSON; null: the defaults).
+  `
+  ALTER TABLE connectors ADD COLUMN book_cooldown TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

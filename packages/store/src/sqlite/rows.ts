@@ -1,4 +1,16 @@
-import type { Backfill, BackfillStatus, Connector, ConnectorStatus, Gap, GapKind, Job, JobType, RateLimitPolicyName, Timeframe } from '@tickfleet/core';
+import {
+  DEFAULT_BOOK_COOLDOWN,
+  type Backfill,
+  type BackfillStatus,
+  type Connector,
+  type ConnectorStatus,
+  type Gap,
+  type GapKind,
+  type Job,
+  type JobType,
+  type RateLimitPolicyName,
+  type Timeframe,
+} from '@tickfleet/core';
 
 export interface ConnectorRow {
   venue: string;
@@ -13,6 +25,7 @@ export interface ConnectorRow {
   freeze_max_ms: number;
   freeze_reset_ms: number | null;
   aimd: string;
+  book_cooldown: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -28,6 +41,7 @@ export function toConnector(r: ConnectorRow): Connector {
     freezeMaxMs: r.freeze_max_ms,
     ...(r.freeze_reset_ms !== null ? { freezeResetMs: r.freeze_reset_ms } : {}),
     aimd: JSON.parse(r.aimd) as Connector['aimd'],
+    bookCooldown: r.book_cooldown === null ? { ...DEFAULT_BOOK_COOLDOWN } : (JSON.parse(r.book_cooldown) as Connector['bookCooldown']),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -5,7 +5,7 @@ import { normalizeConnector } from '../internal/inputs.js';
 import { bit, toConnector, type ConnectorRow } from './rows.js';
 
 const COLUMNS =
-  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, aimd, created_at, updated_at';
+  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, aimd, book_cooldown, created_at, updated_at';
 
 export class SqliteConnectorsRepo implements ConnectorsRepo {
   private readonly upsertStmt: Statement;
@@ -21,7 +21,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
     // caller left out keep their stored values (`CASE WHEN :g_x`), budget state is never touched.
     this.upsertStmt = db.prepare(`
       INSERT INTO connectors (${COLUMNS})
-      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :aimd, :now, :now)
+      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :aimd, :bookCooldown, :now, :now)
       ON CONFLICT (venue) DO UPDATE SET
         status       = CASE WHEN :g_status      THEN excluded.status       ELSE status       END,
         base_url     = excluded.base_url,
@@ -34,6 +34,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
         freeze_max_ms   = CASE WHEN :g_freezeMaxMs   THEN excluded.freeze_max_ms   ELSE freeze_max_ms   END,
         freeze_reset_ms = CASE WHEN :g_freezeResetMs THEN excluded.freeze_reset_ms ELSE freeze_reset_ms END,
         aimd         = CASE WHEN :g_aimd        THEN excluded.aimd         ELSE aimd         END,
+        book_cooldown = CASE WHEN :g_bookCooldown THEN excluded.book_cooldown ELSE book_cooldown END,
         updated_at   = excluded.updated_at
       RETURNING ${COLUMNS}`);
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM connectors WHERE venue = ?`);
@@ -56,6 +57,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       freezeMaxMs: c.freezeMaxMs,
       freezeResetMs: c.freezeResetMs ?? null,
       aimd: JSON.stringify(c.aimd),
+      bookCooldown: JSON.stringify(c.bookCooldown),
       now: this.clock.now(),
       g_status: bit(given.status),
       g_policy: bit(given.policy),
@@ -65,6 +67,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       g_freezeMaxMs: bit(given.freezeMaxMs),
       g_freezeResetMs: bit(given.freezeResetMs),
       g_aimd: bit(given.aimd),
+      g_bookCooldown: bit(given.bookCooldown),
     }) as ConnectorRow;
     return toConnector(row);
   }

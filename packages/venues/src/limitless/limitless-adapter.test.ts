@@ -38,6 +38,14 @@ describe('LimitlessAdapter against samples shaped like the documented responses'
         expirationTimestamp: 1767225600000,
         expirationDate: 'Dec 31, 2025',
       },
+      market: {
+        marketId: '4821',
+        slug: SLUG,
+        title: 'BTC above $100,000 on Dec 31?',
+        outcomes: ['Yes', 'No'],
+        tokenIds: [YES, '9288900480010863316984252765488448624297561656655547117581633191173128271467'],
+        expiresAtMs: 1767225600000,
+      },
     });
     expect(instruments[1]!.meta).toMatchObject({ marketId: '5003', groupSlug: 'fed-decision-in-january-1769644800000' });
     // 3 markets in total: page 2 ends the listing without asking for page 3.

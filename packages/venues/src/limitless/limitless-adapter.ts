@@ -108,6 +108,15 @@ export class LimitlessAdapter implements VenueAdapter, BookSource {
           ...(typeof market.expirationTimestamp === 'number' ? { expirationTimestamp: market.expirationTimestamp } : {}),
           ...(market.expirationDate ? { expirationDate: market.expirationDate } : {}),
         },
+        market: {
+          marketId: String(market.id),
+          slug: market.slug,
+          ...(market.title ? { title: market.title } : {}),
+          // The book is the YES token's; both tokens belong to the market.
+          outcomes: market.tokens ? ['Yes', 'No'] : [],
+          tokenIds: market.tokens ? [market.tokens.yes, market.tokens.no] : [],
+          ...(typeof market.expirationTimestamp === 'number' ? { expiresAtMs: market.expirationTimestamp } : {}),
+        },
       },
     ];
   }

@@ -31,6 +31,14 @@ describe('PolymarketAdapter against documented response samples', () => {
         venueSymbol: YES,
         name: 'Will Bitcoin reach $150,000 by December 31, 2025? [Yes]',
         meta: expect.objectContaining({ marketId: '253591', outcome: 'Yes', conditionId: expect.stringMatching(/^0x/) }),
+        market: {
+          marketId: '253591',
+          slug: expect.any(String),
+          title: 'Will Bitcoin reach $150,000 by December 31, 2025?',
+          outcomes: ['Yes', 'No'],
+          tokenIds: [YES, NO],
+          expiresAtMs: Date.parse('2025-12-31T12:00:00Z'),
+        },
       },
       expect.objectContaining({ symbol: NO, meta: expect.objectContaining({ outcome: 'No' }) }),
     ]);

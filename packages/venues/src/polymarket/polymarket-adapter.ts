@@ -1,7 +1,7 @@
 import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { parsePayload, validatePayload } from '../internal/parse-payload.js';
-import type { BookSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
+import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapter, VenueAdapterOptions } from '../types.js';
 import { VenueHttpClient } from '../venue-http-client.js';
 import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
 
@@ -86,6 +86,16 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
     if (market.enableOrderBook === false || market.closed === true || market.active === false || !market.clobTokenIds) return [];
     const tokenIds = validatePayload(this.venue, 'markets.clobTokenIds', decodeJsonString(this.venue, market.clobTokenIds), PolymarketTokenIds);
     const outcomes = market.outcomes ? validatePayload(this.venue, 'markets.outcomes', decodeJsonString(this.venue, market.outcomes), PolymarketOutcomes) : [];
+    const endMs = market.endDate ? Date.parse(market.endDate) : NaN;
+    const meta: MarketMeta = {
+      marketId: String(market.id),
+      ...(market.slug ? { slug: market.slug } : {}),
+      ...(market.question ? { title: market.question } : {}),
+      outcomes,
+      tokenIds,
+      // An unparseable end date is no expiry (the instrument stays until the venue stops listing it), not a bad page.
+      ...(Number.isFinite(endMs) ? { expiresAtMs: endMs } : {}),
+    };
     return tokenIds.map((tokenId, i) => {
       const outcome = outcomes[i];
       return {
@@ -98,6 +108,7 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
           ...(market.slug ? { slug: market.slug } : {}),
           ...(outcome ? { outcome } : {}),
         },
+        market: meta,
       };
     });
   }

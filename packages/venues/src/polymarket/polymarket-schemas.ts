@@ -12,6 +12,8 @@ export const PolymarketMarket = z.looseObject({
   question: z.string().nullish(),
   conditionId: z.string().nullish(),
   slug: z.string().nullish(),
+  /** ISO 8601 end of the market (`2025-12-31T12:00:00Z`); the instrument is retired after it. */
+  endDate: z.string().nullish(),
   active: z.boolean().nullish(),
   closed: z.boolean().nullish(),
   clobTokenIds: z.string().nullish(),

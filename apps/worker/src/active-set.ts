@@ -1,0 +1,106 @@
+import { TransientError } from '@tickfleet/core';
+import type { RedisClient } from '@tickfleet/queues';
+import type { MarketMeta } from '@tickfleet/venues';
+
+/** One instrument of a venue's active order-book set, with its market as discovery last saw it. */
+export interface ActiveInstrument {
+  symbol: string;
+  market: MarketMeta;
+  /** When it joined the set. */
+  listedAtMs: number;
+  /** When a discovery last listed it (sticky instruments keep the time they were last seen). */
+  lastSeenMs: number;
+}
+
+/**
+ * A venue's active set: the instruments its book polls may run, as one versioned snapshot. It is
+ * written whole (one value) and read whole, so a poller sees the old set or the new one, never half.
+ */
+export interface ActiveSet {
+  venue: string;
+  version: number;
+  atMs: number;
+  instruments: Record<string, ActiveInstrument>;
+}
+
+/**
+ * Writes the set only if the stored version is still the one the writer read (a concurrent
+ * discovery of the same venue makes the later one fail and run again), set and version in one
+ * step. Both keys carry the venue's hash tag, so on Redis Cluster they share a slot.
+ */
+const SWAP = `
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if cur ~= tonumber(ARGV[1]) then return cur end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[1], ARGV[3])
+return -1`;
+
+/** How long a poller trusts its copy of a set before asking Redis for the version again. */
+const VERSION_CHECK_MS = 1000;
+
+/**
+ * The venues' active sets in Redis (`<prefix>:venue:{<venue>}:active:set` and `:active:v`).
+ * Discovery swaps a venue's set atomically ({@link swap}); pollers read it through a per-process
+ * copy refreshed when the version changes ({@link current}), so polling never waits on discovery:
+ * it reads whatever set is in force.
+ */
+export class ActiveSets {
+  private readonly cache = new Map<string, { set: ActiveSet | null; checkedAtMs: number }>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    private readonly monotonic: () => number = () => performance.now(),
+  ) {}
+
+  private keys(venue: string): [string, string] {
+    const base = `${this.prefix}:venue:{${venue}}:active`;
+    return [`${base}:v`, `${base}:set`];
+  }
+
+  /** The set in force, read from Redis now (discovery's read before it computes the next one). */
+  async read(venue: string): Promise<ActiveSet | null> {
+    const [, setKey] = this.keys(venue);
+    const text = await this.redis.get(setKey);
+    const set = text === null ? null : (JSON.parse(text) as ActiveSet);
+    this.cache.set(venue, { set, checkedAtMs: this.monotonic() });
+    return set;
+  }
+
+  /**
+   * The set in force for a poller: this process's copy, re-checked against the stored version at
+   * most once a second (one small GET), and fetched whole only when the version changed.
+   */
+  async current(venue: string): Promise<ActiveSet | null> {
+    const cached = this.cache.get(venue);
+    const now = this.monotonic();
+    if (cached && now - cached.checkedAtMs < VERSION_CHECK_MS) return cached.set;
+    const [versionKey] = this.keys(venue);
+    const version = Number((await this.redis.get(versionKey)) ?? 0);
+    if (cached && (cached.set?.version ?? 0) === version) {
+      cached.checkedAtMs = now;
+      return cached.set;
+    }
+    return this.read(venue);
+  }
+
+  /** This process's last copy of the venue's set, without any I/O (for telemetry and error records). */
+  cached(venue: string): ActiveSet | null {
+    return this.cache.get(venue)?.set ?? null;
+  }
+
+  /**
+   * Replaces the venue's set with `next` (whose version must be `expectedVersion + 1`) if the stored
+   * version is still `expectedVersion`; throws a TransientError (the discovery unit runs again)
+   * when another discovery swapped it in between.
+   */
+  async swap(venue: string, expectedVersion: number, next: ActiveSet): Promise<void> {
+    if (next.version !== expectedVersion + 1) throw new TransientError(venue, `active set version ${next.version} does not follow ${expectedVersion}`);
+    const [versionKey, setKey] = this.keys(venue);
+    const result = Number(await this.redis.eval(SWAP, 2, versionKey, setKey, String(expectedVersion), JSON.stringify(next), String(next.version)));
+    if (result !== -1) {
+      throw new TransientError(venue, `active set of ${venue} changed during discovery (version ${result}, expected ${expectedVersion}); discovering again`);
+    }
+    this.cache.set(venue, { set: next, checkedAtMs: this.monotonic() });
+  }
+}
