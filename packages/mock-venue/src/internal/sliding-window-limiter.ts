@@ -16,8 +16,9 @@ const HISTORY_BUCKETS = 64;
  * accepted weight per clock-aligned bucket of `windowMs` (for reading, not for limiting).
  */
 export class SlidingWindowLimiter {
-  /** Accept times, one entry per weight unit, ascending; may hold queued (future) times. */
+  /** Accept times, one entry per weight unit, ascending, from index `head`; may hold queued (future) times. */
   private times: number[] = [];
+  private head = 0;
   private readonly buckets = new Map<number, number>();
   private maxWeight = 0;
   private totalWeight = 0;
@@ -45,6 +46,7 @@ export class SlidingWindowLimiter {
 
   reset(): void {
     this.times = [];
+    this.head = 0;
     this.buckets.clear();
     this.maxWeight = 0;
     this.totalWeight = 0;
@@ -54,7 +56,7 @@ export class SlidingWindowLimiter {
 
   /** Weight accepted in the sliding window ending at `nowMs` (queued requests not yet released excluded). */
   usedWeight(nowMs: number): number {
-    return upperBound(this.times, nowMs) - upperBound(this.times, nowMs - this.settings.windowMs);
+    return this.upperBound(nowMs) - this.upperBound(nowMs - this.settings.windowMs);
   }
 
   decide(nowMs: number, weight: number): LimitDecision {
@@ -64,7 +66,7 @@ export class SlidingWindowLimiter {
       this.book(nowMs, weight);
       return { kind: 'accept', delayMs: 0 };
     }
-    const n = this.times.length;
+    const n = this.times.length - this.head;
     if (weight > limit) {
       this.overLimit += 1;
       return { kind: 'reject', retryAfterMs: windowMs };
@@ -73,7 +75,7 @@ export class SlidingWindowLimiter {
     // have left the window for this one to fit.
     let at = Math.max(nowMs, this.times[n - 1] ?? nowMs);
     const evict = n - limit + weight - 1;
-    const freeAt = evict >= 0 ? (this.times[evict] ?? 0) + windowMs : nowMs;
+    const freeAt = evict >= 0 ? (this.times[this.head + evict] ?? 0) + windowMs : nowMs;
     at = Math.max(at, freeAt);
     if (at === nowMs) {
       this.book(nowMs, weight);
@@ -112,7 +114,7 @@ export class SlidingWindowLimiter {
   private book(at: number, weight: number): void {
     for (let i = 0; i < weight; i++) this.times.push(at);
     this.totalWeight += weight;
-    const inWindow = this.times.length - upperBound(this.times, at - this.settings.windowMs);
+    const inWindow = this.times.length - this.upperBound(at - this.settings.windowMs);
     if (inWindow > this.maxWeight) this.maxWeight = inWindow;
     const start = Math.floor(at / this.settings.windowMs) * this.settings.windowMs;
     this.buckets.set(start, (this.buckets.get(start) ?? 0) + weight);
@@ -122,21 +124,28 @@ export class SlidingWindowLimiter {
     }
   }
 
-  /** Drops accepts that can no longer share a window with any request arriving at or after `nowMs`. */
+  /**
+   * Drops accepts that can no longer share a window with any request arriving at or after `nowMs`:
+   * by moving `head` (O(log n)), compacting only when the dropped part outgrows the kept one, so a
+   * window of hundreds of thousands of accepts (the limiter switched off in a benchmark) stays cheap.
+   */
   private prune(nowMs: number): void {
-    const cut = upperBound(this.times, nowMs - this.settings.windowMs);
-    if (cut > 0) this.times.splice(0, cut);
+    this.head = this.upperBound(nowMs - this.settings.windowMs);
+    if (this.head > 1024 && this.head * 2 > this.times.length) {
+      this.times = this.times.slice(this.head);
+      this.head = 0;
+    }
   }
-}
 
-/** Index of the first element of ascending `values` greater than `x`. */
-function upperBound(values: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((values[mid] ?? 0) <= x) lo = mid + 1;
-    else hi = mid;
+  /** Index of the first accept (from `head`) later than `x`. */
+  private upperBound(x: number): number {
+    let lo = this.head;
+    let hi = this.times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.times[mid] ?? 0) <= x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
-  return lo;
 }

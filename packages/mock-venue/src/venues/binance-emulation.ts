@@ -223,11 +223,10 @@ export class BinanceEmulation implements VenueEmulation {
   }
 }
 
-/** A window as exchangeInfo states it: whole days, hours or minutes where it divides, else seconds. */
+/** A window as exchangeInfo states it (Binance's intervals are SECOND, MINUTE and DAY): whole days or minutes where it divides, else seconds. */
 function interval(windowMs: number): { interval: string; intervalNum: number } {
   for (const [name, ms] of [
     ['DAY', 86_400_000],
-    ['HOUR', 3_600_000],
     ['MINUTE', 60_000],
   ] as const) {
     if (windowMs % ms === 0) return { interval: name, intervalNum: windowMs / ms };

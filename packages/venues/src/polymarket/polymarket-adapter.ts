@@ -76,13 +76,16 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
     const seen = new Set<string>();
     for (let page = 0; page < this.maxPages; page++) {
       const query = new URLSearchParams({ active: 'true', closed: 'false', limit: String(this.pageSize), offset: String(page * this.pageSize) });
-      await this.gammaPacer.take(options.signal);
-      const res = await this.http.get({
-        endpoint: 'markets',
-        weight: this.weights.markets,
-        url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
-        signal: options.signal,
-      });
+      const res = await this.gammaPacer.run(
+        () =>
+          this.http.get({
+            endpoint: 'markets',
+            weight: this.weights.markets,
+            url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
+            signal: options.signal,
+          }),
+        options.signal,
+      );
       const markets = parsePayload(this.venue, 'markets', res.body, PolymarketMarkets);
       for (const market of markets) {
         for (const instrument of this.instrumentsOf(market)) {
