@@ -207,7 +207,7 @@ export class JsonlSink extends RetryingSink implements Sink {
 
   private appendLines(p: Partition, text: string): void {
     if (p.fd === undefined) {
-      p.openPath = join(p.dir, `part-${process.pid}-${this.clock.now()}${OPEN_SUFFIX}`);
+      p.openPath = join(p.dir, `part-${process.pid}-${uniqueFileMs(this.clock.now())}${OPEN_SUFFIX}`);
       p.fd = openSync(p.openPath, 'a');
     }
     writeSync(p.fd, text);
@@ -249,6 +249,17 @@ export class JsonlSink extends RetryingSink implements Sink {
 
 export function utcDate(ms: number): string {
   return new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+}
+
+let lastFileMs = 0;
+
+/**
+ * The `<ms>` of a new file name: the clock, or one more than the last one this process used, so two
+ * sinks of one process on one root never share a file (each skips its own file when catching up).
+ */
+function uniqueFileMs(nowMs: number): number {
+  lastFileMs = Math.max(nowMs, lastFileMs + 1);
+  return lastFileMs;
 }
 
 /** `part-1-2` of `part-1-2.jsonl` or `part-1-2.jsonl.open`: a file keeps its identity across its final rename. */
