@@ -11,6 +11,7 @@ import {
   statSync,
   truncateSync,
   unlinkSync,
+  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +26,18 @@ import type { ErrorSample, Sink } from '../sink.js';
 const DAY_MS = 86_400_000;
 const OPEN_SUFFIX = '.jsonl.open';
 const LOCK_FILE = '.writer.lock';
+const WANT_FILE = '.writer.want';
+/** A lease unused this long is released. */
+const LEASE_IDLE_MS = 20;
+/**
+ * A lease held this long is released after its next append if another process waits for the lock
+ * (its `.writer.want` exists), and not taken again for LEASE_PAUSE_MS, so that process gets its turn;
+ * with nobody waiting it is renewed.
+ */
+const LEASE_MAX_MS = 250;
+const LEASE_PAUSE_MS = 60;
+/** Longest pause between two looks at a lock another process holds. */
+const LOCK_POLL_MAX_MS = 40;
 /** A lock file still without a pid after this long was left by a writer that died creating it. */
 const EMPTY_LOCK_STALE_MS = 2000;
 const DATE_DIR_RE = /^date=\d{4}-\d{2}-\d{2}$/;
@@ -49,6 +62,10 @@ interface Partition {
   keys: Set<string>;
   /** Bytes of each file (by name without `.open`) already read into `keys`, up to its last complete line. */
   readOffsets: Map<string, number>;
+  dirReady: boolean;
+  /** The lease under which `keys` was last brought up to date, and its append count then. */
+  lease: Lease | undefined;
+  leaseWrites: number;
   dirty: boolean;
   lastUsed: number;
 }
@@ -74,6 +91,30 @@ interface Partition {
  * A root in the earlier layout (`<root>/<stream>/date=…`) is refused with the command that migrates it
  * (`tickfleet data migrate-jsonl <root>`), so no record is stored once in each layout.
  */
+/**
+ * A partition's writer lock as this process holds it: taken once, used by every append (of every sink
+ * of this process) until it has been idle LEASE_IDLE_MS or held LEASE_MAX_MS, so an append costs no
+ * lock syscalls while the lease lasts.
+ */
+interface Lease {
+  path: string;
+  acquiredAt: number;
+  /** Appends made under it by any sink of this process (a sink that did not make the last one catches up). */
+  writes: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const leases = new Map<string, Lease>();
+/** Lock path -> until when this process leaves it to others after releasing a long-held lease. */
+const paused = new Map<string, number>();
+
+function releaseLease(lease: Lease): void {
+  if (leases.get(lease.path) !== lease) return;
+  leases.delete(lease.path);
+  clearTimeout(lease.timer);
+  unlinkQuiet(lease.path);
+}
+
 export class JsonlSink extends RetryingSink implements Sink {
   readonly adapter = 'jsonl' as const;
   readonly reader = undefined;
@@ -110,15 +151,19 @@ export class JsonlSink extends RetryingSink implements Sink {
     const groups = new Map<Partition, KeyedEnvelope[]>();
     for (const row of valid) {
       const p = this.partition(row.envelope.venue, row.envelope.channel, utcDate(row.envelope.receivedAtMs));
-      groups.set(p, [...(groups.get(p) ?? []), row]);
+      const rows = groups.get(p);
+      if (rows) rows.push(row);
+      else groups.set(p, [row]);
     }
     let inserted = 0;
     for (const [p, rows] of groups) {
+      const seen = new Set<string>();
       inserted += await this.underLock(p, () => {
         const lines: string[] = [];
         const keys: string[] = [];
         for (const { key, envelope } of rows) {
-          if (p.keys.has(key) || keys.includes(key)) continue;
+          if (p.keys.has(key) || seen.has(key)) continue;
+          seen.add(key);
           lines.push(`${JSON.stringify({ key, ...envelope })}\n`);
           keys.push(key);
         }
@@ -136,7 +181,9 @@ export class JsonlSink extends RetryingSink implements Sink {
     const byPartition = new Map<Partition, string[]>();
     for (const s of samples) {
       const p = this.partition(s.venue ?? NO_VENUE_DIR, 'errors', utcDate(s.atMs));
-      byPartition.set(p, [...(byPartition.get(p) ?? []), `${JSON.stringify(s)}\n`]);
+      const lines = byPartition.get(p);
+      if (lines) lines.push(`${JSON.stringify(s)}\n`);
+      else byPartition.set(p, [`${JSON.stringify(s)}\n`]);
     }
     for (const [p, lines] of byPartition) await this.underLock(p, () => this.appendLines(p, lines.join('')));
   }
@@ -160,32 +207,72 @@ export class JsonlSink extends RetryingSink implements Sink {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    for (const p of this.partitions.values()) this.finalize(p);
+    for (const p of this.partitions.values()) {
+      this.finalize(p);
+      if (p.lease) releaseLease(p.lease);
+    }
     this.partitions.clear();
   }
 
   /**
-   * Runs `fn` holding the partition's writer lock, after reading what other writers appended. `fn`
-   * is synchronous, so the lock is never held across an await (in this process or beyond it).
+   * Runs `fn` holding the partition's writer lock (this process's lease on it, taken if needed), after
+   * reading what other writers appended since `p` was last brought up to date. `fn` is synchronous: no
+   * other sink can append between the catch-up and the append.
    */
   private async underLock<T>(p: Partition, fn: () => T): Promise<T> {
-    mkdirSync(p.dir, { recursive: true });
-    const lockPath = join(p.dir, LOCK_FILE);
+    const lease = await this.lease(p);
+    if (p.lease !== lease || p.leaseWrites !== lease.writes) this.catchUp(p);
+    let result: T;
+    try {
+      result = fn();
+    } finally {
+      lease.writes += 1;
+    }
+    p.lease = lease;
+    p.leaseWrites = lease.writes;
+    if (performance.now() - lease.acquiredAt >= LEASE_MAX_MS && existsSync(join(p.dir, WANT_FILE))) {
+      releaseLease(lease);
+      paused.set(lease.path, performance.now() + LEASE_PAUSE_MS);
+    } else {
+      if (performance.now() - lease.acquiredAt >= LEASE_MAX_MS) lease.acquiredAt = performance.now();
+      clearTimeout(lease.timer);
+      lease.timer = setTimeout(() => releaseLease(lease), LEASE_IDLE_MS);
+      lease.timer.unref();
+    }
+    return result;
+  }
+
+  /** This process's lease on the partition's lock: the current one, or the lock taken (waiting while another live process holds it). */
+  private async lease(p: Partition): Promise<Lease> {
+    if (!p.dirReady) {
+      mkdirSync(p.dir, { recursive: true });
+      p.dirReady = true;
+    }
+    const path = join(p.dir, LOCK_FILE);
     const started = performance.now();
     let waitMs = 1;
+    let wanted = false;
     for (;;) {
-      const holder = tryLock(lockPath);
-      if (holder === undefined) break;
+      const held = leases.get(path);
+      if (held) return held;
+      const pausedUntil = paused.get(path) ?? 0;
+      const holder = performance.now() < pausedUntil ? undefined : tryLock(path);
+      if (holder === null) {
+        paused.delete(path);
+        if (wanted) unlinkQuiet(join(p.dir, WANT_FILE));
+        const lease: Lease = { path, acquiredAt: performance.now(), writes: 0, timer: undefined };
+        leases.set(path, lease);
+        return lease;
+      }
+      if (holder !== undefined && !wanted) {
+        // Tell the holder someone waits, so it hands the lock over after LEASE_MAX_MS.
+        wanted = true;
+        writeFileSync(join(p.dir, WANT_FILE), String(process.pid));
+      }
       const waited = performance.now() - started;
-      if (waited >= this.lockTimeoutMs) throw new JsonlPartitionLockedError(p.dir, holder, Math.round(waited));
-      await sleep(waitMs);
-      waitMs = Math.min(50, waitMs * 2);
-    }
-    try {
-      this.catchUp(p);
-      return fn();
-    } finally {
-      unlinkQuiet(lockPath);
+      if (holder !== undefined && waited >= this.lockTimeoutMs) throw new JsonlPartitionLockedError(p.dir, holder, Math.round(waited));
+      await sleep(holder === undefined ? Math.max(1, pausedUntil - performance.now()) : waitMs);
+      if (holder !== undefined) waitMs = Math.min(LOCK_POLL_MAX_MS, waitMs * 2);
     }
   }
 
@@ -220,7 +307,19 @@ export class JsonlSink extends RetryingSink implements Sink {
     let p = this.partitions.get(id);
     if (!p) {
       const dir = join(this.dir, venue, stream, `date=${date}`);
-      p = { dir, date, fd: undefined, openPath: undefined, keys: new Set(), readOffsets: new Map(), dirty: false, lastUsed: this.clock.monotonic() };
+      p = {
+        dir,
+        date,
+        fd: undefined,
+        openPath: undefined,
+        keys: new Set(),
+        readOffsets: new Map(),
+        dirReady: false,
+        lease: undefined,
+        leaseWrites: 0,
+        dirty: false,
+        lastUsed: this.clock.monotonic(),
+      };
       this.partitions.set(id, p);
       this.evict();
     }
@@ -268,10 +367,11 @@ function stem(name: string): string {
 }
 
 /**
- * Creates the lock holding this pid; returns undefined when taken, else the live holder's pid. A lock
- * of a dead process, or of this one (never held across an await, so left by a throw), is taken over.
+ * Creates the lock holding this pid; returns null when taken, else the live holder's pid (-1 when it
+ * is not known yet). A lock of a dead process, or of this one that no lease of this process accounts
+ * for (left by a sink that was not closed), is taken over.
  */
-function tryLock(path: string): number | undefined {
+function tryLock(path: string): number | null {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(path, 'wx');
@@ -280,7 +380,7 @@ function tryLock(path: string): number | undefined {
       } finally {
         closeSync(fd);
       }
-      return undefined;
+      return null;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
