@@ -54,6 +54,16 @@ export interface JsonlSinkOptions extends RetryOptions {
   clock?: Clock;
 }
 
+interface PartitionId {
+  venue: string;
+  stream: string;
+  date: string;
+}
+
+function partitionId({ venue, stream, date }: PartitionId): string {
+  return `${venue}/${stream}/${date}`;
+}
+
 interface Partition {
   dir: string;
   date: string;
@@ -148,17 +158,18 @@ export class JsonlSink extends RetryingSink implements Sink {
   }
 
   protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
-    const groups = new Map<Partition, KeyedEnvelope[]>();
+    const groups = new Map<string, { where: PartitionId; rows: KeyedEnvelope[] }>();
     for (const row of valid) {
-      const p = this.partition(row.envelope.venue, row.envelope.channel, utcDate(row.envelope.receivedAtMs));
-      const rows = groups.get(p);
-      if (rows) rows.push(row);
-      else groups.set(p, [row]);
+      const where = { venue: row.envelope.venue, stream: row.envelope.channel, date: utcDate(row.envelope.receivedAtMs) };
+      const id = partitionId(where);
+      const group = groups.get(id);
+      if (group) group.rows.push(row);
+      else groups.set(id, { where, rows: [row] });
     }
     let inserted = 0;
-    for (const [p, rows] of groups) {
+    for (const { where, rows } of groups.values()) {
       const seen = new Set<string>();
-      inserted += await this.underLock(p, () => {
+      inserted += await this.underLock(where, (p) => {
         const lines: string[] = [];
         const keys: string[] = [];
         for (const { key, envelope } of rows) {
@@ -178,14 +189,15 @@ export class JsonlSink extends RetryingSink implements Sink {
 
   async writeErrors(samples: readonly ErrorSample[]): Promise<void> {
     if (samples.length === 0) return;
-    const byPartition = new Map<Partition, string[]>();
+    const byPartition = new Map<string, { where: PartitionId; lines: string[] }>();
     for (const s of samples) {
-      const p = this.partition(s.venue ?? NO_VENUE_DIR, 'errors', utcDate(s.atMs));
-      const lines = byPartition.get(p);
-      if (lines) lines.push(`${JSON.stringify(s)}\n`);
-      else byPartition.set(p, [`${JSON.stringify(s)}\n`]);
+      const where = { venue: s.venue ?? NO_VENUE_DIR, stream: 'errors', date: utcDate(s.atMs) };
+      const id = partitionId(where);
+      const group = byPartition.get(id);
+      if (group) group.lines.push(`${JSON.stringify(s)}\n`);
+      else byPartition.set(id, { where, lines: [`${JSON.stringify(s)}\n`] });
     }
-    for (const [p, lines] of byPartition) await this.underLock(p, () => this.appendLines(p, lines.join('')));
+    for (const { where, lines } of byPartition.values()) await this.underLock(where, (p) => this.appendLines(p, lines.join('')));
   }
 
   /** fsyncs every file written since the last sync and finalizes files of days that are over. */
@@ -219,12 +231,14 @@ export class JsonlSink extends RetryingSink implements Sink {
    * reading what other writers appended since `p` was last brought up to date. `fn` is synchronous: no
    * other sink can append between the catch-up and the append.
    */
-  private async underLock<T>(p: Partition, fn: () => T): Promise<T> {
-    const lease = await this.lease(p);
+  private async underLock<T>(where: PartitionId, fn: (p: Partition) => T): Promise<T> {
+    const lease = await this.lease(this.partition(where));
+    // The partition as it is now: while this waited, sync() may have finalized and retired the one it had.
+    const p = this.partition(where);
     if (p.lease !== lease || p.leaseWrites !== lease.writes) this.catchUp(p);
     let result: T;
     try {
-      result = fn();
+      result = fn(p);
     } finally {
       lease.writes += 1;
     }
@@ -251,7 +265,7 @@ export class JsonlSink extends RetryingSink implements Sink {
     const path = join(p.dir, LOCK_FILE);
     const started = performance.now();
     let waitMs = 1;
-    let wanted = false;
+    const want = join(p.dir, WANT_FILE);
     for (;;) {
       const held = leases.get(path);
       if (held) return held;
@@ -259,16 +273,14 @@ export class JsonlSink extends RetryingSink implements Sink {
       const holder = performance.now() < pausedUntil ? undefined : tryLock(path);
       if (holder === null) {
         paused.delete(path);
-        if (wanted) unlinkQuiet(join(p.dir, WANT_FILE));
+        // Whoever asked is served or asks again at its next look (a dead waiter's request ends here).
+        unlinkQuiet(want);
         const lease: Lease = { path, acquiredAt: performance.now(), writes: 0, timer: undefined };
         leases.set(path, lease);
         return lease;
       }
-      if (holder !== undefined && !wanted) {
-        // Tell the holder someone waits, so it hands the lock over after LEASE_MAX_MS.
-        wanted = true;
-        writeFileSync(join(p.dir, WANT_FILE), String(process.pid));
-      }
+      // Tell the holder someone waits, so it hands the lock over after LEASE_MAX_MS.
+      if (holder !== undefined && !existsSync(want)) writeFileSync(want, String(process.pid));
       const waited = performance.now() - started;
       if (holder !== undefined && waited >= this.lockTimeoutMs) throw new JsonlPartitionLockedError(p.dir, holder, Math.round(waited));
       await sleep(holder === undefined ? Math.max(1, pausedUntil - performance.now()) : waitMs);
@@ -302,10 +314,11 @@ export class JsonlSink extends RetryingSink implements Sink {
     p.lastUsed = this.clock.monotonic();
   }
 
-  private partition(venue: string, stream: string, date: string): Partition {
-    const id = `${venue}/${stream}/${date}`;
+  private partition(where: PartitionId): Partition {
+    const id = partitionId(where);
     let p = this.partitions.get(id);
     if (!p) {
+      const { venue, stream, date } = where;
       const dir = join(this.dir, venue, stream, `date=${date}`);
       p = {
         dir,
