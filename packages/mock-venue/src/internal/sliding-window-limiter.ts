@@ -73,7 +73,7 @@ export class SlidingWindowLimiter {
     }
     // Behind a queue the request waits its turn; then the (limit - weight + 1)-th newest accept must
     // have left the window for this one to fit.
-    let at = Math.max(nowMs, this.times[n - 1] ?? nowMs);
+    let at = Math.max(nowMs, this.times[this.times.length - 1] ?? nowMs);
     const evict = n - limit + weight - 1;
     const freeAt = evict >= 0 ? (this.times[this.head + evict] ?? 0) + windowMs : nowMs;
     at = Math.max(at, freeAt);
