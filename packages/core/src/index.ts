@@ -25,6 +25,7 @@ export * from './errors/malformed-payload-error.js';
 export * from './errors/store-unavailable-error.js';
 export * from './errors/sink-unavailable-error.js';
 export * from './errors/spool-locked-error.js';
+export * from './errors/jsonl-partition-locked-error.js';
 export * from './errors/job-lock-lost-error.js';
 export * from './errors/pipeline-closed-error.js';
 export * from './errors/redis-unavailable-error.js';

@@ -49,5 +49,5 @@ export { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type Pol
 export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type LimitlessMarket } from './venues/limitless-markets.js';
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
-export { depthWeight } from './venues/binance-emulation.js';
+export { binanceLastUpdateId, depthWeight } from './venues/binance-emulation.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';

@@ -5,10 +5,12 @@ import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
 import { VenueCounters } from './internal/venue-counters.js';
 import { isRoute, type RequestContext, type Route, type VenueEmulation } from './internal/venue-emulation.js';
-import { WindowLimiter, type OverLimitMode } from './internal/window-limiter.js';
+import { SlidingWindowLimiter } from './internal/sliding-window-limiter.js';
+import { WindowLimiter, type VenueLimiter } from './internal/window-limiter.js';
 import {
   DEFAULT_SEED,
   effectiveLimit,
+  gammaLimit,
   mergeScenario,
   MOCK_VENUES,
   parseScenario,
@@ -18,7 +20,7 @@ import {
   type TimeWindow,
   type VenueScenario,
 } from './scenario.js';
-import type { MockVenueStats, VenueStats } from './stats.js';
+import type { LimitGroupStats, MockVenueStats, VenueStats } from './stats.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
@@ -54,7 +56,12 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', limitless: 'reject', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
+/** Binance bans persistent offenders; Polymarket's Cloudflare queues over sliding windows; the others refuse. */
+function newLimiter(venue: MockVenueName): VenueLimiter {
+  const limit = effectiveLimit(venue, undefined);
+  if (venue === 'polymarket') return new SlidingWindowLimiter(limit, 'delay');
+  return new WindowLimiter(limit, venue === 'binance' ? 'ban' : 'reject');
+}
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
@@ -86,7 +93,9 @@ export class MockVenueServer implements MockVenue {
     polymarket: new PolymarketEmulation(),
     xetra: new XetraEmulation(),
   };
-  private readonly limiters: Record<MockVenueName, WindowLimiter>;
+  private readonly limiters: Record<MockVenueName, VenueLimiter>;
+  /** Polymarket's Gamma API limit, apart from its CLOB limit (`limiters.polymarket`). */
+  private readonly gamma = new SlidingWindowLimiter(gammaLimit(undefined), 'delay');
   private counters: Record<MockVenueName, VenueCounters>;
   private readonly pending = new Set<Pending>();
   private readonly startedAtMs: number;
@@ -96,10 +105,7 @@ export class MockVenueServer implements MockVenue {
     this.clock = options.clock ?? systemClock;
     this.startedAtMs = this.clock.now();
     this.resetAtMs = this.startedAtMs;
-    this.limiters = Object.fromEntries(MOCK_VENUES.map((v) => [v, new WindowLimiter(effectiveLimit(v, undefined), OVER_LIMIT_MODE[v])])) as Record<
-      MockVenueName,
-      WindowLimiter
-    >;
+    this.limiters = Object.fromEntries(MOCK_VENUES.map((v) => [v, newLimiter(v)])) as Record<MockVenueName, VenueLimiter>;
     this.counters = freshCounters();
     this.apply(mergeScenario({}, parseScenario(options.scenario ?? {}), this.clock.now()));
     this.server = createServer({ keepAlive: true }, (req, res) => this.onRequest(req, res));
@@ -135,6 +141,7 @@ export class MockVenueServer implements MockVenue {
   reset(): void {
     this.counters = freshCounters();
     for (const v of MOCK_VENUES) this.limiters[v].reset();
+    this.gamma.reset();
     this.resetAtMs = this.clock.now();
   }
 
@@ -146,7 +153,7 @@ export class MockVenueServer implements MockVenue {
       const l = this.limiters[v];
       venues[v] = {
         requests: c.requests,
-        weightUsed: l.weightUsed,
+        weightUsed: l.weightUsed + (v === 'polymarket' ? this.gamma.weightUsed : 0),
         limit: l.limit,
         windowMs: l.windowMs,
         maxWindowWeight: l.maxWindowWeight,
@@ -168,6 +175,8 @@ export class MockVenueServer implements MockVenue {
         windows: l.history(),
       };
     }
+    const clob = this.limiters.polymarket;
+    if (clob instanceof SlidingWindowLimiter) venues.polymarket.groups = { clob: groupStats(clob, now), gamma: groupStats(this.gamma, now) };
     return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues };
   }
 
@@ -189,6 +198,7 @@ export class MockVenueServer implements MockVenue {
       this.limiters[v].update(effectiveLimit(v, scenario.venues?.[v]?.limit));
       this.emulations[v].invalidate();
     }
+    this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
   }
 
   private get seed(): number {
@@ -253,7 +263,7 @@ export class MockVenueServer implements MockVenue {
       send(routed);
       return;
     }
-    const decision = limiter.decide(nowMs, routed.weight);
+    const decision = (routed.limitGroup === 'gamma' ? this.gamma : limiter).decide(nowMs, routed.weight);
     switch (decision.kind) {
       case 'reject':
         c.overLimitRequests += 1;
@@ -381,6 +391,20 @@ export async function startMockVenue(options: MockVenueOptions = {}): Promise<Mo
   const server = new MockVenueServer(options);
   await server.listen(options.port ?? 0, options.host ?? '127.0.0.1');
   return server;
+}
+
+function groupStats(l: SlidingWindowLimiter, nowMs: number): LimitGroupStats {
+  return {
+    limit: l.limit,
+    windowMs: l.windowMs,
+    sliding: true,
+    weightUsed: l.weightUsed,
+    maxWindowWeight: l.maxWindowWeight,
+    currentWindowWeight: l.usedWeight(nowMs),
+    overLimitRequests: l.overLimit,
+    delayedRequests: l.delayed,
+    windows: l.history(),
+  };
 }
 
 function freshCounters(): Record<MockVenueName, VenueCounters> {

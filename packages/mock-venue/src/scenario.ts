@@ -30,7 +30,8 @@ export type Latency = z.infer<typeof Latency>;
 
 /**
  * A venue's own rate limit. `weight` (Binance) and `requests` (the others, where every request
- * weighs 1) are the same number: the allowance per clock-aligned window of `windowMs`.
+ * weighs 1) are the same number: the allowance per window of `windowMs` (clock-aligned; sliding on
+ * Polymarket, as it documents).
  */
 export const VenueLimit = z
   .strictObject({
@@ -64,7 +65,10 @@ export type Holes = z.infer<typeof Holes>;
 
 /** Per-venue scenario controls; see docs/mock-venue.md for what each does. */
 export const VenueScenario = z.strictObject({
+  /** The venue's limit; on Polymarket the CLOB `/book` limit. */
   limit: VenueLimit.optional(),
+  /** Polymarket: the Gamma API's own `/markets` limit, apart from the CLOB's (default 300 per sliding 10 s). */
+  gammaLimit: VenueLimit.optional(),
   latencyMs: Latency.optional(),
   /** Fraction of accepted requests answered 5xx. @defaultValue 0 */
   errorRate: rate.optional(),
@@ -187,12 +191,8 @@ export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): S
     const prev = out.venues?.[venue] ?? {};
     const { stormForMs, outageForMs, ...rest } = p;
     const next: VenueScenario = { ...prev, ...rest };
-    if (prev.limit && rest.limit) {
-      next.limit = { ...prev.limit, ...rest.limit };
-      // weight and requests are one number under two names: the newer one wins
-      if (rest.limit.weight !== undefined) delete next.limit.requests;
-      if (rest.limit.requests !== undefined) delete next.limit.weight;
-    }
+    if (prev.limit && rest.limit) next.limit = mergeLimit(prev.limit, rest.limit);
+    if (prev.gammaLimit && rest.gammaLimit) next.gammaLimit = mergeLimit(prev.gammaLimit, rest.gammaLimit);
     if (rest.storm === null) delete next.storm;
     if (stormForMs !== undefined) next.storm = { fromMs: nowMs, toMs: nowMs + stormForMs };
     if (outageForMs !== undefined) next.outages = [...(next.outages ?? []), { fromMs: nowMs, toMs: nowMs + outageForMs }];
@@ -201,6 +201,14 @@ export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): S
     out.venues = { ...out.venues, [venue]: next };
   }
   return out;
+}
+
+function mergeLimit(prev: VenueLimit, patch: VenueLimit): VenueLimit {
+  const next = { ...prev, ...patch };
+  // weight and requests are one number under two names: the newer one wins
+  if (patch.weight !== undefined) delete next.requests;
+  if (patch.requests !== undefined) delete next.weight;
+  return next;
 }
 
 /** A venue's limit with defaults filled in. */
@@ -216,7 +224,8 @@ export interface EffectiveLimit {
 
 /**
  * Published defaults: Binance 6000 weight per clock minute (bans after 5 more requests, 2 min);
- * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per 10 s, queued up to 2 s;
+ * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per sliding 10 s, queued up
+ * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
  * Xetra no published limit, the emulation paces at 5 per 2 s; Limitless publishes none (its limit is
  * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
  */
@@ -228,13 +237,27 @@ export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
   xetra: { enabled: true, limit: 5, windowMs: 2000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
 };
 
+/**
+ * Polymarket's Gamma `/markets`: 300 requests per sliding 10 s (docs.polymarket.com/api-reference/rate-limits),
+ * throttled by the same Cloudflare queue as the CLOB.
+ */
+export const POLYMARKET_GAMMA_LIMIT: EffectiveLimit = { enabled: true, limit: 300, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 };
+
+/** Polymarket's Gamma `/markets` limit with defaults filled in. */
+export function gammaLimit(limit: VenueLimit | undefined): EffectiveLimit {
+  return fillLimit(POLYMARKET_GAMMA_LIMIT, limit, 0);
+}
+
 export function effectiveLimit(venue: MockVenueName, limit: VenueLimit | undefined): EffectiveLimit {
-  const d = DEFAULT_LIMITS[venue];
+  return fillLimit(DEFAULT_LIMITS[venue], limit, venue === 'binance' ? DEFAULT_LIMITS.binance.banAfter : 0);
+}
+
+function fillLimit(d: EffectiveLimit, limit: VenueLimit | undefined, banAfter: number): EffectiveLimit {
   return {
     enabled: limit?.enabled ?? d.enabled,
     limit: limit?.weight ?? limit?.requests ?? d.limit,
     windowMs: limit?.windowMs ?? d.windowMs,
-    banAfter: limit?.banAfter ?? (venue === 'binance' ? d.banAfter : 0),
+    banAfter: limit?.banAfter ?? banAfter,
     banMs: limit?.banMs ?? d.banMs,
     maxDelayMs: limit?.maxDelayMs ?? d.maxDelayMs,
   };

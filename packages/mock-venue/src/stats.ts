@@ -10,6 +10,23 @@ export interface LatencySummary {
   maxMs: number;
 }
 
+/** One limit's ground truth where a venue has several (Polymarket: the CLOB `/book` and Gamma `/markets`). */
+export interface LimitGroupStats {
+  limit: number;
+  windowMs: number;
+  /** True when the window slides (Polymarket), false for clock-aligned windows. */
+  sliding: boolean;
+  weightUsed: number;
+  /** Largest accepted weight in any one window (any sliding window where `sliding`). Never above `limit` while enabled. */
+  maxWindowWeight: number;
+  currentWindowWeight: number;
+  /** Requests beyond this limit: queued or refused. */
+  overLimitRequests: number;
+  delayedRequests: number;
+  /** Accepted weight per clock-aligned bucket of `windowMs` (latest 64). */
+  windows: Array<{ startMs: number; weight: number }>;
+}
+
 /**
  * Ground-truth accounting of one emulated venue since start or the last reset. Fleet tests and benchmarks
  * judge budget safety by `maxWindowWeight <= limit` and `overLimitRequests === 0`.
@@ -21,9 +38,9 @@ export interface VenueStats {
   weightUsed: number;
   /** The venue's allowance per window. */
   limit: number;
-  /** Length of the clock-aligned window (`start = floor(now / windowMs) * windowMs`). */
+  /** Length of the window: clock-aligned (`start = floor(now / windowMs) * windowMs`), sliding on Polymarket. */
   windowMs: number;
-  /** Largest accepted weight in any one aligned window. Never above `limit` while the limiter is enabled. */
+  /** Largest accepted weight in any one window (any sliding window on Polymarket). Never above `limit` while the limiter is enabled. */
   maxWindowWeight: number;
   /** Accepted weight in the current window. */
   currentWindowWeight: number;
@@ -56,8 +73,14 @@ export interface VenueStats {
   /** Bans issued since reset (each one doubles the next). */
   bans: number;
   latency: LatencySummary;
-  /** Accepted weight of the latest aligned windows (up to 64, oldest first; may include booked future windows). */
+  /** Accepted weight of the latest aligned windows (up to 64, oldest first; may include buckets of queued requests). */
   windows: Array<{ startMs: number; weight: number }>;
+  /**
+   * Polymarket only: each limit of its own (`clob` for `/book`, `gamma` for `/markets`). The venue-level
+   * `limit`, `windowMs`, `maxWindowWeight`, `currentWindowWeight` and `windows` above are the CLOB's;
+   * `weightUsed`, `overLimitRequests` and `delayedRequests` count both.
+   */
+  groups?: Record<'clob' | 'gamma', LimitGroupStats>;
 }
 
 /** `GET /_mock/stats`. */

@@ -20,6 +20,7 @@ export { openSink, type OpenSinkOptions } from './open-sink.js';
 export { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
 export { MongoSink, type MongoSinkOptions } from './adapters/mongo-sink.js';
 export { JsonlSink, utcDate, type JsonlSinkOptions } from './adapters/jsonl-sink.js';
+export { migrateJsonlLayout, type JsonlMigration } from './adapters/jsonl-migrate.js';
 export { Batcher, type BatcherOptions } from './batcher.js';
 export { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
 export { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';

@@ -35,12 +35,14 @@ const adapters: Adapter[] = [
     stored: async (_sink, d) => {
       let n = 0;
       const root = d.file('jsonl');
-      for (const stream of readdirSync(root).filter((s) => s !== 'errors'))
-        for (const part of readdirSync(join(root, stream)))
-          for (const f of readdirSync(join(root, stream, part)))
-            n += readFileSync(join(root, stream, part, f), 'utf8')
-              .split('\n')
-              .filter(Boolean).length;
+      // <root>/<venue>/<stream>/date=…/part-*.jsonl[.open]
+      for (const venue of readdirSync(root))
+        for (const stream of readdirSync(join(root, venue)).filter((s) => s !== 'errors'))
+          for (const part of readdirSync(join(root, venue, stream)))
+            for (const f of readdirSync(join(root, venue, stream, part)).filter((f) => f.startsWith('part-')))
+              n += readFileSync(join(root, venue, stream, part, f), 'utf8')
+                .split('\n')
+                .filter(Boolean).length;
       return n;
     },
   },
@@ -146,7 +148,7 @@ describe.each(adapters)('$name sink contract', (adapter) => {
       expect(sink.reader).toBeUndefined();
       await sink.writeErrors([{ atMs: T0, venue: 'binance', channel: 'trades', field: 'envelope.payload.price', message: 'x', sample: '{}' }]);
       await sink.close();
-      const files = readdirSync(dir.file('jsonl/errors/date=2024-01-01'));
+      const files = readdirSync(dir.file('jsonl/binance/errors/date=2024-01-01'));
       expect(files).toHaveLength(1);
       expect(files[0]).toMatch(/\.jsonl$/);
     });

@@ -36,9 +36,7 @@ describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { polymarket: { markets: 2, limit: { requests: 3, windowMs: 5000, maxDelayMs: 6000 } } } } });
     const adapter = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), timeoutMs: 10_000 });
     const tokens = polymarketMarkets(SEED, 2).flatMap(marketTokenIds);
-    // Send all six just after a 5 s window opens, so they meet one window: 3 served, 3 delayed
-    // (a loaded machine would need ~5 s to split one burst across two windows).
-    await new Promise((r) => setTimeout(r, 5000 - (Date.now() % 5000) + 20));
+    // The window slides: of six sent at once, 3 are served and 3 queued until the first ones leave it.
     const books = await Promise.all([...tokens, ...tokens.slice(0, 2)].map((t) => adapter.fetchBook(t)));
     expect(books).toHaveLength(6);
     expect(mock.stats().venues.polymarket.delayedRequests).toBeGreaterThanOrEqual(3);
@@ -56,6 +54,28 @@ describe('PolymarketAdapter against the polymarket emulation over HTTP', () => {
     const limited = results.filter((r) => r instanceof RateLimitedError) as RateLimitedError[];
     expect(limited.length).toBeGreaterThanOrEqual(2);
     expect(limited[0]!.retryAtMs).toBeGreaterThan(Date.now());
+  });
+
+  it("paces discovery under Gamma's own limit, which the emulation enforces apart from the CLOB's", async () => {
+    mock = await startMockVenue({
+      scenario: { seed: SEED, venues: { polymarket: { markets: 12, gammaLimit: { requests: 2, windowMs: 1000, maxDelayMs: 0 } } } },
+    });
+    const want = polymarketMarkets(SEED, 12)
+      .filter((m) => !m.closed)
+      .flatMap(marketTokenIds);
+    // a discovery pacing itself above Gamma's limit is refused by the emulation
+    const careless = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), discoveryPageSize: 2, discoveryRateLimit: { limit: 100, periodMs: 1000 } });
+    expect(await caught(() => careless.listInstruments())).toBeInstanceOf(RateLimitedError);
+    expect(mock.stats().venues.polymarket.groups?.gamma.overLimitRequests).toBeGreaterThan(0);
+
+    mock.reset();
+    // 10 open markets, 2 per page: 6 pages, at most 2 in any sliding second
+    const adapter = new PolymarketAdapter({ baseUrl: mock.baseUrl('polymarket'), discoveryPageSize: 2, discoveryRateLimit: { limit: 2, periodMs: 1000 } });
+    const instruments = await adapter.listInstruments();
+    expect(instruments.map((i) => i.symbol)).toEqual(want);
+    const gamma = mock.stats().venues.polymarket.groups?.gamma;
+    expect(gamma).toMatchObject({ weightUsed: 6, overLimitRequests: 0, maxWindowWeight: 2 });
+    expect(mock.stats().venues.polymarket.responses429).toBe(0);
   });
 
   it('bounds slow answers with the request timeout and types malformed bodies', async () => {

@@ -104,4 +104,25 @@ describe('tickfleet data', () => {
     expect(url.code).toBe(2);
     expect(url.stderr).toContain('invalid --sink');
   });
+
+  it('migrate-jsonl moves an earlier-layout JSONL root into <venue>/<stream>/date=…, then has nothing to move', async () => {
+    const { mkdirSync, writeFileSync, readdirSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const root = dir.file('old-jsonl');
+    const part = join(root, 'trades', 'date=2024-01-01');
+    mkdirSync(part, { recursive: true });
+    const trade = (venue: string, i: number): string =>
+      JSON.stringify({
+        key: `mid:trade:${venue}:X:${i}`,
+        ...tradeEnvelope({ venue, symbol: 'X', tradeId: String(i), timeMs: T0 + i, price: '1', size: '1' }, `trade:${venue}:X:${i}`, T0 + i),
+      });
+    writeFileSync(join(part, 'part-1-1.jsonl'), `${trade('binance', 1)}\n${trade('polymarket', 2)}\n${trade('binance', 3)}\n`);
+    const first = await runCli(['data', 'migrate-jsonl', `jsonl://${root}`, '--json'], { env });
+    expect(first.stderr).toBe('');
+    expect(JSON.parse(first.stdout)).toMatchObject({ streams: ['trades'], files: 1, records: { binance: 2, polymarket: 1 } });
+    expect(readdirSync(root).sort()).toEqual(['binance', 'polymarket']);
+    const again = await runCli(['data', 'migrate-jsonl', root], { env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('already in the per-venue layout, nothing to move');
+  });
 });

@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command } from 'commander';
 import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
-import { expectedCandleCount, findGaps, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
+import { expectedCandleCount, findGaps, migrateJsonlLayout, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
@@ -62,7 +62,8 @@ interface ExportOptions extends RangeOptions {
 }
 
 export function registerData(program: Command): void {
-  const data = program.command('data').description('stored market data: counts and exports');
+  const data = program.command('data').description('stored market data: counts, exports and the JSONL layout migration');
+  registerMigrateJsonl(data);
 
   sinkOption(
     data
@@ -184,6 +185,29 @@ async function countEnvelopes(venue: string, symbol: string | undefined, opts: R
   const result = { ...q, count };
   if (opts.json) return printJson(result);
   printTable(['venue', 'channel', 'symbol', 'count'], [[q.venue, channel, q.symbol ?? '(all)', count]]);
+}
+
+function registerMigrateJsonl(data: Command): void {
+  data
+    .command('migrate-jsonl <dir>')
+    .description('move a JSONL sink root (a dir or jsonl://dir) from <stream>/date=… to the per-venue <venue>/<stream>/date=… layout; idempotent')
+    .addOption(jsonOption())
+    .action((dir: string, opts: { json?: boolean }) => {
+      const root = dir.startsWith('jsonl://') ? dir.slice('jsonl://'.length) : dir;
+      if (!existsSync(root)) throw new ValidationError('<dir>', 'an existing JSONL sink root', dir);
+      const result = migrateJsonlLayout(root);
+      if (opts.json) return printJson(result);
+      const venues = Object.entries(result.records);
+      if (result.files === 0) {
+        process.stdout.write(`${root}: already in the per-venue layout, nothing to move\n`);
+        return;
+      }
+      printTable(
+        ['venue', 'records'],
+        venues.map(([venue, n]) => [venue, n]),
+      );
+      process.stdout.write(`${root}: moved ${result.files} files of ${result.streams.join(', ')} into <venue>/<stream>/date=…\n`);
+    });
 }
 
 function series(venue: string, symbol: string, opts: RangeOptions): { venue: string; symbol: string; timeframe: Timeframe; fromMs?: number; toMs?: number } {

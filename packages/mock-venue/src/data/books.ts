@@ -9,7 +9,7 @@ export const POLYMARKET_MAX_LEVELS = 20;
 
 /**
  * The order book of `symbol` on `venue` at `timeMs`: a pure function of the second containing `timeMs`
- * (`sequence` is that second, `floor(timeMs / 1000)`; Binance serves it as `lastUpdateId`), levels best
+ * (`sequence` is that second, `floor(timeMs / 1000)`; Binance's `lastUpdateId` is an update counter derived from it), levels best
  * first. Binance books sit around the instrument's candle price; Polymarket and Limitless books are
  * probability books on a 0.01 grid. `depth` caps the levels per side.
  */

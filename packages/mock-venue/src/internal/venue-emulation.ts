@@ -25,6 +25,8 @@ export interface RequestContext {
 /** A recognised endpoint: its weight, and the handler that builds the answer once the limiter accepts. */
 export interface Route {
   weight: number;
+  /** Set when the endpoint has a limit of its own apart from the venue's (Polymarket's Gamma API). */
+  limitGroup?: 'gamma';
   handle(): Reply;
 }
 

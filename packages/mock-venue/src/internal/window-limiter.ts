@@ -5,10 +5,25 @@ export type LimitDecision = { kind: 'accept'; delayMs: number } | { kind: 'rejec
 
 /**
  * How the venue treats a request beyond its limit: answer 429 (`reject`), answer 429 and ban clients
- * that keep going (`ban`, Binance), or queue it into a later window and 429 only past `maxDelayMs`
- * (`delay`, Cloudflare in front of Polymarket).
+ * that keep going (`ban`, Binance), or queue it and 429 only past `maxDelayMs` (`delay`, Cloudflare in
+ * front of Polymarket; sliding windows only, see SlidingWindowLimiter).
  */
 export type OverLimitMode = 'reject' | 'ban' | 'delay';
+
+/** What the server asks of a venue's limiter: a decision per request, and ground-truth accounting. */
+export interface VenueLimiter {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly weightUsed: number;
+  readonly maxWindowWeight: number;
+  readonly banCount: number;
+  update(settings: EffectiveLimit): void;
+  reset(): void;
+  usedWeight(nowMs: number): number;
+  decide(nowMs: number, weight: number): LimitDecision;
+  bannedUntil(nowMs: number): number | null;
+  history(): Array<{ startMs: number; weight: number }>;
+}
 
 const HISTORY_WINDOWS = 64;
 
@@ -17,9 +32,8 @@ const HISTORY_WINDOWS = 64;
  * the ground-truth accounting of what it accepted per window. Only accepted weight enters a window
  * (a rejected request spends nothing), so a window's weight never exceeds the limit while the limiter is
  * enabled; arrivals beyond the limit are counted separately by the caller as `overLimitRequests`.
- * A delayed request's weight is booked in the window it is released into.
  */
-export class WindowLimiter {
+export class WindowLimiter implements VenueLimiter {
   private readonly weights = new Map<number, number>();
   private overInWindow = 0;
   private overWindowStart = -1;
@@ -30,7 +44,7 @@ export class WindowLimiter {
 
   constructor(
     private settings: EffectiveLimit,
-    private readonly mode: OverLimitMode,
+    private readonly mode: Exclude<OverLimitMode, 'delay'>,
   ) {}
 
   get limit(): number {
@@ -76,15 +90,6 @@ export class WindowLimiter {
       return { kind: 'accept', delayMs: 0 };
     }
     const retryAfterMs = start + s.windowMs - nowMs;
-    if (this.mode === 'delay') {
-      for (let k = start + s.windowMs; k - nowMs <= s.maxDelayMs; k += s.windowMs) {
-        if ((this.weights.get(k) ?? 0) + weight <= s.limit) {
-          this.book(k, weight);
-          return { kind: 'accept', delayMs: k - nowMs };
-        }
-      }
-      return { kind: 'reject', retryAfterMs };
-    }
     if (this.mode === 'ban') {
       if (this.overWindowStart !== start) {
         this.overWindowStart = start;
@@ -120,7 +125,7 @@ export class WindowLimiter {
     return this.maxWeight;
   }
 
-  /** Accepted weight of the most recent windows (including booked future windows), oldest first. */
+  /** Accepted weight of the most recent windows, oldest first. */
   history(): Array<{ startMs: number; weight: number }> {
     return [...this.weights.entries()].sort((a, b) => a[0] - b[0]).map(([startMs, weight]) => ({ startMs, weight }));
   }

@@ -76,24 +76,53 @@ describe('binance emulation', () => {
   });
 
   test('depth: the book of the current second; weight by limit in X-MBX-USED-WEIGHT-1M', async () => {
+    mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
     const r = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=10`);
     expect(r.status).toBe(200);
     expect(r.headers.get('x-mbx-used-weight-1m')).toBe('5');
     const body = r.json();
     const book = bookAt('binance', 'BTC/USDT', T0, 42, 10);
-    expect(body).toEqual({ lastUpdateId: book.sequence, bids: book.bids, asks: book.asks });
-    mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
+    expect(body).toEqual({ lastUpdateId: expect.any(Number), bids: book.bids, asks: book.asks });
+    // lastUpdateId counts updates: not the clock, rising strictly by varying steps from one second to the next
+    const ids = [body.lastUpdateId as number];
+    for (let i = 0; i < 4; i++) {
+      clock.advance(1000);
+      ids.push((await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=5`)).json().lastUpdateId);
+    }
+    expect(ids[0]).not.toBe(Math.floor(T0 / 1000));
+    const steps = ids.slice(1).map((id, i) => id - ids[i]!);
+    for (const step of steps) expect(step).toBeGreaterThan(0);
+    expect(new Set(steps).size).toBeGreaterThan(1);
+    mv.reset();
     const heavier = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=500`);
-    expect(heavier.headers.get('x-mbx-used-weight-1m')).toBe('30');
+    expect(heavier.headers.get('x-mbx-used-weight-1m')).toBe('25');
     expect(heavier.json().bids).toHaveLength(500);
     const info = await get(`${base}/api/v3/exchangeInfo`);
-    expect(info.headers.get('x-mbx-used-weight-1m')).toBe('50');
+    expect(info.headers.get('x-mbx-used-weight-1m')).toBe('45');
     const ei = info.json();
     expect(ei.timezone).toBe('UTC');
-    expect(ei.serverTime).toBe(T0);
-    expect(ei.rateLimits).toEqual([{ rateLimitType: 'REQUEST_WEIGHT', interval: 'SECOND', intervalNum: 10, limit: 6000 }]);
-    expect(ei.symbols).toContainEqual(expect.objectContaining({ symbol: 'BTCUSDT', status: 'TRADING', baseAsset: 'BTC', quoteAsset: 'USDT' }));
-    expect(mv.stats().venues.binance.weightUsed).toBe(50);
+    expect(ei.serverTime).toBe(T0 + 4000);
+    expect(ei.rateLimits).toEqual([
+      { rateLimitType: 'REQUEST_WEIGHT', interval: 'SECOND', intervalNum: 10, limit: 6000 },
+      { rateLimitType: 'ORDERS', interval: 'SECOND', intervalNum: 10, limit: 50 },
+      { rateLimitType: 'ORDERS', interval: 'DAY', intervalNum: 1, limit: 160_000 },
+      { rateLimitType: 'RAW_REQUESTS', interval: 'MINUTE', intervalNum: 5, limit: 61_000 },
+    ]);
+    const btc = ei.symbols.find((x: { symbol: string }) => x.symbol === 'BTCUSDT');
+    expect(btc).toMatchObject({ symbol: 'BTCUSDT', status: 'TRADING', baseAsset: 'BTC', quoteAsset: 'USDT' });
+    const filters = new Map<string, Record<string, unknown>>(btc.filters.map((f: { filterType: string }) => [f.filterType, f]));
+    expect([...filters.keys()]).toEqual(
+      expect.arrayContaining(['PRICE_FILTER', 'LOT_SIZE', 'NOTIONAL', 'ICEBERG_PARTS', 'MARKET_LOT_SIZE', 'MAX_NUM_ORDERS', 'PERCENT_PRICE_BY_SIDE']),
+    );
+    // the book's prices and quantities sit on the published tick and step
+    const tick = Number(filters.get('PRICE_FILTER')!.tickSize);
+    const step = Number(filters.get('LOT_SIZE')!.stepSize);
+    for (const [price, qty] of [...book.bids, ...book.asks]) {
+      expect(Math.abs(Number(price) / tick - Math.round(Number(price) / tick))).toBeLessThan(1e-6);
+      expect(Math.abs(Number(qty) / step - Math.round(Number(qty) / step))).toBeLessThan(1e-6);
+    }
+    expect(filters.get('NOTIONAL')).toMatchObject({ minNotional: '5.00000000', applyMinToMarket: true });
+    expect(mv.stats().venues.binance.weightUsed).toBe(45);
   });
 
   test('weight limit per aligned window: 429 with Retry-After to the window end, then a 418 ban for clients that keep going', async () => {
@@ -107,7 +136,7 @@ describe('binance emulation', () => {
     expect(first.headers.get('x-mbx-used-weight-1m')).toBe('20');
     expect(first.json()).toEqual({
       code: -1003,
-      msg: 'Too many requests; current limit of IP(127.0.0.1) is 20 requests per minute. Please use the websocket for live updates to avoid polling the API.',
+      msg: 'Too much request weight used; current limit is 20 request weight per 10 SECOND. Please use the websocket for live updates to avoid polling the API.',
     });
     // banAfter 2: two more 429s are tolerated, the third request after the first 429 is banned
     expect((await get(url)).status).toBe(429);
@@ -117,7 +146,7 @@ describe('binance emulation', () => {
     const until = T0 + 2500 + 1000;
     expect(ban.json()).toEqual({
       code: -1003,
-      msg: `Way too many requests; IP(127.0.0.1) banned until ${until}. Please use the websocket for live updates to avoid bans.`,
+      msg: `Way too much request weight used; IP banned until ${until}. Please use the websocket for live updates to avoid bans.`,
     });
     expect(ban.headers.get('retry-after')).toBe('1');
     // while banned, every request answers 418

@@ -1,6 +1,7 @@
 import { alignDown, isTimeframe, lastClosedOpenTime, timeframeMs } from '@tickfleet/core';
 import { bookAt } from '../data/books.js';
-import { candleValuesAt, isHole } from '../data/candles.js';
+import { candleValuesAt, isHole, priceDecimals } from '../data/candles.js';
+import { hash32 } from '../data/random.js';
 import { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from '../data/symbols.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
@@ -8,8 +9,24 @@ import type { RequestContext, Route, VenueEmulation } from '../internal/venue-em
 const KLINES_DEFAULT_LIMIT = 500;
 const KLINES_MAX_LIMIT = 1000;
 const DEPTH_DEFAULT_LIMIT = 100;
+/** Binance's launch (2017-07-14): update ids count from there, so they look like the real ones and never like a clock. */
+const UPDATE_ID_EPOCH_S = 1_500_000_000;
 
-/** Binance spot REST (`/api/v3/*`): klines, depth, exchangeInfo, ping, time; weights as published. */
+/**
+ * The other published spot limits beside REQUEST_WEIGHT (which follows the scenario). Only
+ * REQUEST_WEIGHT is enforced: the fleet places no orders, and 61,000 raw requests per 5 minutes is
+ * above what 6000 weight per minute allows at weight 1 or more.
+ */
+const FIXED_RATE_LIMITS = [
+  { rateLimitType: 'ORDERS', interval: 'SECOND', intervalNum: 10, limit: 50 },
+  { rateLimitType: 'ORDERS', interval: 'DAY', intervalNum: 1, limit: 160_000 },
+  { rateLimitType: 'RAW_REQUESTS', interval: 'MINUTE', intervalNum: 5, limit: 61_000 },
+];
+
+/**
+ * Binance spot REST (`/api/v3/*`): klines, depth, exchangeInfo, ping, time; weights, limits, filters
+ * and error messages as published (developers.binance.com spot docs; messages as quoted in client issues).
+ */
 export class BinanceEmulation implements VenueEmulation {
   private instruments: Map<string, BinanceInstrument> | undefined;
   private instrumentsKey = '';
@@ -40,7 +57,7 @@ export class BinanceEmulation implements VenueEmulation {
         429,
         {
           code: -1003,
-          msg: `Too many requests; current limit of IP(127.0.0.1) is ${ctx.limit.limit} requests per minute. Please use the websocket for live updates to avoid polling the API.`,
+          msg: `Too much request weight used; current limit is ${ctx.limit.limit} request weight per ${intervalText(ctx.limit.windowMs)}. Please use the websocket for live updates to avoid polling the API.`,
         },
         { 'Retry-After': retryAfterSeconds(retryAfterMs) },
       ),
@@ -52,7 +69,7 @@ export class BinanceEmulation implements VenueEmulation {
       ctx,
       jsonReply(
         418,
-        { code: -1003, msg: `Way too many requests; IP(127.0.0.1) banned until ${bannedUntilMs}. Please use the websocket for live updates to avoid bans.` },
+        { code: -1003, msg: `Way too much request weight used; IP banned until ${bannedUntilMs}. Please use the websocket for live updates to avoid bans.` },
         { 'Retry-After': retryAfterSeconds(bannedUntilMs - ctx.nowMs) },
       ),
     );
@@ -126,21 +143,13 @@ export class BinanceEmulation implements VenueEmulation {
       return this.error(ctx, 400, -1100, "Illegal characters found in parameter 'limit'; legal range is '5..5000'.");
     }
     const book = bookAt('binance', instrument.pair, ctx.nowMs, ctx.seed, limit);
-    return this.ok(ctx, JSON.stringify({ lastUpdateId: book.sequence, bids: book.bids, asks: book.asks }));
+    return this.ok(ctx, JSON.stringify({ lastUpdateId: binanceLastUpdateId(instrument.pair, ctx.nowMs, ctx.seed), bids: book.bids, asks: book.asks }));
   }
 
   private exchangeInfo(ctx: RequestContext): Reply {
     if (this.exchangeInfoTail === undefined) {
       const { windowMs, limit } = ctx.limit;
-      const minutes = windowMs % 60_000 === 0;
-      const rateLimits = [
-        {
-          rateLimitType: 'REQUEST_WEIGHT',
-          interval: minutes ? 'MINUTE' : 'SECOND',
-          intervalNum: minutes ? windowMs / 60_000 : Math.max(1, Math.round(windowMs / 1000)),
-          limit,
-        },
-      ];
+      const rateLimits = [{ rateLimitType: 'REQUEST_WEIGHT', ...interval(windowMs), limit }, ...FIXED_RATE_LIMITS];
       const symbols = [...this.instrumentMap(ctx).values()].map((i) => ({
         symbol: i.symbol,
         status: 'TRADING',
@@ -149,11 +158,23 @@ export class BinanceEmulation implements VenueEmulation {
         quoteAsset: i.quoteAsset,
         quotePrecision: 8,
         quoteAssetPrecision: 8,
-        orderTypes: ['LIMIT', 'LIMIT_MAKER', 'MARKET', 'STOP_LOSS_LIMIT', 'TAKE_PROFIT_LIMIT'],
+        baseCommissionPrecision: 8,
+        quoteCommissionPrecision: 8,
+        orderTypes: ['LIMIT', 'LIMIT_MAKER', 'MARKET', 'STOP_LOSS', 'STOP_LOSS_LIMIT', 'TAKE_PROFIT', 'TAKE_PROFIT_LIMIT'],
+        icebergAllowed: true,
+        ocoAllowed: true,
+        otoAllowed: true,
+        quoteOrderQtyMarketAllowed: true,
+        allowTrailingStop: true,
+        cancelReplaceAllowed: true,
+        amendAllowed: true,
         isSpotTradingAllowed: true,
         isMarginTradingAllowed: false,
+        filters: symbolFilters(`${i.baseAsset}/${i.quoteAsset}`, ctx.seed),
         permissions: [],
         permissionSets: [['SPOT']],
+        defaultSelfTradePreventionMode: 'EXPIRE_MAKER',
+        allowedSelfTradePreventionModes: ['EXPIRE_TAKER', 'EXPIRE_MAKER', 'EXPIRE_BOTH', 'DECREMENT'],
       }));
       this.exchangeInfoTail = `,"rateLimits":${JSON.stringify(rateLimits)},"exchangeFilters":[],"symbols":${JSON.stringify(symbols)}}`;
     }
@@ -200,6 +221,56 @@ export class BinanceEmulation implements VenueEmulation {
     reply.headers['X-MBX-USED-WEIGHT-1M'] = String(ctx.usedWeight());
     return reply;
   }
+}
+
+/** A window as exchangeInfo states it (Binance's intervals are SECOND, MINUTE and DAY): whole days or minutes where it divides, else seconds. */
+function interval(windowMs: number): { interval: string; intervalNum: number } {
+  for (const [name, ms] of [
+    ['DAY', 86_400_000],
+    ['MINUTE', 60_000],
+  ] as const) {
+    if (windowMs % ms === 0) return { interval: name, intervalNum: windowMs / ms };
+  }
+  return { interval: 'SECOND', intervalNum: Math.max(1, Math.round(windowMs / 1000)) };
+}
+
+/** `1 MINUTE`, as the -1003 message words the window. */
+function intervalText(windowMs: number): string {
+  const i = interval(windowMs);
+  return `${i.intervalNum} ${i.interval}`;
+}
+
+/**
+ * `lastUpdateId` of `pair`'s depth served at `timeMs` (the book of that second, see bookAt): an update
+ * counter, not a clock. It starts at a per-symbol offset and grows by a per-symbol rate (5 to 60
+ * updates a second) with jitter below one second's worth, so it rises strictly from one second to
+ * the next and by varying steps.
+ */
+export function binanceLastUpdateId(pair: string, timeMs: number, seed: number): number {
+  const second = Math.floor(timeMs / 1000);
+  const base = 1_000_000_000 + 10 * hash32('upd-base', pair, seed);
+  const rate = 5 + (hash32('upd-rate', pair, seed) % 56);
+  const jitter = hash32('upd-jitter', pair, second, seed) % rate;
+  return base + (second - UPDATE_ID_EPOCH_S) * rate + jitter;
+}
+
+/**
+ * The symbol's filters, the set a spot symbol carries today. PRICE_FILTER's tick is the emulated
+ * price grid (klines and depth prices sit on it); LOT_SIZE's step is the depth quantities' grid.
+ */
+function symbolFilters(pair: string, seed: number): unknown[] {
+  const tick = (10 ** -priceDecimals('binance', pair, seed)).toFixed(8);
+  return [
+    { filterType: 'PRICE_FILTER', minPrice: tick, maxPrice: '1000000.00000000', tickSize: tick },
+    { filterType: 'LOT_SIZE', minQty: '0.00001000', maxQty: '9000.00000000', stepSize: '0.00001000' },
+    { filterType: 'ICEBERG_PARTS', limit: 10 },
+    { filterType: 'MARKET_LOT_SIZE', minQty: '0.00000000', maxQty: '100.00000000', stepSize: '0.00000000' },
+    { filterType: 'TRAILING_DELTA', minTrailingAboveDelta: 10, maxTrailingAboveDelta: 2000, minTrailingBelowDelta: 10, maxTrailingBelowDelta: 2000 },
+    { filterType: 'PERCENT_PRICE_BY_SIDE', bidMultiplierUp: '5', bidMultiplierDown: '0.2', askMultiplierUp: '5', askMultiplierDown: '0.2', avgPriceMins: 5 },
+    { filterType: 'NOTIONAL', minNotional: '5.00000000', applyMinToMarket: true, maxNotional: '9000000.00000000', applyMaxToMarket: false, avgPriceMins: 5 },
+    { filterType: 'MAX_NUM_ORDERS', maxNumOrders: 200 },
+    { filterType: 'MAX_NUM_ALGO_ORDERS', maxNumAlgoOrders: 5 },
+  ];
 }
 
 /** Depth weight by `limit`: 1-100 -> 5, 101-500 -> 25, 501-1000 -> 50, 1001-5000 -> 250. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ManualClock } from '@tickfleet/testkit';
 import { bookAt } from '../data/books.js';
 import { marketTokenIds, polymarketMarkets } from '../data/markets.js';
@@ -42,30 +43,51 @@ describe('polymarket emulation', () => {
       expect(r.status).toBe(200);
       const body = r.json();
       const snap = bookAt('polymarket', token, NOW, 7);
-      expect(body).toMatchObject({
-        market: market.conditionId,
-        asset_id: token,
-        timestamp: String(NOW),
-        min_order_size: '5',
-        tick_size: '0.01',
-        neg_risk: false,
-      });
-      expect(body.hash).toMatch(/^[0-9a-f]{40}$/);
+      expect(Object.keys(body)).toEqual([
+        'market',
+        'asset_id',
+        'timestamp',
+        'hash',
+        'bids',
+        'asks',
+        'min_order_size',
+        'tick_size',
+        'neg_risk',
+        'last_trade_price',
+      ]);
+      expect(body).toMatchObject({ market: market.conditionId, asset_id: token, timestamp: String(NOW), min_order_size: '5' });
+      expect(['0.01', '0.001']).toContain(body.tick_size);
+      expect(typeof body.neg_risk).toBe('boolean');
+      // the CLOB's hash: SHA-1 of the summary's JSON with hash empty (as clob-client's getOrderBookHash)
+      expect(body.hash).toBe(
+        createHash('sha1')
+          .update(JSON.stringify({ ...body, hash: '' }))
+          .digest('hex'),
+      );
       expect(body.bids).toEqual(snap.bids.map(([price, size]) => ({ price, size })).reverse());
       expect(body.asks).toEqual(snap.asks.map(([price, size]) => ({ price, size })).reverse());
+      expect([body.bids.at(-1).price, body.asks.at(-1).price]).toContain(body.last_trade_price);
       expect(Number(body.bids.at(-1).price)).toBeLessThan(Number(body.asks.at(-1).price));
+      // every level sits on the market's tick
+      const ticks = [...body.bids, ...body.asks].map((l: { price: string }) => Number(l.price) / Number(body.tick_size));
+      for (const t of ticks) expect(Math.abs(t - Math.round(t))).toBeLessThan(1e-9);
+      // tick sizes differ across markets (about one in four quotes in tenths of a cent)
+      const sizes = new Set<string>();
+      for (const m of polymarketMarkets(7, 12)) sizes.add((await get(`${base}/book?token_id=${marketTokenIds(m)[0]}`)).json().tick_size);
+      expect([...sizes].sort()).toEqual(['0.001', '0.01']);
       const unknown = await get(`${base}/book?token_id=123`);
       expect(unknown.status).toBe(404);
       expect(unknown.json()).toEqual({ error: 'No orderbook exists for the requested token id' });
     });
   });
 
-  test('over the limit, requests are delayed into the next window first and refused with 429 only beyond maxDelayMs', async () => {
-    // a manual clock 50 ms into a window: every arrival sees the same window, the delay timer runs in real time
-    const clock = new ManualClock(NOW - 200);
+  test('over the sliding limit, requests are queued first and refused with 429 only beyond maxDelayMs', async () => {
+    // a manual clock: every arrival sees the same instant, the delay timer runs in real time
+    const clock = new ManualClock(NOW);
     const mv = await startMockVenue({ clock, scenario: { venues: { polymarket: { limit: { requests: 2, windowMs: 1000, maxDelayMs: 1500 } } } } });
     try {
-      const url = `${mv.baseUrl('polymarket')}/markets?limit=1`;
+      const token = marketTokenIds(polymarketMarkets(42, 20)[0]!)[0]!;
+      const url = `${mv.baseUrl('polymarket')}/book?token_id=${token}`;
       const sentAt = performance.now();
       const results = await Promise.all(
         Array.from({ length: 10 }, async () => {
@@ -76,27 +98,57 @@ describe('polymarket emulation', () => {
       );
       const ok = results.filter((r) => r.status === 200).sort((a, b) => a.afterMs - b.afterMs);
       const refused = results.filter((r) => r.status === 429);
-      // two fit the window; two are held 950 ms until the next one opens (not rejected);
-      // the window after that opens 1950 ms away, beyond maxDelayMs, so the other six are refused at once
+      // two fit the window; two are queued 1000 ms until the first two leave the sliding window;
+      // the next room opens 2000 ms away, beyond maxDelayMs, so the other six are refused at once
       expect(ok).toHaveLength(4);
       expect(refused).toHaveLength(6);
-      // Which were held is the emulation's count (delayedRequests below), not a wall-clock bound
-      // on the others; the held ones waited for the next window.
-      expect(ok[2]!.afterMs).toBeGreaterThanOrEqual(940);
-      expect(ok[3]!.afterMs).toBeGreaterThanOrEqual(940);
-      expect(mv.stats().venues.polymarket.windows).toEqual([
-        { startMs: NOW - 250, weight: 2 },
-        { startMs: NOW + 750, weight: 2 },
-      ]);
-      expect(mv.stats().venues.polymarket).toMatchObject({
-        requests: 10,
-        weightUsed: 4,
-        maxWindowWeight: 2,
-        delayedRequests: 2,
-        overLimitRequests: 8,
-        responses2xx: 4,
-        responses429: 6,
-      });
+      expect(ok[2]!.afterMs).toBeGreaterThanOrEqual(990);
+      expect(ok[3]!.afterMs).toBeGreaterThanOrEqual(990);
+      const pm = mv.stats().venues.polymarket;
+      expect(pm).toMatchObject({ requests: 10, weightUsed: 4, maxWindowWeight: 2, delayedRequests: 2, overLimitRequests: 8, responses2xx: 4, responses429: 6 });
+      expect(pm.groups?.clob).toMatchObject({ limit: 2, windowMs: 1000, sliding: true, maxWindowWeight: 2, overLimitRequests: 8, delayedRequests: 2 });
+    } finally {
+      await mv.stop();
+    }
+  });
+
+  test('the window slides: a burst across an aligned boundary is throttled, and Gamma has its own limit', async () => {
+    // 900 ms into an aligned 1 s window
+    const clock = new ManualClock(Math.floor(NOW / 1000) * 1000 + 900);
+    const mv = await startMockVenue({
+      clock,
+      scenario: {
+        venues: { polymarket: { limit: { requests: 3, windowMs: 1000, maxDelayMs: 0 }, gammaLimit: { requests: 2, windowMs: 1000, maxDelayMs: 0 } } },
+      },
+    });
+    try {
+      const base = mv.baseUrl('polymarket');
+      const token = marketTokenIds(polymarketMarkets(42, 20)[0]!)[0]!;
+      const book = async (): Promise<number> => (await get(`${base}/book?token_id=${token}`)).status;
+      const markets = async (): Promise<number> => (await get(`${base}/markets?limit=1`)).status;
+      expect([await book(), await book(), await book()]).toEqual([200, 200, 200]);
+      // 200 ms later a new aligned window has begun, but the sliding one still holds the three
+      clock.advance(200);
+      expect(await book()).toBe(429);
+      // Gamma is counted apart: the CLOB being full does not stop discovery, and Gamma's own 2 are enforced
+      expect([await markets(), await markets(), await markets()]).toEqual([200, 200, 429]);
+      clock.advance(800);
+      expect(await book()).toBe(200);
+      const { groups, maxWindowWeight } = mv.stats().venues.polymarket;
+      expect(maxWindowWeight).toBe(3);
+      expect(groups?.clob).toMatchObject({ limit: 3, weightUsed: 4, maxWindowWeight: 3, overLimitRequests: 1 });
+      expect(groups?.gamma).toMatchObject({ limit: 2, weightUsed: 2, maxWindowWeight: 2, overLimitRequests: 1 });
+    } finally {
+      await mv.stop();
+    }
+  });
+
+  test('defaults are the documented limits: CLOB /book 1500 and Gamma /markets 300 per sliding 10 s', async () => {
+    const mv = await startMockVenue({ clock: new ManualClock(NOW) });
+    try {
+      const { groups, limit, windowMs } = mv.stats().venues.polymarket;
+      expect({ limit, windowMs }).toEqual({ limit: 1500, windowMs: 10_000 });
+      expect(groups?.gamma).toMatchObject({ limit: 300, windowMs: 10_000, sliding: true });
     } finally {
       await mv.stop();
     }

@@ -1,6 +1,7 @@
 import { bookAt } from '../data/books.js';
 import { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type PolymarketMarket } from '../data/markets.js';
-import { hexDigits } from '../data/random.js';
+import { createHash } from 'node:crypto';
+import { unitFloat } from '../data/random.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
 
@@ -10,22 +11,32 @@ const MAX_PAGE = 500;
 interface Catalogue {
   key: string;
   markets: PolymarketMarket[];
-  /** token id -> conditionId of its market */
-  tokens: Map<string, string>;
+  /** token id -> its market's book metadata */
+  tokens: Map<string, TokenMarket>;
   /** token id -> Gamma id of its market */
   marketIds: Map<string, string>;
 }
 
+interface TokenMarket {
+  conditionId: string;
+  tickSize: string;
+  negRisk: boolean;
+}
+
 /**
  * Polymarket: Gamma discovery (`GET /markets`) and the CLOB book (`GET /book?token_id=`), both under
- * `/polymarket`. Books follow the CLOB's order: bids ascending and asks descending, best level last.
+ * `/polymarket`, each with its own documented limit (Gamma `/markets` 300, CLOB `/book` 1500 requests
+ * per sliding 10 s; docs.polymarket.com/api-reference/rate-limits). Books follow the CLOB's order: bids
+ * ascending and asks descending, best level last, with every field of the CLOB's `OrderBookSummary`
+ * (as typed by @polymarket/clob-client) and its `hash`: the SHA-1 of the summary's JSON with `hash`
+ * empty, which the client's `getOrderBookHash` recomputes.
  */
 export class PolymarketEmulation implements VenueEmulation {
   private catalogue: Catalogue | undefined;
 
   route(ctx: RequestContext): Route | Reply {
     if (ctx.method !== 'GET') return jsonReply(405, { error: 'Method Not Allowed' });
-    if (ctx.path === '/markets') return { weight: 1, handle: () => this.markets(ctx) };
+    if (ctx.path === '/markets') return { weight: 1, limitGroup: 'gamma', handle: () => this.markets(ctx) };
     if (ctx.path === '/book') return { weight: 1, handle: () => this.book(ctx) };
     return jsonReply(404, { error: 'Not Found' });
   }
@@ -75,17 +86,23 @@ export class PolymarketEmulation implements VenueEmulation {
     if (!market || (endMs !== undefined && ctx.nowMs >= endMs)) return jsonReply(404, { error: 'No orderbook exists for the requested token id' });
     if (ctx.settings.failingBooks?.includes(token)) return this.serverError(ctx, 500);
     const snap = bookAt('polymarket', token, ctx.nowMs, ctx.seed);
+    const bids = snap.bids.map(([price, size]) => ({ price, size })).reverse();
+    const asks = snap.asks.map(([price, size]) => ({ price, size })).reverse();
+    // the last trade printed at the touch, on a side the book's second decides
+    const touch = unitFloat('pm-last', token, Math.floor(ctx.nowMs / 1000), ctx.seed) < 0.5 ? bids.at(-1) : asks.at(-1);
     const body = {
-      market,
+      market: market.conditionId,
       asset_id: token,
       timestamp: String(ctx.nowMs),
-      hash: hexDigits(40, 'pm-hash', token, snap.sequence ?? 0, ctx.seed),
-      bids: snap.bids.map(([price, size]) => ({ price, size })).reverse(),
-      asks: snap.asks.map(([price, size]) => ({ price, size })).reverse(),
+      hash: '',
+      bids,
+      asks,
       min_order_size: '5',
-      tick_size: '0.01',
-      neg_risk: false,
+      tick_size: market.tickSize,
+      neg_risk: market.negRisk,
+      last_trade_price: touch?.price ?? '0.5',
     };
+    body.hash = createHash('sha1').update(JSON.stringify(body)).digest('hex');
     return jsonReply(200, body);
   }
 
@@ -94,11 +111,17 @@ export class PolymarketEmulation implements VenueEmulation {
     const key = `${ctx.seed}:${count}`;
     if (this.catalogue?.key !== key) {
       const markets = polymarketMarkets(ctx.seed, count);
-      const tokens = new Map<string, string>();
+      const tokens = new Map<string, TokenMarket>();
       const marketIds = new Map<string, string>();
       for (const m of markets) {
+        // Most CLOB markets quote in cents; about one in four (long shots) in tenths of a cent. Cent prices are valid on both.
+        const meta = {
+          conditionId: m.conditionId,
+          tickSize: unitFloat('pm-tick', m.id, ctx.seed) < 0.25 ? '0.001' : '0.01',
+          negRisk: unitFloat('pm-neg', m.id, ctx.seed) < 0.3,
+        };
         for (const t of marketTokenIds(m)) {
-          tokens.set(t, m.conditionId);
+          tokens.set(t, meta);
           marketIds.set(t, m.id);
         }
       }

@@ -1,8 +1,10 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir, type TempDir, ManualClock } from '@tickfleet/testkit';
+import { ValidationError } from '@tickfleet/core';
+import { tempDir, type TempDir, ManualClock, waitFor } from '@tickfleet/testkit';
 import { JsonlSink } from '../index.js';
 import { trades, T0 } from '../../test/fixtures/envelopes.js';
+import { fixture, runTs } from '../../test/fixtures/processes.js';
 
 const DAY = 86_400_000;
 
@@ -12,11 +14,15 @@ describe('JsonlSink files', () => {
   afterEach(() => dir.remove());
 
   const files = (date: string): string[] => {
-    const d = join(dir.path, 'trades', `date=${date}`);
-    return existsSync(d) ? readdirSync(d).sort() : [];
+    const d = join(dir.path, 'binance', 'trades', `date=${date}`);
+    return existsSync(d)
+      ? readdirSync(d)
+          .filter((f) => f.startsWith('part-'))
+          .sort()
+      : [];
   };
 
-  it('partitions by stream and UTC day; a day is finalized by one atomic rename after midnight', async () => {
+  it('partitions by venue, stream and UTC day; a day is finalized by one atomic rename after midnight', async () => {
     const clock = new ManualClock(T0 + DAY - 1000);
     const sink = new JsonlSink(dir.path, { clock, fsyncIntervalMs: 60_000 });
     const late = trades(3).map((e) => ({ ...e, receivedAtMs: T0 + DAY - 2000 }));
@@ -29,7 +35,7 @@ describe('JsonlSink files', () => {
     sink.sync();
     const done = files('2024-01-01');
     expect(done).toEqual([expect.stringMatching(/^part-\d+-\d+\.jsonl$/)]);
-    const lines = readFileSync(join(dir.path, 'trades', 'date=2024-01-01', done[0]!), 'utf8')
+    const lines = readFileSync(join(dir.path, 'binance', 'trades', 'date=2024-01-01', done[0]!), 'utf8')
       .trim()
       .split('\n');
     expect(lines.map((l) => (JSON.parse(l) as { key: string }).key)).toEqual([
@@ -48,7 +54,7 @@ describe('JsonlSink files', () => {
   });
 
   it("finalizes a crashed process's open file at start: partial last line cut, complete lines kept", async () => {
-    const part = join(dir.path, 'trades', 'date=2024-01-01');
+    const part = join(dir.path, 'binance', 'trades', 'date=2024-01-01');
     mkdirSync(part, { recursive: true });
     const lines = trades(2).map((e, i) => JSON.stringify({ key: `mid:trade:binance:BTC/USDT:${i}`, ...e }));
     // pid 999999999 cannot be alive.
@@ -59,4 +65,83 @@ describe('JsonlSink files', () => {
     expect(await sink.write(trades(3))).toMatchObject({ inserted: 1, duplicates: 2 });
     await sink.close();
   });
+
+  it('puts each venue in its own tree, error samples under their venue', async () => {
+    const sink = new JsonlSink(dir.path);
+    await sink.write([...trades(2), ...trades(2, 0, 'polymarket', 'TOKEN1')]);
+    await sink.writeErrors([
+      { atMs: T0, venue: 'binance', channel: 'trades', field: 'envelope.payload.price', message: 'bad', sample: '{}' },
+      { atMs: T0, venue: null, channel: null, field: 'envelope', message: 'bad', sample: '{}' },
+    ]);
+    await sink.close();
+    const tree = (venue: string, stream: string): string[] => readdirSync(join(dir.path, venue, stream, 'date=2024-01-01'));
+    expect(tree('binance', 'trades')).toEqual([expect.stringMatching(/^part-\d+-\d+\.jsonl$/)]);
+    expect(tree('polymarket', 'trades')).toHaveLength(1);
+    expect(tree('binance', 'errors')).toHaveLength(1);
+    expect(tree('_none', 'errors')).toHaveLength(1);
+    expect(readdirSync(dir.path).sort()).toEqual(['_none', 'binance', 'polymarket']);
+  });
+
+  it('refuses a root in the earlier layout, naming the command that migrates it', () => {
+    mkdirSync(join(dir.path, 'trades', 'date=2024-01-01'), { recursive: true });
+    let err: unknown;
+    try {
+      new JsonlSink(dir.path);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as Error).message).toContain(`tickfleet data migrate-jsonl ${dir.path}`);
+    expect((err as Error).message).toContain('trades/date=…');
+  });
+
+  it('two processes writing the same keys into one root store each record once', async () => {
+    const go = join(dir.path, 'go');
+    const root = join(dir.path, 'root');
+    const total = 2000;
+    const writers = ['up', 'down'].map((order) =>
+      runTs(fixture('jsonl-writer.ts'), [
+        '--root',
+        root,
+        '--ready',
+        join(dir.path, order),
+        '--go',
+        go,
+        '--total',
+        String(total),
+        '--batch',
+        '10',
+        '--order',
+        order,
+        '--interval-ms',
+        '2',
+      ]),
+    );
+    // both sinks open before either writes, and they write longer than a lease lasts while the other waits, so both get turns
+    await waitFor(() => existsSync(join(dir.path, 'up')) && existsSync(join(dir.path, 'down')), 'both writers ready', { timeoutMs: 45_000 });
+    writeFileSync(go, '');
+    const exits = await Promise.all(writers.map((w) => w.exited));
+    expect(exits.map((e) => e.code)).toEqual([0, 0]);
+    const counts = writers.map((w) =>
+      w.lines
+        .join('')
+        .match(/^inserted (\d+) duplicates (\d+)$/)!
+        .slice(1)
+        .map(Number),
+    );
+    // every record was stored by exactly one of them; the other found it stored
+    expect(counts.reduce((a, [inserted]) => a + inserted!, 0)).toBe(total);
+    expect(counts.map(([inserted, dup]) => inserted! + dup!)).toEqual([total, total]);
+    // both wrote some (they took turns), and the files hold each key once
+    expect(counts.every(([inserted]) => inserted! > 0)).toBe(true);
+    const part = join(root, 'binance', 'trades', 'date=2024-01-01');
+    const keys = readdirSync(part)
+      .filter((f) => f.endsWith('.jsonl'))
+      .flatMap((f) => readFileSync(join(part, f), 'utf8').trim().split('\n'))
+      .map((l) => (JSON.parse(l) as { key: string }).key);
+    expect(keys).toHaveLength(total);
+    expect(new Set(keys).size).toBe(total);
+    // every file was finalized at close (none left open), and no lock is left behind
+    expect(readdirSync(part).filter((f) => !f.endsWith('.jsonl'))).toEqual([]);
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
+import { SlidingWindowPacer } from '../internal/sliding-window-pacer.js';
 import { parsePayload, validatePayload } from '../internal/parse-payload.js';
 import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapter, VenueAdapterOptions } from '../types.js';
 import { VenueHttpClient } from '../venue-http-client.js';
@@ -12,6 +13,12 @@ export interface PolymarketAdapterOptions extends VenueAdapterOptions {
   discoveryPageSize?: number;
   /** Upper bound on discovery pages per listing, so a misbehaving offset never loops forever. @defaultValue 200 */
   maxDiscoveryPages?: number;
+  /**
+   * Gamma's own `/markets` limit, which the connector's budget (the CLOB `/book` limit) does not model:
+   * discovery pages are paced to at most `limit` per sliding `periodMs`. One discovery unit runs at a
+   * time per venue (its job lock), so this bounds the fleet's Gamma traffic. @defaultValue 300 per 10 s
+   */
+  discoveryRateLimit?: { limit: number; periodMs: number };
   /**
    * Wait after a 429 without Retry-After. Polymarket throttles by first delaying responses
    * (Cloudflare-style), so a 429 means the queue behind it is full. @defaultValue 10000
@@ -32,12 +39,18 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
   private readonly pageSize: number;
   private readonly maxPages: number;
   private readonly http: VenueHttpClient;
+  private readonly gammaPacer: SlidingWindowPacer;
 
   constructor(options: PolymarketAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.discoveryBaseUrl = normaliseBaseUrl('discoveryBaseUrl', options.discoveryBaseUrl ?? options.baseUrl);
     this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, 100, 1, 1000);
     this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, 200, 1, 100_000);
+    const gamma = options.discoveryRateLimit;
+    this.gammaPacer = new SlidingWindowPacer(
+      intOption('discoveryRateLimit.limit', gamma?.limit, 300, 1, 1_000_000),
+      intOption('discoveryRateLimit.periodMs', gamma?.periodMs, 10_000, 1, 86_400_000),
+    );
     const clock: Clock = options.clock ?? systemClock;
     this.http = new VenueHttpClient({
       venue: this.venue,
@@ -63,12 +76,16 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
     const seen = new Set<string>();
     for (let page = 0; page < this.maxPages; page++) {
       const query = new URLSearchParams({ active: 'true', closed: 'false', limit: String(this.pageSize), offset: String(page * this.pageSize) });
-      const res = await this.http.get({
-        endpoint: 'markets',
-        weight: this.weights.markets,
-        url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
-        signal: options.signal,
-      });
+      const res = await this.gammaPacer.run(
+        () =>
+          this.http.get({
+            endpoint: 'markets',
+            weight: this.weights.markets,
+            url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
+            signal: options.signal,
+          }),
+        options.signal,
+      );
       const markets = parsePayload(this.venue, 'markets', res.body, PolymarketMarkets);
       for (const market of markets) {
         for (const instrument of this.instrumentsOf(market)) {

@@ -1,0 +1,65 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ValidationError } from '@tickfleet/core';
+import { tempDir, type TempDir } from '@tickfleet/testkit';
+import { JsonlSink, migrateJsonlLayout } from '../index.js';
+import { trades, T0 } from '../../test/fixtures/envelopes.js';
+
+const line = (e: ReturnType<typeof trades>[number]): string => JSON.stringify({ key: `mid:${e.messageId}`, ...e });
+
+describe('migrateJsonlLayout', () => {
+  let dir: TempDir;
+  beforeEach(() => (dir = tempDir('jsonl-migrate-')));
+  afterEach(() => dir.remove());
+
+  /** An earlier-layout root: one trades file mixing two venues, a dead writer's torn open file, and an errors file. */
+  function legacyRoot(): { binance: string[]; polymarket: string[] } {
+    const part = join(dir.path, 'trades', 'date=2024-01-01');
+    mkdirSync(part, { recursive: true });
+    const binance = trades(3).map(line);
+    const polymarket = trades(2, 0, 'polymarket', 'TOKEN1').map(line);
+    writeFileSync(join(part, 'part-111-1.jsonl'), `${binance[0]}\n${polymarket[0]}\n${binance[1]}\n`);
+    // pid 999999999 cannot be alive: its open file is finalized, the torn last line cut
+    writeFileSync(join(part, 'part-999999999-2.jsonl.open'), `${binance[2]}\n${polymarket[1]}\n{"key":"mid:trade:bin`);
+    const errors = join(dir.path, 'errors', 'date=2024-01-01');
+    mkdirSync(errors, { recursive: true });
+    writeFileSync(
+      join(errors, 'part-111-1.jsonl'),
+      `${JSON.stringify({ atMs: T0, venue: null, channel: null, field: 'envelope', message: 'x', sample: '{}' })}\n`,
+    );
+    return { binance, polymarket };
+  }
+
+  it('splits every file by venue into <venue>/<stream>/date=…, keeps every line, and is idempotent', async () => {
+    const { binance, polymarket } = legacyRoot();
+    const result = migrateJsonlLayout(dir.path);
+    expect(result).toMatchObject({ streams: ['errors', 'trades'], files: 3, records: { binance: 3, polymarket: 2, _none: 1 } });
+    expect(readdirSync(dir.path).sort()).toEqual(['_none', 'binance', 'polymarket']);
+    const read = (venue: string, name: string): string => readFileSync(join(dir.path, venue, 'trades', 'date=2024-01-01', name), 'utf8');
+    expect(read('binance', 'part-111-1.jsonl')).toBe(`${binance[0]}\n${binance[1]}\n`);
+    expect(read('binance', 'part-999999999-2.jsonl')).toBe(`${binance[2]}\n`);
+    expect(read('polymarket', 'part-111-1.jsonl')).toBe(`${polymarket[0]}\n`);
+    expect(read('polymarket', 'part-999999999-2.jsonl')).toBe(`${polymarket[1]}\n`);
+    expect(existsSync(join(dir.path, '_none', 'errors', 'date=2024-01-01', 'part-111-1.jsonl'))).toBe(true);
+
+    // a second run moves nothing, and the sink opens the migrated root and finds every key
+    expect(migrateJsonlLayout(dir.path)).toMatchObject({ streams: [], files: 0, records: {} });
+    const sink = new JsonlSink(dir.path);
+    expect(await sink.write([...trades(3), ...trades(2, 0, 'polymarket', 'TOKEN1')])).toMatchObject({ inserted: 0, duplicates: 5 });
+    await sink.close();
+  });
+
+  it('refuses while a live process still writes the earlier layout, naming it', () => {
+    const part = join(dir.path, 'book', 'date=2024-01-01');
+    mkdirSync(part, { recursive: true });
+    writeFileSync(join(part, `part-${process.ppid}-1.jsonl.open`), '');
+    let err: unknown;
+    try {
+      migrateJsonlLayout(dir.path);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as Error).message).toContain(`is written by pid ${process.ppid}`);
+  });
+});
