@@ -1,5 +1,5 @@
 import { BannedError, MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
-import { bookAt, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { binanceBookAtUpdateId, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { BinanceAdapter, createVenueAdapter, type AfterResponseInfo } from '../src/index.js';
 import { caught, collect } from './async-helpers.js';
 
@@ -134,8 +134,8 @@ describe('BinanceAdapter against the binance emulation over HTTP', () => {
     expect(book.asks).toHaveLength(20);
     expect(Number(book.bids[0]![0])).toBeLessThan(Number(book.asks[0]![0]));
     expect(envelope.sequence).toBe(book.sequence);
-    // lastUpdateId is the emulated book's second: the snapshot is exactly the venue's book then.
-    const want = bookAt('binance', 'SOL/FDUSD', book.sequence! * 1000, SEED, 20);
+    // lastUpdateId names the emulated book's 100 ms tick: the snapshot is exactly the venue's book then.
+    const want = binanceBookAtUpdateId('SOL/FDUSD', book.sequence!, SEED, 20);
     expect([book.bids, book.asks]).toEqual([want.bids, want.asks]);
     expect(mock.stats().venues.binance.weightUsed).toBe(20 + 5);
   });

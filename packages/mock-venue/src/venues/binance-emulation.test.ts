@@ -1,6 +1,6 @@
 import { ManualClock } from '@tickfleet/testkit';
 import { candleAt, expectedCandles } from '../data/candles.js';
-import { bookAt } from '../data/books.js';
+import { binanceDepthSnapshot } from './binance-ws-market.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30);
@@ -74,13 +74,13 @@ describe('binance emulation', () => {
     expect(mv.stats().venues.binance.responses4xx).toBe(4);
   });
 
-  test('depth: the book of the current second; weight by limit in X-MBX-USED-WEIGHT-1M', async () => {
+  test('depth: the streamed book at the last closed 100 ms tick; weight by limit in X-MBX-USED-WEIGHT-1M', async () => {
     const r = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=10`);
     expect(r.status).toBe(200);
     expect(r.headers.get('x-mbx-used-weight-1m')).toBe('5');
     const body = r.json();
-    const book = bookAt('binance', 'BTC/USDT', T0, 42, 10);
-    expect(body).toEqual({ lastUpdateId: book.sequence, bids: book.bids, asks: book.asks });
+    expect(body).toEqual(JSON.parse(binanceDepthSnapshot('BTC/USDT', T0, 42, 10)));
+    expect(body.bids).toHaveLength(10);
     mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
     const heavier = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=500`);
     expect(heavier.headers.get('x-mbx-used-weight-1m')).toBe('30');

@@ -1,9 +1,9 @@
 import { alignDown, isTimeframe, lastClosedOpenTime, timeframeMs } from '@tickfleet/core';
-import { bookAt } from '../data/books.js';
 import { candleValuesAt, isHole } from '../data/candles.js';
 import { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from '../data/symbols.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+import { binanceAggTrades, binanceDepthSnapshot, binanceHistoricalTrades, type TradesResult } from './binance-ws-market.js';
 
 const KLINES_DEFAULT_LIMIT = 500;
 const KLINES_MAX_LIMIT = 1000;
@@ -22,6 +22,11 @@ export class BinanceEmulation implements VenueEmulation {
         return { weight: 2, handle: () => this.klines(ctx) };
       case '/api/v3/depth':
         return { weight: depthWeight(ctx.query.get('limit')), handle: () => this.depth(ctx) };
+      case '/api/v3/aggTrades':
+        return { weight: 4, handle: () => this.trades(ctx, binanceAggTrades) };
+      case '/api/v3/historicalTrades':
+      case '/api/v3/trades':
+        return { weight: 25, handle: () => this.trades(ctx, binanceHistoricalTrades) };
       case '/api/v3/exchangeInfo':
         return { weight: 20, handle: () => this.exchangeInfo(ctx) };
       case '/api/v3/ping':
@@ -125,8 +130,15 @@ export class BinanceEmulation implements VenueEmulation {
     if (typeof limit !== 'number' || limit < 5 || limit > 5000) {
       return this.error(ctx, 400, -1100, "Illegal characters found in parameter 'limit'; legal range is '5..5000'.");
     }
-    const book = bookAt('binance', instrument.pair, ctx.nowMs, ctx.seed, limit);
-    return this.ok(ctx, JSON.stringify({ lastUpdateId: book.sequence, bids: book.bids, asks: book.asks }));
+    // the book the WebSocket diff streams describe (binance-ws-market.ts), so the local-order-book procedure works
+    return this.ok(ctx, binanceDepthSnapshot(instrument.pair, ctx.nowMs, ctx.seed, limit));
+  }
+
+  private trades(ctx: RequestContext, pick: (pair: string, query: URLSearchParams, nowMs: number, seed: number) => TradesResult): Reply {
+    const instrument = this.instrument(ctx);
+    if ('status' in instrument) return instrument;
+    const result = pick(instrument.pair, ctx.query, ctx.nowMs, ctx.seed);
+    return 'body' in result ? this.ok(ctx, result.body) : this.error(ctx, result.status, result.code, result.msg);
   }
 
   private exchangeInfo(ctx: RequestContext): Reply {
