@@ -145,13 +145,14 @@ describe('binance WebSocket emulation', () => {
     expect(await s.next((m) => (m as { id: string }).id === 'list', 'LIST reply')).toEqual({ result: ['ethusdt@trade'], id: 'list' });
     s.send({ method: 'GET_PROPERTY', params: ['combined'], id: 3 });
     expect(await s.next((m) => (m as { id: number }).id === 3, 'GET_PROPERTY reply')).toEqual({ result: false, id: 3 });
-    await new Promise((r) => setTimeout(r, 1100)); // the documented 5 incoming messages per second
-    s.send({ method: 'SET_PROPERTY', params: ['combined', 'yes'], id: 4 });
-    expect(await s.next((m) => (m as { id: number }).id === 4, 'SET_PROPERTY error')).toEqual({ code: 1, msg: 'Invalid value type: expected Boolean', id: 4 });
-    s.send({ method: 'SUBSCRIBE_ALL', params: [], id: 5 });
-    expect(await s.next((m) => (m as { id: number }).id === 5, 'unknown method error')).toMatchObject({ code: 2, id: 5 });
-    s.send('{not json');
-    expect(await s.next((m) => (m as { code: number }).code === 3, 'invalid JSON error')).toMatchObject({ code: 3 });
+    // a second connection for the error cases: one may send at most 5 messages a second
+    const e = await connect('/binance/ws');
+    e.send({ method: 'SET_PROPERTY', params: ['combined', 'yes'], id: 4 });
+    expect(await e.next((m) => (m as { id: number }).id === 4, 'SET_PROPERTY error')).toEqual({ code: 1, msg: 'Invalid value type: expected Boolean', id: 4 });
+    e.send({ method: 'SUBSCRIBE_ALL', params: [], id: 5 });
+    expect(await e.next((m) => (m as { id: number }).id === 5, 'unknown method error')).toMatchObject({ code: 2, id: 5 });
+    e.send('{not json');
+    expect(await e.next((m) => (m as { code: number }).code === 3, 'invalid JSON error')).toMatchObject({ code: 3 });
     clock.advance(1000);
     const trade = await s.next<Trade & { s: string }>(isTrade, 'an ETHUSDT trade');
     expect(trade.s).toBe('ETHUSDT');
@@ -248,7 +249,7 @@ describe('binance WebSocket emulation', () => {
     expect(mv.stats().streams.binance).toMatchObject({ silencedMessages: 10, messagesSent: 5 });
   });
 
-  test('limits: connection attempts per window (429), 1024 streams per connection, 5 incoming messages per second (close 1008)', async () => {
+  test('limits: connection attempts per window (429), 1024 streams per connection, 5 incoming messages per second (close 1008); bad paths and outages', async () => {
     mv.patchScenario({ streams: { binance: { connectionAttempts: { limit: 2, windowMs: 60_000 } } } });
     await connect('/binance/ws');
     const s = await connect('/binance/ws');
@@ -261,6 +262,11 @@ describe('binance WebSocket emulation', () => {
     const full = await connect(`/binance/stream?streams=${names.slice(0, 1024).join('/')}`);
     full.send({ method: 'SUBSCRIBE', params: ['btcusdt@trade'], id: 9 });
     expect(await full.next((m) => (m as { id: number }).id === 9, 'the 1025th stream refused')).toMatchObject({ code: 2, id: 9 });
+    await expect(RecordingSocket.open(`${wsBase}/binance/api/v3/depth`)).rejects.toThrow('HTTP 400');
+    await expect(RecordingSocket.open(`${wsBase}/nowhere`)).rejects.toThrow('HTTP 404');
+    mv.patchScenario({ venues: { binance: { outageForMs: 1000 } } });
+    await expect(RecordingSocket.open(`${wsBase}/binance/ws`)).rejects.toThrow();
+    clock.advance(1000);
     for (let i = 0; i < 6; i++) s.send({ method: 'LIST_SUBSCRIPTIONS', id: i });
     await waitFor(() => s.closed, 'the flooding connection closed');
     expect(s.closeCode).toBe(1008);

@@ -197,8 +197,7 @@ function parseStream(name: string, symbols: ReadonlyMap<string, string>): Parsed
   const pair = symbols.get(lower);
   if (!pair) return undefined;
   const rest = name.slice(at + 1);
-  const kind: StreamKind | undefined =
-    rest === 'trade' ? 'trade' : rest === 'depth' || rest === 'depth@1000ms' ? 'depth' : rest === 'depth@100ms' ? 'depth100' : undefined;
+  const kind: StreamKind | undefined = rest === 'trade' ? 'trade' : rest === 'depth' ? 'depth' : rest === 'depth@100ms' ? 'depth100' : undefined;
   return kind ? { pair, symbol: lower.toUpperCase(), kind } : undefined;
 }
 
