@@ -14,9 +14,12 @@ export {
   TimeWindow,
   VenueLimit,
   VenueScenario,
+  STREAM_VENUES,
+  StreamScenario,
+  type StreamVenueName,
   type EffectiveLimit,
 } from './scenario.js';
-export type { LatencySummary, MockVenueStats, VenueStats } from './stats.js';
+export type { LatencySummary, MockVenueStats, StreamStats, VenueStats } from './stats.js';
 export {
   candleAt,
   candleValuesAt,
@@ -48,5 +51,8 @@ export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type L
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
 export { depthWeight } from './venues/binance-emulation.js';
-export { binanceBookAtUpdateId } from './venues/binance-ws-market.js';
+export { binanceBookAtUpdateId, binanceModel, binanceUpdateId } from './venues/binance-ws-market.js';
+export { krakenChecksum, type KrakenLevelText } from './venues/kraken-checksum.js';
+export { DEFAULT_KRAKEN_SYMBOLS, KRAKEN_BOOK_DEPTHS, KRAKEN_QTY_DECIMALS, krakenModel, krakenPricePrecision } from './venues/kraken-ws-emulation.js';
+export { lastClosedTick, STREAM_TICK_MS, StreamBookModel, type ModelTrade, type TickLevel } from './venues/stream-book-model.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
