@@ -74,7 +74,7 @@ export class KrakenWsEmulation {
     const conn: KrakenConn = { c, books: new Map(), trades: new Set() };
     this.conns.add(conn);
     c.ws.on('message', (data: RawData, isBinary: boolean) => {
-      if (!isBinary) this.onMessage(conn, rawText(data), nowIso(Date.now()));
+      if (!isBinary) this.onMessage(conn, rawText(data), nowIso(c.now()));
     });
     c.ws.on('close', () => this.conns.delete(conn));
     const connectionId = 0x4b000000 + this.nextConnectionId++;
@@ -87,10 +87,11 @@ export class KrakenWsEmulation {
       this.lastTick = k;
       if (this.conns.size === 0) continue;
       const bookMessages = new Map<string, { text: string; corrupt: string }>();
-      // groups nobody holds any more stop advancing; a new subscriber starts a fresh one from its snapshot
-      const wanted = new Set<string>();
-      for (const conn of this.conns) for (const [symbol, depth] of conn.books) wanted.add(groupKey(symbol, depth));
+      // groups nobody holds any more stop advancing; a held one missing (the seed changed) restarts from the previous tick
+      const wanted = new Map<string, [string, number]>();
+      for (const conn of this.conns) for (const [symbol, depth] of conn.books) wanted.set(this.groupKey(symbol, depth), [symbol, depth]);
       for (const key of [...this.groups.keys()]) if (!wanted.has(key)) this.groups.delete(key);
+      for (const [key, [symbol, depth]] of wanted) if (!this.groups.has(key)) this.groups.set(key, this.newGroup(symbol, depth, k - 1));
       for (const [key, g] of this.groups) {
         const update = this.advance(g, k);
         if (update) bookMessages.set(key, update);
@@ -98,7 +99,7 @@ export class KrakenWsEmulation {
       const tradeMessages = new Map<string, string>();
       for (const conn of this.conns) {
         for (const [symbol, depth] of conn.books) {
-          const m = bookMessages.get(groupKey(symbol, depth));
+          const m = bookMessages.get(this.groupKey(symbol, depth));
           if (!m || !conn.c.open) continue;
           const rate = conn.c.settings().checksumCorruptionRate ?? 0;
           const corrupt = rate > 0 && unitFloat('kr-corrupt', conn.c.serial, symbol, k, this.seed()) < rate;
@@ -136,6 +137,16 @@ export class KrakenWsEmulation {
     return { text: body(checksum), corrupt: body((checksum ^ 0x5a5a5a5a) >>> 0) };
   }
 
+  private newGroup(symbol: string, depth: number, tick: number): BookGroup {
+    const model = krakenModel(symbol, this.seed());
+    return { symbol, depth, model, view: model.levels(tick, depth) };
+  }
+
+  /** Groups are per seed too: a PATCHed seed starts new tapes (subscribers see the jump as a checksum mismatch). */
+  private groupKey(symbol: string, depth: number): string {
+    return `${symbol}|${depth}|${this.seed()}`;
+  }
+
   private checksum(model: StreamBookModel, view: { bids: TickLevel[]; asks: TickLevel[] }): number {
     const text = (levels: TickLevel[]): KrakenLevelText[] => levels.slice(0, 10).map(([p, q]) => [model.formatPrice(p), model.formatQty(q)]);
     return krakenChecksum(text(view.asks), text(view.bids));
@@ -148,12 +159,12 @@ export class KrakenWsEmulation {
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
       req = parsed as typeof req;
     } catch {
-      conn.c.reply(`{"error":"Malformed request","success":false,"time_in":"${timeIn}","time_out":"${nowIso(Date.now())}"}`);
+      conn.c.reply(`{"error":"Malformed request","success":false,"time_in":"${timeIn}","time_out":"${nowIso(conn.c.now())}"}`);
       return;
     }
     const reqId = typeof req.req_id === 'number' && Number.isInteger(req.req_id) ? `,"req_id":${req.req_id}` : '';
     const method = typeof req.method === 'string' ? req.method : '';
-    const times = (): string => `"time_in":"${timeIn}","time_out":"${nowIso(Date.now())}"`;
+    const times = (): string => `"time_in":"${timeIn}","time_out":"${nowIso(conn.c.now())}"`;
     const fail = (error: string, symbol?: string): void =>
       conn.c.reply(
         `{"error":${JSON.stringify(error)},"method":${JSON.stringify(method)}${reqId},"success":false${symbol ? `,"symbol":${JSON.stringify(symbol)}` : ''},${times()}}`,
@@ -226,12 +237,10 @@ export class KrakenWsEmulation {
 
   /** The group's current view (created at the last published tick), as a snapshot message. */
   private bookSnapshot(symbol: string, depth: number): string {
-    const key = groupKey(symbol, depth);
+    const key = this.groupKey(symbol, depth);
     let g = this.groups.get(key);
     if (!g) {
-      const model = krakenModel(symbol, this.seed());
-      const levels = model.levels(this.lastTick, depth);
-      g = { symbol, depth, model, view: levels };
+      g = this.newGroup(symbol, depth, this.lastTick);
       this.groups.set(key, g);
     }
     return (
@@ -246,10 +255,6 @@ export class KrakenWsEmulation {
     const trades = model.tradesBetween(last - TRADE_SNAPSHOT_SIZE + 1, last);
     return `{"channel":"trade","type":"snapshot","data":[${trades.map((t) => tradeJson(model, symbol, t)).join(',')}]}`;
   }
-}
-
-function groupKey(symbol: string, depth: number): string {
-  return `${symbol}|${depth}`;
 }
 
 /**

@@ -50,6 +50,11 @@ export class StreamConnection {
     return this.env.stats();
   }
 
+  /** The emulation's clock (a ManualClock in tests), for the times a venue prints in its replies. */
+  now(): number {
+    return this.env.now();
+  }
+
   settings(): StreamScenario {
     return this.env.settings();
   }
