@@ -14,9 +14,12 @@ export {
   TimeWindow,
   VenueLimit,
   VenueScenario,
+  STREAM_VENUES,
+  StreamScenario,
+  type StreamVenueName,
   type EffectiveLimit,
 } from './scenario.js';
-export type { LatencySummary, MockVenueStats, VenueStats } from './stats.js';
+export type { LatencySummary, MockVenueStats, StreamStats, VenueStats } from './stats.js';
 export {
   candleAt,
   candleValuesAt,
@@ -49,5 +52,9 @@ export { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type Pol
 export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type LimitlessMarket } from './venues/limitless-markets.js';
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
-export { binanceLastUpdateId, depthWeight } from './venues/binance-emulation.js';
+export { depthWeight } from './venues/binance-emulation.js';
+export { binanceBookAtUpdateId, binanceModel, binanceUpdateId } from './venues/binance-ws-market.js';
+export { krakenChecksum, type KrakenLevelText } from './venues/kraken-checksum.js';
+export { DEFAULT_KRAKEN_SYMBOLS, KRAKEN_BOOK_DEPTHS, KRAKEN_QTY_DECIMALS, krakenModel, krakenPricePrecision } from './venues/kraken-ws-emulation.js';
+export { lastClosedTick, STREAM_TICK_MS, StreamBookModel, type ModelTrade, type TickLevel } from './venues/stream-book-model.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';

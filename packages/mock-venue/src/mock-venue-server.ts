@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
 import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
@@ -25,6 +26,7 @@ import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
+import { WsHub } from './venues/ws-hub.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
 
 /** Options of startMockVenue. */
@@ -100,6 +102,7 @@ export class MockVenueServer implements MockVenue {
   private readonly pending = new Set<Pending>();
   private readonly startedAtMs: number;
   private resetAtMs: number;
+  private readonly streams: WsHub;
 
   constructor(options: MockVenueOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -110,6 +113,14 @@ export class MockVenueServer implements MockVenue {
     this.apply(mergeScenario({}, parseScenario(options.scenario ?? {}), this.clock.now()));
     this.server = createServer({ keepAlive: true }, (req, res) => this.onRequest(req, res));
     this.server.on('clientError', (_err, socket) => socket.destroy());
+    this.streams = new WsHub(
+      this.clock,
+      () => this.current,
+      (venue) => this.isDown(venue),
+    );
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!this.streams.upgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    });
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<void> {
@@ -142,6 +153,7 @@ export class MockVenueServer implements MockVenue {
     this.counters = freshCounters();
     for (const v of MOCK_VENUES) this.limiters[v].reset();
     this.gamma.reset();
+    this.streams.reset();
     this.resetAtMs = this.clock.now();
   }
 
@@ -177,7 +189,7 @@ export class MockVenueServer implements MockVenue {
     }
     const clob = this.limiters.polymarket;
     if (clob instanceof SlidingWindowLimiter) venues.polymarket.groups = { clob: groupStats(clob, now), gamma: groupStats(this.gamma, now) };
-    return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues };
+    return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues, streams: this.streams.stats() };
   }
 
   async stop(): Promise<void> {
@@ -186,6 +198,7 @@ export class MockVenueServer implements MockVenue {
       p.res.destroy();
     }
     this.pending.clear();
+    await this.streams.stop();
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -199,6 +212,12 @@ export class MockVenueServer implements MockVenue {
       this.emulations[v].invalidate();
     }
     this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
+  }
+
+  /** Whether `venue` (or the whole server) is in an outage window now; Kraken has only the server-wide ones. */
+  private isDown(venue: MockVenueName | 'kraken'): boolean {
+    const nowMs = this.clock.now();
+    return inWindows(this.current.outages, nowMs) || (venue !== 'kraken' && inWindows(this.current.venues?.[venue]?.outages, nowMs));
   }
 
   private get seed(): number {

@@ -29,6 +29,15 @@ describe('scenario', () => {
     });
   });
 
+  test('stream faults merge field by field per venue; silenceForMs becomes a silence window', () => {
+    const base = mergeScenario({}, parseScenario({ streams: { binance: { gapEvery: 10, silenceForMs: 500 } } }), NOW);
+    const next = mergeScenario(base, parseScenario({ streams: { binance: { disconnectEvery: 50 }, kraken: { checksumCorruptionRate: 0.1 } } }), NOW + 1);
+    expect(next.streams).toEqual({
+      binance: { gapEvery: 10, disconnectEvery: 50, silences: [{ fromMs: NOW, toMs: NOW + 500 }] },
+      kraken: { checksumCorruptionRate: 0.1 },
+    });
+  });
+
   test('defaults follow the published limits', () => {
     expect(effectiveLimit('binance', undefined)).toMatchObject({ limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000 });
     expect(effectiveLimit('polygon', undefined)).toMatchObject({ limit: 5, windowMs: 60_000 });
@@ -45,6 +54,9 @@ describe('scenario', () => {
     [{ venues: { binance: { holes: { ranges: [{ fromMs: 10, toMs: 5 }] } } } }, 'scenario.venues.binance.holes.ranges.0.toMs'],
     [{ venues: { xetra: { isins: ['nope'] } } }, 'scenario.venues.xetra.isins.0'],
     [{ venues: { nasdaq: {} } }, 'scenario.venues.nasdaq'],
+    [{ streams: { binance: { gapEvery: 1 } } }, 'scenario.streams.binance.gapEvery'],
+    [{ streams: { kraken: { garbledRate: 2 } } }, 'scenario.streams.kraken.garbledRate'],
+    [{ streams: { okx: {} } }, 'scenario.streams.okx'],
   ])('a bad scenario names the field: %j', (value, field) => {
     let err: unknown;
     try {

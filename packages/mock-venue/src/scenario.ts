@@ -120,6 +120,32 @@ export const VenueScenario = z.strictObject({
 });
 export type VenueScenario = z.infer<typeof VenueScenario>;
 
+/** The WebSocket emulations (`/binance/ws`, `/binance/stream`, `/kraken/v2`), keyed in `streams`. */
+export const STREAM_VENUES = ['binance', 'kraken'] as const;
+export type StreamVenueName = (typeof STREAM_VENUES)[number];
+
+/**
+ * Faults of one venue's WebSocket endpoints; see docs/mock-venue.md. "Data messages" are trades, book
+ * diffs and book updates (not replies, heartbeats or pings), counted per connection from 1.
+ */
+export const StreamScenario = z.strictObject({
+  /** Every Nth data message of a connection is not sent, so the client sees an update-id / trade-id gap. */
+  gapEvery: z.number().int().min(2).optional(),
+  /** The connection is dropped (TCP close, no close frame) right after its Nth data message. */
+  disconnectEvery: z.number().int().positive().optional(),
+  /** Windows during which nothing is sent on any connection (data is dropped, pings and heartbeats skipped). */
+  silences: z.array(TimeWindow).optional(),
+  /** Adds the silence `[now, now + silenceForMs)` when the scenario is applied. */
+  silenceForMs: positiveMs.optional(),
+  /** Fraction of data messages replaced by a garbled frame: half binary, half truncated JSON text. @defaultValue 0 */
+  garbledRate: rate.optional(),
+  /** Kraken: fraction of book messages sent with a wrong `checksum` (the levels stay right). @defaultValue 0 */
+  checksumCorruptionRate: rate.optional(),
+  /** Connection attempts allowed per sliding window; beyond, the upgrade is refused with HTTP 429. Binance default 300 per 300000 ms; Kraken none. */
+  connectionAttempts: z.strictObject({ limit: z.number().int().positive(), windowMs: positiveMs }).optional(),
+});
+export type StreamScenario = z.infer<typeof StreamScenario>;
+
 /**
  * A scenario: the seed of the deterministic data, outages of the whole server, and per-venue controls.
  * The same shape is a `PATCH /_mock/scenario` body (every field optional; see mergeScenario).
@@ -139,6 +165,8 @@ export const Scenario = z.strictObject({
       xetra: VenueScenario.optional(),
     })
     .optional(),
+  /** WebSocket faults per venue. */
+  streams: z.strictObject({ binance: StreamScenario.optional(), kraken: StreamScenario.optional() }).optional(),
 });
 export type Scenario = z.infer<typeof Scenario>;
 
@@ -176,8 +204,8 @@ export function loadScenarioFile(path: string, argName = '--scenario'): Scenario
 
 /**
  * Applies `patch` to `base` at wall-clock `nowMs`: fields given replace those of `base` (venue `limit`
- * objects merge key by key), `storm: null` clears a storm, and the relative `stormForMs` / `outageForMs`
- * become absolute windows from `nowMs`. The result holds no relative fields.
+ * objects merge key by key; `streams.<venue>` objects merge field by field), `storm: null` clears a storm, and
+ * the relative `stormForMs` / `outageForMs` / `silenceForMs` become absolute windows from `nowMs`. The result holds no relative fields.
  */
 export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): Scenario {
   const out: Scenario = { ...base, venues: { ...base.venues } };
@@ -199,6 +227,14 @@ export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): S
     delete next.stormForMs;
     delete next.outageForMs;
     out.venues = { ...out.venues, [venue]: next };
+  }
+  for (const venue of STREAM_VENUES) {
+    const p = patch.streams?.[venue];
+    if (!p) continue;
+    const { silenceForMs, ...rest } = p;
+    const next: StreamScenario = { ...out.streams?.[venue], ...rest };
+    if (silenceForMs !== undefined) next.silences = [...(next.silences ?? []), { fromMs: nowMs, toMs: nowMs + silenceForMs }];
+    out.streams = { ...out.streams, [venue]: next };
   }
   return out;
 }

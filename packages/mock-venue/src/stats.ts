@@ -1,4 +1,4 @@
-import type { MockVenueName } from './scenario.js';
+import type { MockVenueName, StreamVenueName } from './scenario.js';
 
 /** Server-side latency of answered requests (arrival to the last byte written), injected latency included. */
 export interface LatencySummary {
@@ -89,4 +89,38 @@ export interface MockVenueStats {
   /** When the counters were last cleared (start or `POST /_mock/reset`). */
   resetAtMs: number;
   venues: Record<MockVenueName, VenueStats>;
+  /** The WebSocket emulations (`/binance/ws`, `/binance/stream`, `/kraken/v2`). */
+  streams: Record<StreamVenueName, StreamStats>;
+}
+
+/**
+ * Ground truth of one venue's WebSocket endpoints since start or the last reset. "Data messages" are
+ * trades, book diffs and book updates; every one a connection was due is exactly one of sent, gap,
+ * garbled (binary or text) or silenced.
+ */
+export interface StreamStats {
+  /** Upgrades accepted. */
+  connections: number;
+  /** Connections open now. */
+  openConnections: number;
+  /** Upgrades refused with 429 by the connection-attempt limit. */
+  connectionsRefused: number;
+  /** Data messages sent intact. */
+  messagesSent: number;
+  /** Data messages skipped by `gapEvery`. */
+  gapsInjected: number;
+  /** Data messages replaced by a binary frame. */
+  binaryFrames: number;
+  /** Data messages replaced by truncated JSON text. */
+  garbledFrames: number;
+  /** Data messages dropped during a silence window. */
+  silencedMessages: number;
+  /** Connections dropped by `disconnectEvery`. */
+  disconnects: number;
+  /** Kraken book messages sent with a wrong checksum (`checksumCorruptionRate`). */
+  checksumCorruptions: number;
+  /** Connections closed 1008 for more than 5 incoming messages in a second (Binance). */
+  rateLimitCloses: number;
+  /** Subscriptions requested and accepted (URL streams included). */
+  subscriptions: number;
 }

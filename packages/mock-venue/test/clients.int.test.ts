@@ -11,7 +11,7 @@ import { bookAt } from '../src/data/books.js';
 import { expectedCandles } from '../src/expected-candles.js';
 import { marketTokenIds, polymarketMarkets } from '../src/data/markets.js';
 import { startMockVenue, type MockVenue } from '../src/mock-venue-server.js';
-import { binanceLastUpdateId } from '../src/venues/binance-emulation.js';
+import { binanceDepthSnapshot } from '../src/venues/binance-ws-market.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30, 250);
 const SEED = 11;
@@ -45,8 +45,8 @@ describe('public clients against the emulations', () => {
     expect(notional).toMatchObject({ minNotional: '5.00000000', applyMinToMarket: true });
 
     const depth = await client.getOrderBook({ symbol: 'BTCUSDT', limit: 10 });
-    const book = bookAt('binance', 'BTC/USDT', T0, SEED, 10);
-    expect(depth.lastUpdateId).toBe(binanceLastUpdateId('BTC/USDT', T0, SEED));
+    const book = JSON.parse(binanceDepthSnapshot('BTC/USDT', T0, SEED, 10)) as { lastUpdateId: number; bids: unknown; asks: unknown };
+    expect(depth.lastUpdateId).toBe(book.lastUpdateId);
     expect(depth.bids).toEqual(book.bids);
     expect(depth.asks).toEqual(book.asks);
 

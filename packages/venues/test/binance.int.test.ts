@@ -1,5 +1,5 @@
 import { BannedError, MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
-import { binanceLastUpdateId, bookAt, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { binanceBookAtUpdateId, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { BinanceAdapter, createVenueAdapter, type AfterResponseInfo } from '../src/index.js';
 import { caught, collect } from './async-helpers.js';
 
@@ -134,12 +134,8 @@ describe('BinanceAdapter against the binance emulation over HTTP', () => {
     expect(book.asks).toHaveLength(20);
     expect(Number(book.bids[0]![0])).toBeLessThan(Number(book.asks[0]![0]));
     expect(envelope.sequence).toBe(book.sequence);
-    // lastUpdateId is an update counter; the second it names (at or just before receipt) is the book's.
-    const second = [0, 1, 2, 3]
-      .map((back) => Math.floor(envelope.receivedAtMs / 1000) - back)
-      .find((s) => binanceLastUpdateId('SOL/FDUSD', s * 1000, SEED) === book.sequence);
-    expect(second).toBeDefined();
-    const want = bookAt('binance', 'SOL/FDUSD', second! * 1000, SEED, 20);
+    // lastUpdateId names the emulated book's 100 ms tick: the snapshot is exactly the venue's book then.
+    const want = binanceBookAtUpdateId('SOL/FDUSD', book.sequence!, SEED, 20);
     expect([book.bids, book.asks]).toEqual([want.bids, want.asks]);
     expect(mock.stats().venues.binance.weightUsed).toBe(20 + 5);
   });

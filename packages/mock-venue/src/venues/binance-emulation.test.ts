@@ -1,7 +1,7 @@
 import { ManualClock } from '@tickfleet/testkit';
 import { candleAt } from '../data/candles.js';
 import { expectedCandles } from '../expected-candles.js';
-import { bookAt } from '../data/books.js';
+import { binanceDepthSnapshot } from './binance-ws-market.js';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30);
@@ -75,33 +75,22 @@ describe('binance emulation', () => {
     expect(mv.stats().venues.binance.responses4xx).toBe(4);
   });
 
-  test('depth: the book of the current second; weight by limit in X-MBX-USED-WEIGHT-1M', async () => {
-    mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
+  test('depth: the streamed book at the last closed 100 ms tick; weight by limit in X-MBX-USED-WEIGHT-1M', async () => {
     const r = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=10`);
     expect(r.status).toBe(200);
     expect(r.headers.get('x-mbx-used-weight-1m')).toBe('5');
     const body = r.json();
-    const book = bookAt('binance', 'BTC/USDT', T0, 42, 10);
-    expect(body).toEqual({ lastUpdateId: expect.any(Number), bids: book.bids, asks: book.asks });
-    // lastUpdateId counts updates: not the clock, rising strictly by varying steps from one second to the next
-    const ids = [body.lastUpdateId as number];
-    for (let i = 0; i < 4; i++) {
-      clock.advance(1000);
-      ids.push((await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=5`)).json().lastUpdateId);
-    }
-    expect(ids[0]).not.toBe(Math.floor(T0 / 1000));
-    const steps = ids.slice(1).map((id, i) => id - ids[i]!);
-    for (const step of steps) expect(step).toBeGreaterThan(0);
-    expect(new Set(steps).size).toBeGreaterThan(1);
-    mv.reset();
+    expect(body).toEqual(JSON.parse(binanceDepthSnapshot('BTC/USDT', T0, 42, 10)));
+    expect(body.bids).toHaveLength(10);
+    mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
     const heavier = await get(`${base}/api/v3/depth?symbol=BTCUSDT&limit=500`);
-    expect(heavier.headers.get('x-mbx-used-weight-1m')).toBe('25');
+    expect(heavier.headers.get('x-mbx-used-weight-1m')).toBe('30');
     expect(heavier.json().bids).toHaveLength(500);
     const info = await get(`${base}/api/v3/exchangeInfo`);
-    expect(info.headers.get('x-mbx-used-weight-1m')).toBe('45');
+    expect(info.headers.get('x-mbx-used-weight-1m')).toBe('50');
     const ei = info.json();
     expect(ei.timezone).toBe('UTC');
-    expect(ei.serverTime).toBe(T0 + 4000);
+    expect(ei.serverTime).toBe(T0);
     expect(ei.rateLimits).toEqual([
       { rateLimitType: 'REQUEST_WEIGHT', interval: 'SECOND', intervalNum: 10, limit: 6000 },
       { rateLimitType: 'ORDERS', interval: 'SECOND', intervalNum: 10, limit: 50 },
@@ -117,12 +106,12 @@ describe('binance emulation', () => {
     // the book's prices and quantities sit on the published tick and step
     const tick = Number(filters.get('PRICE_FILTER')!.tickSize);
     const step = Number(filters.get('LOT_SIZE')!.stepSize);
-    for (const [price, qty] of [...book.bids, ...book.asks]) {
+    for (const [price, qty] of [...body.bids, ...body.asks] as Array<[string, string]>) {
       expect(Math.abs(Number(price) / tick - Math.round(Number(price) / tick))).toBeLessThan(1e-6);
       expect(Math.abs(Number(qty) / step - Math.round(Number(qty) / step))).toBeLessThan(1e-6);
     }
     expect(filters.get('NOTIONAL')).toMatchObject({ minNotional: '5.00000000', applyMinToMarket: true });
-    expect(mv.stats().venues.binance.weightUsed).toBe(45);
+    expect(mv.stats().venues.binance.weightUsed).toBe(50);
   });
 
   test('weight limit per aligned window: 429 with Retry-After to the window end, then a 418 ban for clients that keep going', async () => {

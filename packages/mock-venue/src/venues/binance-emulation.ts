@@ -1,16 +1,13 @@
 import { alignDown, isTimeframe, lastClosedOpenTime, timeframeMs } from '@tickfleet/core';
-import { bookAt } from '../data/books.js';
 import { candleValuesAt, isHole, priceDecimals } from '../data/candles.js';
-import { hash32 } from '../data/random.js';
 import { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from '../data/symbols.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+import { binanceAggTrades, binanceDepthSnapshot, binanceHistoricalTrades, type TradesResult } from './binance-ws-market.js';
 
 const KLINES_DEFAULT_LIMIT = 500;
 const KLINES_MAX_LIMIT = 1000;
 const DEPTH_DEFAULT_LIMIT = 100;
-/** Binance's launch (2017-07-14): update ids count from there, so they look like the real ones and never like a clock. */
-const UPDATE_ID_EPOCH_S = 1_500_000_000;
 
 /**
  * The other published spot limits beside REQUEST_WEIGHT (which follows the scenario). Only
@@ -39,6 +36,11 @@ export class BinanceEmulation implements VenueEmulation {
         return { weight: 2, handle: () => this.klines(ctx) };
       case '/api/v3/depth':
         return { weight: depthWeight(ctx.query.get('limit')), handle: () => this.depth(ctx) };
+      case '/api/v3/aggTrades':
+        return { weight: 4, handle: () => this.trades(ctx, binanceAggTrades) };
+      case '/api/v3/historicalTrades':
+      case '/api/v3/trades':
+        return { weight: 25, handle: () => this.trades(ctx, binanceHistoricalTrades) };
       case '/api/v3/exchangeInfo':
         return { weight: 20, handle: () => this.exchangeInfo(ctx) };
       case '/api/v3/ping':
@@ -142,8 +144,15 @@ export class BinanceEmulation implements VenueEmulation {
     if (typeof limit !== 'number' || limit < 5 || limit > 5000) {
       return this.error(ctx, 400, -1100, "Illegal characters found in parameter 'limit'; legal range is '5..5000'.");
     }
-    const book = bookAt('binance', instrument.pair, ctx.nowMs, ctx.seed, limit);
-    return this.ok(ctx, JSON.stringify({ lastUpdateId: binanceLastUpdateId(instrument.pair, ctx.nowMs, ctx.seed), bids: book.bids, asks: book.asks }));
+    // the book the WebSocket diff streams describe (binance-ws-market.ts), so the local-order-book procedure works
+    return this.ok(ctx, binanceDepthSnapshot(instrument.pair, ctx.nowMs, ctx.seed, limit));
+  }
+
+  private trades(ctx: RequestContext, pick: (pair: string, query: URLSearchParams, nowMs: number, seed: number) => TradesResult): Reply {
+    const instrument = this.instrument(ctx);
+    if ('status' in instrument) return instrument;
+    const result = pick(instrument.pair, ctx.query, ctx.nowMs, ctx.seed);
+    return 'body' in result ? this.ok(ctx, result.body) : this.error(ctx, result.status, result.code, result.msg);
   }
 
   private exchangeInfo(ctx: RequestContext): Reply {
@@ -238,20 +247,6 @@ function interval(windowMs: number): { interval: string; intervalNum: number } {
 function intervalText(windowMs: number): string {
   const i = interval(windowMs);
   return `${i.intervalNum} ${i.interval}`;
-}
-
-/**
- * `lastUpdateId` of `pair`'s depth served at `timeMs` (the book of that second, see bookAt): an update
- * counter, not a clock. It starts at a per-symbol offset and grows by a per-symbol rate (5 to 60
- * updates a second) with jitter below one second's worth, so it rises strictly from one second to
- * the next and by varying steps.
- */
-export function binanceLastUpdateId(pair: string, timeMs: number, seed: number): number {
-  const second = Math.floor(timeMs / 1000);
-  const base = 1_000_000_000 + 10 * hash32('upd-base', pair, seed);
-  const rate = 5 + (hash32('upd-rate', pair, seed) % 56);
-  const jitter = hash32('upd-jitter', pair, second, seed) % rate;
-  return base + (second - UPDATE_ID_EPOCH_S) * rate + jitter;
 }
 
 /**
