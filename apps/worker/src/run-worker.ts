@@ -61,7 +61,11 @@ export async function runWorker(env?: Env): Promise<void> {
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
-    ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
+    // Each key under an option name only its venue's adapter reads, so it is sent to that venue alone.
+    adapterOptions: {
+      ...(config.POLYGON_API_KEY ? { apiKey: config.POLYGON_API_KEY } : {}),
+      ...(config.FINNHUB_API_KEY ? { finnhubApiKey: config.FINNHUB_API_KEY } : {}),
+    },
   });
   let started = false;
   const health = new HealthServer({

@@ -32,5 +32,6 @@ export const WorkerEnv = z.object({
   TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(86_400_000),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
+  FINNHUB_API_KEY: SHARED.FINNHUB_API_KEY,
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

@@ -27,6 +27,11 @@ export const Job = z.object({
   nextRunAt: z.number().int().default(0),
   /** Lease end while a scheduler has claimed the job; null when free. */
   lockedUntil: z.number().int().nullable().default(null),
+  /**
+   * Jobs over a universe (`@<name>`): how many members one cycle refreshes, continuing round-robin
+   * where the last cycle stopped; null means DEFAULT_UNIVERSE_PER_CYCLE.
+   */
+  perCycle: z.number().int().min(1).max(1000).nullable().default(null),
   /** Earliest time to collect from (epoch ms); the cursor starts here. */
   since: z.number().int().nullable().default(null),
   /** Progress marker (for candles: open time of the last stored candle). Only moves forward. */

@@ -9,6 +9,13 @@ import { SymbolName, VenueName } from './names.js';
  */
 export const MAX_UNIVERSE_SYMBOLS = 5000;
 
+/**
+ * Members of its universe one cycle of a universe job refreshes when the job sets no `perCycle`:
+ * with the default one-minute cycle, 5 option chains a minute use a twelfth of Finnhub's free plan
+ * (60 requests a minute), leaving room for other jobs of the same key.
+ */
+export const DEFAULT_UNIVERSE_PER_CYCLE = 5;
+
 /** A universe's name: lowercase, starts with a letter, e.g. `sp500`, `mega-caps`. */
 export const UniverseName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, 'expected a universe name: 1-64 of [a-z0-9_-], starting with a letter (e.g. sp500)');
 export type UniverseName = z.infer<typeof UniverseName>;

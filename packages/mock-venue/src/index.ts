@@ -49,3 +49,5 @@ export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limi
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
 export { depthWeight } from './venues/binance-emulation.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
+export { FINNHUB_BURST_PER_SECOND } from './venues/finnhub-emulation.js';
+export { FINNHUB_EXPIRATIONS, FINNHUB_QUOTE_PERIOD_MS, FINNHUB_STRIKES, finnhubOptionChain } from './venues/finnhub-options.js';

@@ -21,6 +21,7 @@ import {
 import type { MockVenueStats, VenueStats } from './stats.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
+import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
@@ -54,7 +55,14 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', limitless: 'reject', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
+const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = {
+  binance: 'ban',
+  finnhub: 'reject',
+  limitless: 'reject',
+  polygon: 'reject',
+  polymarket: 'delay',
+  xetra: 'reject',
+};
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
@@ -81,6 +89,7 @@ export class MockVenueServer implements MockVenue {
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     binance: new BinanceEmulation(),
+    finnhub: new FinnhubEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),
@@ -134,7 +143,10 @@ export class MockVenueServer implements MockVenue {
 
   reset(): void {
     this.counters = freshCounters();
-    for (const v of MOCK_VENUES) this.limiters[v].reset();
+    for (const v of MOCK_VENUES) {
+      this.limiters[v].reset();
+      this.emulations[v].reset?.();
+    }
     this.resetAtMs = this.clock.now();
   }
 
@@ -166,6 +178,7 @@ export class MockVenueServer implements MockVenue {
         bans: l.banCount,
         latency: c.latency(),
         windows: l.history(),
+        ...(this.emulations[v].extraStats ? { extra: this.emulations[v].extraStats() } : {}),
       };
     }
     return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues };

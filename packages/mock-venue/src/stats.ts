@@ -58,6 +58,8 @@ export interface VenueStats {
   latency: LatencySummary;
   /** Accepted weight of the latest aligned windows (up to 64, oldest first; may include booked future windows). */
   windows: Array<{ startMs: number; weight: number }>;
+  /** Counters of limits a venue enforces besides its window (Finnhub: `maxPerSecond`, `burstRejected`, `burstLimitPerSecond`). */
+  extra?: Record<string, number>;
 }
 
 /** `GET /_mock/stats`. */

@@ -42,8 +42,12 @@ export function readerOf(sink: Sink): DataReader {
   return sink.reader;
 }
 
+/** Record channels `data count` and `data export` read besides candles. */
+const ENVELOPE_CHANNELS = ['trades', 'book', 'options'] as const;
+
 interface RangeOptions {
   timeframe: Timeframe;
+  channel: 'candles' | (typeof ENVELOPE_CHANNELS)[number];
   from?: number;
   to?: number;
   sink: string;
@@ -52,7 +56,6 @@ interface RangeOptions {
 
 interface ExportOptions extends RangeOptions {
   format: 'csv' | 'jsonl';
-  channel: 'candles' | 'trades' | 'book';
   out?: string;
 }
 
@@ -62,12 +65,15 @@ export function registerData(program: Command): void {
   sinkOption(
     data
       .command('count <venue> <symbol>')
-      .description('count stored candles of a series: count, first, last, open gaps')
-      .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
+      .description('count stored candles of a series (count, first, last, open gaps), or the records of another channel')
+      .option('--channel <channel>', `candles | ${ENVELOPE_CHANNELS.join(' | ')}`, oneOf('--channel', ['candles', ...ENVELOPE_CHANNELS] as const), 'candles')
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
       .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
       .addOption(jsonOption()),
   ).action(async (venue: string, symbol: string, opts: RangeOptions, cmd: Command) => {
+    if (opts.channel !== 'candles') return countRecords(venue, symbol, opts);
+    if (!opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to count candles');
     const q = series(venue, symbol, opts);
     const result = await withSink(opts.sink, async (sink) => {
       const reader = readerOf(sink);
@@ -107,7 +113,7 @@ export function registerData(program: Command): void {
       .command('export <venue> <symbol>')
       .description('stream stored records as CSV or JSON lines (stdout, or --out); progress on a TTY')
       .requiredOption('--format <format>', 'csv | jsonl', oneOf('--format', ['csv', 'jsonl'] as const))
-      .option('--channel <channel>', 'candles | trades | book', oneOf('--channel', ['candles', 'trades', 'book'] as const), 'candles')
+      .option('--channel <channel>', `candles | ${ENVELOPE_CHANNELS.join(' | ')}`, oneOf('--channel', ['candles', ...ENVELOPE_CHANNELS] as const), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'from (ISO date, inclusive): open time for candles, receive time otherwise', isoDate('--from'))
       .option('--to <date>', 'to (ISO date, exclusive)', isoDate('--to'))
@@ -149,6 +155,20 @@ export function registerData(program: Command): void {
       if (opts.out) await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     });
   });
+}
+
+/** `data count --channel <non-candle>`: how many records of the symbol the sink holds, and their receive-time span. */
+async function countRecords(venue: string, symbol: string, opts: RangeOptions): Promise<void> {
+  const s = series(venue, symbol, opts);
+  const q = { venue: s.venue, symbol: s.symbol, channel: opts.channel as (typeof ENVELOPE_CHANNELS)[number], ...rangeOf(s) };
+  const count = await withSink(opts.sink, (sink) => readerOf(sink).countEnvelopes(q));
+  const result = { ...q, count };
+  if (opts.json) return printJson(result);
+  printTable(['venue', 'symbol', 'channel', 'count'], [[result.venue, result.symbol, result.channel, result.count]]);
+}
+
+function rangeOf(q: { fromMs?: number; toMs?: number }): { fromMs?: number; toMs?: number } {
+  return { ...(q.fromMs === undefined ? {} : { fromMs: q.fromMs }), ...(q.toMs === undefined ? {} : { toMs: q.toMs }) };
 }
 
 function series(venue: string, symbol: string, opts: RangeOptions): { venue: string; symbol: string; timeframe: Timeframe; fromMs?: number; toMs?: number } {

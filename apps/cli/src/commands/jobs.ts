@@ -13,8 +13,9 @@ import {
   universeOf,
   ValidationError,
   VenueName,
+  DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource } from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isOptionChainSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -24,6 +25,7 @@ interface AddOptions {
   timeframe?: Timeframe;
   since?: number;
   priority?: number;
+  perCycle?: number;
   json?: boolean;
 }
 
@@ -36,6 +38,11 @@ export function registerJobs(program: Command): void {
     .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for ohlcv`, oneOf('--timeframe', TIMEFRAMES))
     .option('--since <iso>', 'collect from this date (UTC), e.g. 2024-01-01', isoDate('--since'))
     .option('--priority <n>', 'higher runs first (default 0)', integer('--priority'))
+    .option(
+      '--per-cycle <n>',
+      `universe jobs: members refreshed per cycle, round-robin (default ${DEFAULT_UNIVERSE_PER_CYCLE}, at most 1000)`,
+      integer('--per-cycle'),
+    )
     .addOption(jsonOption('print the job as JSON'))
     .action(async (venue: string, type: string, symbol: string, opts: AddOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -45,6 +52,9 @@ export function registerJobs(program: Command): void {
       if (jobType === 'ohlcv' && universe === null) assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
+      if (opts.perCycle !== undefined && universe === null) throw new ValidationError('--per-cycle', 'a job over a universe (symbol @<name>)', opts.perCycle);
+      if (opts.perCycle !== undefined && (opts.perCycle < 1 || opts.perCycle > 1000))
+        throw new ValidationError('--per-cycle', 'an integer in 1..1000', opts.perCycle);
       const job = await withStore(cmd, async (store) => {
         const connector = await store.connectors.get(name);
         if (!connector) {
@@ -71,6 +81,7 @@ export function registerJobs(program: Command): void {
           timeframe: opts.timeframe ?? null,
           ...(opts.since !== undefined ? { since: opts.since } : {}),
           ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
+          ...(opts.perCycle !== undefined ? { perCycle: opts.perCycle } : {}),
         });
       });
       if (opts.json) printJson(job);
@@ -126,6 +137,7 @@ function assertSupported(venue: string, baseUrl: string, type: JobType): void {
     ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
     ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
     ...(isFileSource(adapter) ? (['files'] as const) : []),
+    ...(isOptionChainSource(adapter) ? (['options'] as const) : []),
   ];
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
 }
@@ -145,7 +157,8 @@ function printJobs(list: Job[]): void {
       j.enabled ? 'yes' : 'no',
       j.priority,
       isoOrDash(j.nextRunAt || null),
-      isoOrDash(j.cursor),
+      // A universe job's cursor is its round-robin position, not a time.
+      universeOf(j.symbol) === null ? isoOrDash(j.cursor) : `slot ${j.cursor ?? 0}`,
       j.stats.runs,
       j.stats.failures,
       j.stats.lastError,

@@ -98,6 +98,8 @@ export function toJob(d: JobDoc): Job {
     lockedUntil: d.lockedUntil ?? null,
     since: d.since ?? null,
     cursor: d.cursor ?? null,
+    // Documents written before universe jobs existed carry no perCycle.
+    perCycle: d.perCycle ?? null,
     stats: {
       runs: d.stats.runs,
       failures: d.stats.failures,

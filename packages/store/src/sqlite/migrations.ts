@@ -105,6 +105,10 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (venue, name)
   ) WITHOUT ROWID;
   `,
+  // Members per cycle of a job over a universe (null: the default).
+  `
+  ALTER TABLE jobs ADD COLUMN per_cycle INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
