@@ -353,7 +353,8 @@ export class Scheduler {
   /**
    * The units one run of `job` becomes: one, except for an option-chain job over a universe, which
    * becomes one unit per underlier of this cycle: the next `perCycle` round-robin slots from the
-   * job's cursor (the slot after the last one a unit collected), at most one per member. The
+   * job's cursor (the slot after the last one a unit collected), at most one per member; the last
+   * one ends the job's run (`endsRun`), so the next cycle is planned after this one. The
    * workers move the cursor, so it lives in the store and a restarted scheduler continues where
    * the last cycle stopped; slot and due time are in the unit ids, so claiming the job again
    * before its units ran adds none twice.
@@ -366,7 +367,7 @@ export class Scheduler {
     // A universe that is gone still gets a unit: its run fails naming the universe, visible on the job.
     const count = Math.min(job.perCycle ?? DEFAULT_UNIVERSE_PER_CYCLE, size ?? 1);
     const first = job.cursor ?? 0;
-    return Array.from({ length: count }, (_, i) => ({ ...unit, slot: first + i }));
+    return Array.from({ length: count }, (_, i) => ({ ...unit, slot: first + i, endsRun: i === count - 1 }));
   }
 
   private async enqueue(jobs: Job[], now: number, result: TickResult): Promise<void> {

@@ -226,7 +226,8 @@ export class VenueRunner {
             if (lock?.lost) throw new JobLockLostError(unit.jobId);
           },
         });
-        if (unit.kind !== 'backfill') {
+        // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.
+        if (unit.kind !== 'backfill' && unit.endsRun !== false) {
           await store.jobs.complete(unit.jobId, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }

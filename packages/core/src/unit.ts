@@ -20,6 +20,13 @@ export const Unit = z.object({
    * takes member `slot % members.length` of the job's universe as it is when the unit runs.
    */
   slot: z.number().int().nonnegative().optional(),
+  /**
+   * Option-chain units: false on every unit of a cycle but its last, whose completion alone ends the
+   * job's run (frees its lease, sets its next due time). A cycle is then planned only once the
+   * previous one has been worked through, so units never pile up when the venue is slower than
+   * the cycle.
+   */
+  endsRun: z.boolean().optional(),
   /** Enqueue time, for queue-latency metrics. */
   enqueuedAt: z.number().int(),
 });
