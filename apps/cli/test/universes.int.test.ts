@@ -13,7 +13,7 @@ describe('tickfleet universes', () => {
   });
   afterAll(() => dir.remove());
 
-  it('sets a universe from arguments and a file, shows it, refuses bad input and jobs over a missing universe', async () => {
+  it('sets a universe from arguments and a file, shows it, refuses bad input, takes options jobs over it, removes it once unused', async () => {
     const file = join(dir.path, 'megacaps.txt');
     writeFileSync(file, '# top names\nAAPL\n\nMSFT  # software\nAAPL\nBRK.B\n');
     const set = await cli('universes', 'set', 'binance', 'megacaps', 'NVDA', '--file', file, '--json');
@@ -36,6 +36,18 @@ describe('tickfleet universes', () => {
     // A type that collects one symbol per job refuses a universe, naming the types that take one.
     const wrongType = await cli('jobs', 'add', 'binance', 'ohlcv', '@megacaps', '--timeframe', '1m');
     expect(wrongType.stderr).toMatch(/invalid symbol: expected one symbol for ohlcv jobs/);
+
+    // A type that collects universes takes it; removing the universe waits until its job is disabled.
+    await cli('connectors', 'upsert', 'finnhub', '--base-url', 'https://finnhub.io', '--limit', '60');
+    await cli('universes', 'set', 'finnhub', 'megacaps', 'AAPL', 'MSFT');
+    const job = await cli('jobs', 'add', 'finnhub', 'options', '@megacaps', '--per-cycle', '2', '--json');
+    expect(JSON.parse(job.stdout)).toMatchObject({ id: 'finnhub:@megacaps:-:options', symbol: '@megacaps', perCycle: 2 });
+    const inUse = await cli('universes', 'remove', 'finnhub', 'megacaps');
+    expect(inUse.stderr).toMatch(
+      /invalid universe: expected a universe no enabled job refers to \(disable first: finnhub:@megacaps:-:options\), got "finnhub\/megacaps"/,
+    );
+    await cli('jobs', 'disable', 'finnhub:@megacaps:-:options');
+    expect((await cli('universes', 'remove', 'finnhub', 'megacaps')).code).toBe(0);
 
     const removed = await cli('universes', 'remove', 'binance', 'megacaps');
     expect(removed.stdout.trim()).toBe('removed binance/megacaps');

@@ -55,17 +55,18 @@ export function registerUniverses(program: Command): void {
 
   universes
     .command('remove <venue> <name>')
-    .description('remove a universe no job refers to')
+    .description('remove a universe no enabled job refers to')
     .addOption(jsonOption())
     .action(async (venue: string, name: string, opts: { json?: boolean }, cmd: Command) => {
       const key = parseKey(venue, name);
       const removed = await withStore(cmd, async (store) => {
-        // A job over a removed universe would fail every run; the operator removes the jobs first.
-        const users = (await store.jobs.list({ venue: key.venue })).filter((j) => j.symbol === `@${key.name}`);
+        // An enabled job over a removed universe would fail every run; the operator disables it
+        // first (a disabled one that is enabled again fails naming the universe).
+        const users = (await store.jobs.list({ venue: key.venue, enabled: true })).filter((j) => j.symbol === `@${key.name}`);
         if (users.length > 0) {
           throw new ValidationError(
             'universe',
-            `a universe no job refers to (remove or disable first: ${users.map((j) => j.id).join(', ')})`,
+            `a universe no enabled job refers to (disable first: ${users.map((j) => j.id).join(', ')})`,
             universeKey(key.venue, key.name),
           );
         }

@@ -66,7 +66,7 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
       ...(options.hooks ? { hooks: options.hooks } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       clock: this.clock,
-      usageFromHeaders: rateLimitUsage,
+      usageFromHeaders: (headers) => rateLimitUsage(headers, windowMs),
       // Finnhub's 429 carries no Retry-After; its minute windows are clock-aligned, so the window end is the retry time.
       errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
     });
@@ -142,16 +142,16 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
 
 /**
  * The budget correction from Finnhub's headers: used = `X-Ratelimit-Limit - X-Ratelimit-Remaining`
- * in the window that ends at `X-Ratelimit-Reset` (epoch seconds) and began one minute earlier.
+ * in the window that ends at `X-Ratelimit-Reset` (epoch seconds) and began `windowMs` (a minute) earlier.
  */
-export function rateLimitUsage(headers: Headers): { usedWeight: number; windowStartMs: number } | undefined {
+export function rateLimitUsage(headers: Headers, windowMs = 60_000): { usedWeight: number; windowStartMs: number } | undefined {
   const limit = Number(headers.get('x-ratelimit-limit'));
   const remaining = Number(headers.get('x-ratelimit-remaining'));
   const reset = Number(headers.get('x-ratelimit-reset'));
   if (!Number.isSafeInteger(limit) || !Number.isSafeInteger(remaining) || !Number.isSafeInteger(reset) || limit <= 0 || remaining < 0 || reset <= 0) {
     return undefined;
   }
-  return { usedWeight: Math.max(0, limit - remaining), windowStartMs: reset * 1000 - 60_000 };
+  return { usedWeight: Math.max(0, limit - remaining), windowStartMs: reset * 1000 - windowMs };
 }
 
 /** `YYYY-MM-DD HH:mm:ss` read as America/New_York wall time (Finnhub's exchange time), to epoch ms. */
