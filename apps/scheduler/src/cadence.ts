@@ -23,6 +23,8 @@ export interface CadenceOptions {
   tradesEveryMs: number;
   /** Instrument discovery period. @defaultValue 3600000 */
   discoveryEveryMs: number;
+  /** Option-chain cycle: each cycle of an `options` job refreshes its next `perCycle` underliers. @defaultValue 60000 */
+  optionsEveryMs: number;
   /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue 3600000 */
   filesDelayMs: number;
 }
@@ -33,6 +35,7 @@ export const DEFAULT_CADENCE: CadenceOptions = {
   bookEveryMs: 5000,
   tradesEveryMs: 60_000,
   discoveryEveryMs: 3_600_000,
+  optionsEveryMs: 60_000,
   filesDelayMs: 3_600_000,
 };
 
@@ -48,6 +51,8 @@ export function unitKindFor(type: JobType): Exclude<UnitKind, 'backfill'> {
       return 'daily-files';
     case 'discovery':
       return 'discovery';
+    case 'options':
+      return 'option-chain';
     default:
       return assertNever(type, 'job type');
   }
@@ -66,6 +71,8 @@ export function periodMsOf(job: Pick<Job, 'type' | 'timeframe'>, cadence: Cadenc
       return cadence.discoveryEveryMs;
     case 'files':
       return DAY_MS;
+    case 'options':
+      return cadence.optionsEveryMs;
     default:
       return assertNever(job.type, 'job type');
   }
@@ -91,7 +98,7 @@ export function jitterOf(jobId: string, periodMs: number, jitterMs: number): num
  *   US equities day bars after each session's after-hours, intraday candles only while sessions
  *   trade (no runs over nights, weekends and holidays);
  * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter;
- * - book, trades, discovery: the next slot of a clock-aligned grid of their period, plus jitter.
+ * - book, trades, discovery, options: the next slot of a clock-aligned grid of their period, plus jitter.
  */
 export function nextRunAt(job: Pick<Job, 'id' | 'venue' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
   const period = periodMsOf(job, cadence);

@@ -18,6 +18,8 @@ export const SchedulerEnv = z.object({
   TICKFLEET_SCHEDULER_BOOK_EVERY_MS: duration().default(5000),
   TICKFLEET_SCHEDULER_TRADES_EVERY_MS: duration().default(60_000),
   TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS: duration().default(3_600_000),
+  /** Cycle of option-chain jobs: each cycle refreshes a job's next `perCycle` underliers. */
+  TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: duration().default(60_000),
   TICKFLEET_SCHEDULER_FILES_DELAY_MS: duration().default(3_600_000),
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset; 0 (the default of both) picks a free port. */
   TICKFLEET_HEALTH_PORT: port().optional(),

@@ -44,6 +44,7 @@ export async function runScheduler(env?: Env, options: RunSchedulerOptions = {})
       bookEveryMs: config.TICKFLEET_SCHEDULER_BOOK_EVERY_MS,
       tradesEveryMs: config.TICKFLEET_SCHEDULER_TRADES_EVERY_MS,
       discoveryEveryMs: config.TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS,
+      optionsEveryMs: config.TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS,
       filesDelayMs: config.TICKFLEET_SCHEDULER_FILES_DELAY_MS,
     },
     logger,

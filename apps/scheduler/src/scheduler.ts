@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
-import { parseJobId, systemClock, type Clock, type Job } from '@tickfleet/core';
+import { DEFAULT_UNIVERSE_PER_CYCLE, parseJobId, systemClock, universeOf, type Clock, type Job } from '@tickfleet/core';
 import { createRedisConnection, QUEUE_PREFIX, unitJobId, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
@@ -340,13 +340,40 @@ export class Scheduler {
     return unit;
   }
 
+  /** The units of a claimed batch; only option-chain jobs over a universe read the store (their universe's size). */
+  private async plannedUnits(jobs: Job[], nowMs: number): Promise<QueuedUnit[]> {
+    const units: QueuedUnit[] = [];
+    for (const job of jobs) {
+      if (job.type === 'options' && universeOf(job.symbol) !== null) units.push(...(await this.unitsFor(job, nowMs)));
+      else units.push(this.unitFor(job, nowMs));
+    }
+    return units;
+  }
+
+  /**
+   * The units one run of `job` becomes: one, except for an option-chain job over a universe, which
+   * becomes one unit per underlier of this cycle: the next `perCycle` round-robin slots from the
+   * job's cursor (the slot after the last one a unit collected), at most one per member; the last
+   * one ends the job's run (`endsRun`), so the next cycle is planned after this one. The
+   * workers move the cursor, so it lives in the store and a restarted scheduler continues where
+   * the last cycle stopped; slot and due time are in the unit ids, so claiming the job again
+   * before its units ran adds none twice.
+   */
+  async unitsFor(job: Job, nowMs: number): Promise<QueuedUnit[]> {
+    const unit = this.unitFor(job, nowMs);
+    const universe = universeOf(job.symbol);
+    if (unit.kind !== 'option-chain' || universe === null) return [unit];
+    const size = (await this.store.universes.get(job.venue, universe))?.symbols.length;
+    // A universe that is gone still gets a unit: its run fails naming the universe, visible on the job.
+    const count = Math.min(job.perCycle ?? DEFAULT_UNIVERSE_PER_CYCLE, size ?? 1);
+    const first = job.cursor ?? 0;
+    return Array.from({ length: count }, (_, i) => ({ ...unit, slot: first + i, endsRun: i === count - 1 }));
+  }
+
   private async enqueue(jobs: Job[], now: number, result: TickResult): Promise<void> {
     let outcomes;
     try {
-      outcomes = await this.queues.enqueue(
-        jobs.map((job) => this.unitFor(job, now)),
-        { replaceFinished: true },
-      );
+      outcomes = await this.queues.enqueue(await this.plannedUnits(jobs, now), { replaceFinished: true });
     } catch (err) {
       // The units may not be queued: free the leases so the next tick (or leader) claims them
       // again at once rather than after leaseMs. Ids are deterministic, so any unit that did

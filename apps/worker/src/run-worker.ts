@@ -62,7 +62,11 @@ export async function runWorker(env?: Env): Promise<void> {
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     pollStatsMs: config.TICKFLEET_POLL_STATS_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
-    ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
+    // Each key under an option name only its venue's adapter reads, so it is sent to that venue alone.
+    adapterOptions: {
+      ...(config.POLYGON_API_KEY ? { apiKey: config.POLYGON_API_KEY } : {}),
+      ...(config.FINNHUB_API_KEY ? { finnhubApiKey: config.FINNHUB_API_KEY } : {}),
+    },
   });
   let started = false;
   const health = new HealthServer({

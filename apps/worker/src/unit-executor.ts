@@ -12,12 +12,14 @@ import {
   type Timeframe,
   TransientError,
   UnrecoverableError,
+  universeKey,
+  universeOf,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, type VenueAdapter } from '@tickfleet/venues';
+import { isBookSource, isCandleSource, isFileSource, isOptionChainSource, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -99,7 +101,44 @@ export class UnitExecutor {
       case 'daily-files':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
         return this.dailyFiles(ctx, job);
+      case 'option-chain':
+        if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
+        return this.optionChain(ctx, job);
     }
+  }
+
+  /**
+   * One underlier's option chain. A job over a universe reads the universe's members now (so an
+   * edited universe changes what the next units collect) and takes member `slot % size`; then it
+   * moves the job's round-robin cursor past the slot, which is where the scheduler plans the next
+   * cycle from. An underlier the venue refuses for good (an unknown ticker) moves the cursor too,
+   * so it cannot hold the rotation up.
+   */
+  private async optionChain(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
+    const { adapter, signal, unit } = ctx;
+    if (!isOptionChainSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no option-chain source`);
+    const universe = universeOf(job.symbol);
+    let symbol = job.symbol;
+    if (universe !== null) {
+      const members = await this.options.store.universes.members(job.venue, universe).catch((err: unknown) => {
+        if (err instanceof StoreUnavailableError) throw err;
+        throw new UnrecoverableError(job.venue, `job ${job.id}: universe ${universeKey(job.venue, universe)} does not exist (tickfleet universes set …)`);
+      });
+      symbol = members[(unit.slot ?? 0) % members.length]!;
+    }
+    const advance = async (): Promise<void> => {
+      if (unit.slot !== undefined) await this.options.store.jobs.advanceCursor(job.id, unit.slot + 1);
+    };
+    let snapshot;
+    try {
+      snapshot = await adapter.fetchOptionChain(symbol, { signal });
+    } catch (err) {
+      if (err instanceof UnrecoverableError) await advance();
+      throw err;
+    }
+    await this.persist(ctx, snapshot.envelopes);
+    await advance();
+    return { outcome: 'ok', records: snapshot.envelopes.length, detail: `${symbol}: ${snapshot.contracts.length} contracts` };
   }
 
   /** Catches a candle job up from its cursor to the last closed candle, page by page. */

@@ -156,7 +156,11 @@ export class VenueRunner {
 
   /** Applies a changed connector (cap, base URL, policy) without dropping in-flight units. */
   update(connector: Connector): void {
-    if (connector.baseUrl !== this.connector.baseUrl || connector.rateLimit.periodMs !== this.connector.rateLimit.periodMs) {
+    if (
+      connector.baseUrl !== this.connector.baseUrl ||
+      connector.rateLimit.periodMs !== this.connector.rateLimit.periodMs ||
+      connector.maxInflight !== this.connector.maxInflight
+    ) {
       this.adapter = this.makeAdapter(connector);
     }
     this.connector = connector;
@@ -201,6 +205,8 @@ export class VenueRunner {
       // Binance reports used weight per minute; an emulation or another venue may use another window.
       usedWeightWindowMs: connector.rateLimit.periodMs,
       rateLimitWindowMs: connector.rateLimit.periodMs,
+      // The fleet-wide cap: Finnhub spaces requests by it to stay under its per-second cap.
+      maxInflight: connector.maxInflight,
       ...this.options.adapterOptions,
     });
   }
@@ -246,7 +252,8 @@ export class VenueRunner {
             if (lock?.lost) throw new JobLockLostError(unit.jobId);
           },
         });
-        if (unit.kind !== 'backfill') {
+        // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.
+        if (unit.kind !== 'backfill' && unit.endsRun !== false) {
           await store.jobs.complete(unit.jobId, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }
@@ -256,7 +263,10 @@ export class VenueRunner {
       // parallel up to the venue's cap and budget (serialising them on the job lock left one
       // backfill at one chunk at a time, the budget idle while hundreds of chunks waited). Live
       // units keep the lock: they own the cursor, and one job has one live unit at a time.
-      const locked = unit.kind === 'backfill' ? { acquired: true as const, value: await runUnit(null) } : await jobLock.withLock(unit.jobId, runUnit);
+      // Option-chain units of one universe job are different underliers, and the round-robin cursor
+      // they move only goes forward (a maximum), so they run in parallel without the lock too.
+      const unlocked = unit.kind === 'backfill' || unit.kind === 'option-chain';
+      const locked = unlocked ? { acquired: true as const, value: await runUnit(null) } : await jobLock.withLock(unit.jobId, runUnit);
       if (!locked.acquired) {
         // Another unit of the same job (a live run and a backfill chunk) holds its cursor: come back shortly.
         await job.moveToDelayed(clock.now() + 500 + Math.floor(Math.random() * 500), token);

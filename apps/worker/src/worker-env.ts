@@ -34,5 +34,6 @@ export const WorkerEnv = z.object({
   TICKFLEET_POLL_STATS_MS: duration().default(10_000),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
+  FINNHUB_API_KEY: SHARED.FINNHUB_API_KEY,
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

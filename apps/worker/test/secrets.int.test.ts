@@ -6,8 +6,9 @@ import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
-/** A key no other string in the fleet could contain by chance. */
+/** Keys no other string in the fleet could contain by chance. */
 const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
+const PLANTED_FINNHUB_KEY = 'PlantedFinnhubKey3b8f0d61ce';
 
 /** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -22,9 +23,11 @@ function filesUnder(dir: string): Array<{ path: string; text: string }> {
 
 /**
  * The Polygon key travels in the query string of every Polygon request, so any error that quotes
- * a URL could carry it into logs, stored errors, BullMQ failure reasons or pages. With the key
- * planted in a worker's environment and Polygon answering 5xx, malformed bodies and a 429 storm,
- * it must appear nowhere the fleet writes or serves: process output (debug level), /metrics,
+ * a URL could carry it into logs, stored errors, BullMQ failure reasons or pages; the Finnhub key
+ * travels in a header. With both keys planted in a worker's environment, Polygon answering 5xx,
+ * malformed bodies and a 429 storm, and Finnhub (an options job over a universe) answering some
+ * 5xx and malformed chains and a 429 past its 4-a-minute limit, neither key
+ * may appear anywhere the fleet writes or serves: process output (debug level), /metrics,
  * `status`, the dashboard's API and bull-board's, every Redis key, and every file in the fleet's
  * directory (state and sink SQLite files with their WAL, spool segments).
  */
@@ -32,18 +35,23 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   let fleet: FleetHarness;
   beforeAll(async () => {
     // Every Polygon answer a 5xx at first; the test then walks it through malformed bodies and a 429 storm.
-    fleet = await FleetHarness.start({ venues: { polygon: { errorRate: 1 } } });
+    fleet = await FleetHarness.start({
+      venues: { polygon: { errorRate: 1 }, finnhub: { limit: { requests: 4 }, errorRate: 0.3, malformedRate: 0.3 } },
+    });
   });
   afterAll(() => fleet.stop());
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
-    const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
+    const env = { POLYGON_API_KEY: PLANTED_KEY, FINNHUB_API_KEY: PLANTED_FINNHUB_KEY, LOG_LEVEL: 'debug', TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000' };
     // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
     await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
+    await fleet.upsertConnector('finnhub', '--limit', '1000', '--period', '60s', '--freeze', '2s');
+    await fleet.ok('universes', 'set', 'finnhub', 'megacaps', 'AAPL', 'MSFT', 'NVDA');
+    await fleet.ok('jobs', 'add', 'finnhub', 'options', '@megacaps', '--per-cycle', '2');
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -65,6 +73,12 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     expect(await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).toEqual(
       expectedCandles('polygon', 'AAPL', '1m', to - 3 * DAY, to, DEFAULT_SEED).map((c) => c.openTime),
     );
+    // Finnhub's faults ran alongside Polygon's phases; its key was used too (chains stored).
+    const finnhub = () => fleet.mock.stats().venues.finnhub;
+    await waitFor(() => finnhub().responses5xx >= 1 && finnhub().malformedResponses >= 1 && finnhub().responses429 >= 1, 'finnhub 5xx, malformed and 429', {
+      timeoutMs: 120_000,
+    });
+    expect(await fleet.withSink((sink) => sink.reader!.countEnvelopes({ venue: 'finnhub', channel: 'options' }))).toBeGreaterThan(0);
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
@@ -73,11 +87,13 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 60_000,
     });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
-    for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
-      places.push({
-        where: `bull-board ${status}`,
-        text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text(),
-      });
+    for (const queue of ['polygon', 'finnhub']) {
+      for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
+        places.push({
+          where: `bull-board ${queue} ${status}`,
+          text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7B${queue}%7D&status=${status}&page=1`)).text(),
+        });
+      }
     }
     places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
     places.push({ where: 'status', text: await fleet.ok('status') });
@@ -114,6 +130,6 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     for (const f of filesUnder(fleet.dir.path)) places.push({ where: f.path, text: f.text });
 
     expect(places.length).toBeGreaterThan(10);
-    expect(places.filter((p) => p.text.includes(PLANTED_KEY)).map((p) => p.where)).toEqual([]);
+    expect(places.filter((p) => p.text.includes(PLANTED_KEY) || p.text.includes(PLANTED_FINNHUB_KEY)).map((p) => p.where)).toEqual([]);
   }, 400_000);
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { JobType, SymbolName, VenueName } from './names.js';
+import { JobType, VenueName } from './names.js';
 import { Timeframe } from './timeframe.js';
+import { JobSymbol } from './universe.js';
 
 export const JobStats = z.object({
   runs: z.number().int().nonnegative().default(0),
@@ -16,7 +17,8 @@ export const Job = z.object({
   id: z.string(),
   venue: VenueName,
   type: JobType,
-  symbol: SymbolName,
+  /** One instrument, or `@<name>` for a universe of the job's venue (types in UNIVERSE_JOB_TYPES only). */
+  symbol: JobSymbol,
   timeframe: Timeframe.nullable().default(null),
   enabled: z.boolean().default(true),
   /** Higher runs first. @defaultValue 0 */
@@ -25,6 +27,11 @@ export const Job = z.object({
   nextRunAt: z.number().int().default(0),
   /** Lease end while a scheduler has claimed the job; null when free. */
   lockedUntil: z.number().int().nullable().default(null),
+  /**
+   * Jobs over a universe (`@<name>`): how many members one cycle refreshes, continuing round-robin
+   * where the last cycle stopped; null means DEFAULT_UNIVERSE_PER_CYCLE.
+   */
+  perCycle: z.number().int().min(1).max(1000).nullable().default(null),
   /** Earliest time to collect from (epoch ms); the cursor starts here. */
   since: z.number().int().nullable().default(null),
   /** Progress marker (for candles: open time of the last stored candle). Only moves forward. */

@@ -20,9 +20,15 @@ export const SymbolName = z
   );
 export type SymbolName = z.infer<typeof SymbolName>;
 
-export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery'] as const;
-/** What a job collects: candles, order-book snapshots, trades, daily files, or instrument discovery. */
+export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery', 'options'] as const;
+/** What a job collects: candles, order-book snapshots, trades, daily files, instrument discovery, or option-chain snapshots. */
 export const JobType = z.enum(JOB_TYPES, {
   error: (issue) => `expected a job type (one of ${JOB_TYPES.join(', ')}), got ${JSON.stringify(issue.input)}`,
 });
 export type JobType = z.infer<typeof JobType>;
+
+/**
+ * Job types whose job may name a universe (`@<name>`) instead of one symbol: their units resolve
+ * the universe's current members when they run. Every other type collects one symbol per job.
+ */
+export const UNIVERSE_JOB_TYPES: readonly JobType[] = ['options'];

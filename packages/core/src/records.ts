@@ -186,3 +186,58 @@ export type PollErrorRecord = z.infer<typeof PollErrorRecord>;
 
 /** Longest message a poll-error record keeps. */
 export const POLL_ERROR_MESSAGE_MAX = 300;
+
+const Decimal = z.string().regex(/^-?\d+(\.\d+)?(e-?\d+)?$/i, 'expected a decimal string');
+
+/**
+ * One contract of an option-chain snapshot. Prices and greeks are decimal strings (as candles
+ * keep them), null where the venue gave none; `impliedVolatility` is in percent, as Finnhub sends
+ * it (26.93 means 26.93 %). `quoteTimeMs` is when the venue last updated the contract's quote.
+ */
+export const OptionContract = z.object({
+  venue: z.string(),
+  /** The underlier, e.g. `AAPL`. */
+  symbol: z.string(),
+  /** The contract's name at the venue (OCC symbol), e.g. `AAPL240621C00190000`. */
+  contract: z.string().min(1),
+  side: z.enum(['call', 'put']),
+  /** Expiration date, `YYYY-MM-DD`. */
+  expiration: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date YYYY-MM-DD'),
+  strike: Decimal,
+  quoteTimeMs: z.number().int(),
+  bid: Decimal.nullable(),
+  ask: Decimal.nullable(),
+  last: Decimal.nullable(),
+  volume: z.number().int().nonnegative().nullable(),
+  openInterest: z.number().int().nonnegative().nullable(),
+  impliedVolatility: Decimal.nullable(),
+  delta: Decimal.nullable(),
+  gamma: Decimal.nullable(),
+  theta: Decimal.nullable(),
+  vega: Decimal.nullable(),
+  rho: Decimal.nullable(),
+});
+export type OptionContract = z.infer<typeof OptionContract>;
+
+/**
+ * Deterministic key of one contract in one snapshot: `venue:contract:quoteTimeMs`. Fetching a chain
+ * whose quotes have not changed again (a re-run, a retry) yields the same keys and stores nothing
+ * twice; a contract whose quote moved is a new snapshot of it.
+ */
+export function optionContractKey(c: Pick<OptionContract, 'venue' | 'contract' | 'quoteTimeMs'>): string {
+  return `${c.venue}:${c.contract}:${c.quoteTimeMs}`;
+}
+
+/** The envelope of one contract of an option-chain snapshot (channel `options`, symbol = the underlier). */
+export function optionContractEnvelope(contract: OptionContract, receivedAtMs: number): Envelope {
+  return {
+    v: 1,
+    messageId: optionContractKey(contract),
+    venue: contract.venue,
+    channel: 'options',
+    symbol: contract.symbol,
+    serverTimeMs: contract.quoteTimeMs,
+    receivedAtMs,
+    payload: { ...contract },
+  };
+}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { VenueName } from './names.js';
 
-export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files'] as const;
+export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'option-chain'] as const;
 export const UnitKind = z.enum(UNIT_KINDS);
 export type UnitKind = z.infer<typeof UnitKind>;
 
@@ -15,6 +15,18 @@ export const Unit = z.object({
   /** Range end (epoch ms, exclusive). */
   toMs: z.number().int().optional(),
   backfillId: z.string().optional(),
+  /**
+   * Option-chain units: the round-robin position of the underlier this unit refreshes. The worker
+   * takes member `slot % members.length` of the job's universe as it is when the unit runs.
+   */
+  slot: z.number().int().nonnegative().optional(),
+  /**
+   * Option-chain units: false on every unit of a cycle but its last, whose completion alone ends the
+   * job's run (frees its lease, sets its next due time). A cycle is then planned only once the
+   * previous one has been worked through, so units never pile up when the venue is slower than
+   * the cycle.
+   */
+  endsRun: z.boolean().optional(),
   /** Enqueue time, for queue-latency metrics. */
   enqueuedAt: z.number().int(),
 });

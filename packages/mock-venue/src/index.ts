@@ -58,3 +58,5 @@ export { krakenChecksum, type KrakenLevelText } from './venues/kraken-checksum.j
 export { DEFAULT_KRAKEN_SYMBOLS, KRAKEN_BOOK_DEPTHS, KRAKEN_QTY_DECIMALS, krakenModel, krakenPricePrecision } from './venues/kraken-ws-emulation.js';
 export { lastClosedTick, STREAM_TICK_MS, StreamBookModel, type ModelTrade, type TickLevel } from './venues/stream-book-model.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
+export { FINNHUB_BURST_PER_SECOND } from './venues/finnhub-emulation.js';
+export { FINNHUB_EXPIRATIONS, FINNHUB_QUOTE_PERIOD_MS, FINNHUB_STRIKES, finnhubOptionChain } from './venues/finnhub-options.js';

@@ -24,6 +24,7 @@ import {
 import type { LimitGroupStats, MockVenueStats, VenueStats } from './stats.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
+import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
@@ -90,6 +91,7 @@ export class MockVenueServer implements MockVenue {
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     binance: new BinanceEmulation(),
+    finnhub: new FinnhubEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),
@@ -151,7 +153,10 @@ export class MockVenueServer implements MockVenue {
 
   reset(): void {
     this.counters = freshCounters();
-    for (const v of MOCK_VENUES) this.limiters[v].reset();
+    for (const v of MOCK_VENUES) {
+      this.limiters[v].reset();
+      this.emulations[v].reset?.();
+    }
     this.gamma.reset();
     this.streams.reset();
     this.resetAtMs = this.clock.now();
@@ -185,6 +190,7 @@ export class MockVenueServer implements MockVenue {
         bans: l.banCount,
         latency: c.latency(),
         windows: l.history(),
+        ...(this.emulations[v].extraStats ? { extra: this.emulations[v].extraStats() } : {}),
       };
     }
     const clob = this.limiters.polymarket;

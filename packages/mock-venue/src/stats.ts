@@ -81,6 +81,8 @@ export interface VenueStats {
    * `weightUsed`, `overLimitRequests` and `delayedRequests` count both.
    */
   groups?: Record<'clob' | 'gamma', LimitGroupStats>;
+  /** Counters of limits a venue enforces besides its window (Finnhub: `maxPerSecond`, `burstRejected`, `burstLimitPerSecond`). */
+  extra?: Record<string, number>;
 }
 
 /** `GET /_mock/stats`. */

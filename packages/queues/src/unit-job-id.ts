@@ -14,10 +14,11 @@ function escapeId(id: string): string {
  * Deterministic BullMQ job id of a unit, so adding the same unit twice (rescan, scheduler
  * restart, a second scheduler, an expired lease reclaimed) is a no-op in BullMQ:
  * - live units (incremental, book-poll, discovery, daily-files): `live|<jobId>|<dueAt>`, e.g.
- *   `live|binance|BTC/USDT|1m|ohlcv|1704067260000` — one unit per job per due time;
+ *   `live|binance|BTC/USDT|1m|ohlcv|1704067260000` — one unit per job per due time; option-chain
+ *   units of a universe job add their round-robin slot, `live|finnhub|@megacaps|-|options|<dueAt>|<slot>`;
  * - backfill chunks: `bf|<backfillId>|<fromMs>-<toMs>` — one unit per chunk of the range.
  */
-export function unitJobId(unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs'>): string {
+export function unitJobId(unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs' | 'slot'>): string {
   if (unit.kind === 'backfill') {
     if (unit.backfillId === undefined || unit.fromMs === undefined || unit.toMs === undefined) {
       throw new ValidationError('unit', 'a backfill unit with backfillId, fromMs and toMs', unit);
@@ -25,5 +26,5 @@ export function unitJobId(unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'dueAt' | 'b
     return `bf|${escapeId(unit.backfillId)}|${unit.fromMs}-${unit.toMs}`;
   }
   if (unit.dueAt === undefined) throw new ValidationError('unit.dueAt', `the due time of a ${unit.kind} unit`, unit);
-  return `live|${escapeId(unit.jobId)}|${unit.dueAt}`;
+  return `live|${escapeId(unit.jobId)}|${unit.dueAt}${unit.slot === undefined ? '' : `|${unit.slot}`}`;
 }

@@ -5,10 +5,12 @@ import {
   MarketRecord,
   PollErrorRecord,
   PollStatsRecord,
+  OptionContract,
   Trade,
   ValidationError,
   candleKey,
   dedupKey,
+  optionContractKey,
   parseOrThrow,
   type Channel,
 } from '@tickfleet/core';
@@ -21,12 +23,13 @@ export interface KeyedEnvelope {
 
 /**
  * Validates one raw record as Envelope v1 and, for typed channels, its payload
- * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `markets` -> MarketRecord,
+ * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `options` -> OptionContract, `markets` -> MarketRecord,
  * `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord). Throws a ValidationError
  * naming the field path, e.g. `envelope.payload.openTime`.
  *
  * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
- * the envelope dedup key `mid:<candleKey>` and the candles table key always agree.
+ * the envelope dedup key `mid:<candleKey>` and the candles table key always agree. Option
+ * contracts likewise carry `optionContractKey(payload)`, so a re-fetched snapshot dedups.
  */
 export function parseEnvelope(raw: unknown): Envelope {
   const env = parseOrThrow(Envelope, raw, 'envelope');
@@ -42,6 +45,11 @@ export function parseEnvelope(raw: unknown): Envelope {
     if (env.messageId === undefined) return { ...env, messageId: key };
     if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the candle key ${key}`, env.messageId);
   }
+  if (env.channel === 'options') {
+    const key = optionContractKey(env.payload as OptionContract);
+    if (env.messageId === undefined) return { ...env, messageId: key };
+    if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the option contract key ${key}`, env.messageId);
+  }
   return env;
 }
 
@@ -53,7 +61,7 @@ export function keyEnvelope(raw: unknown): KeyedEnvelope {
 
 function payloadSchemaOf(
   channel: Channel,
-): typeof Candle | typeof Trade | typeof BookSnapshot | typeof MarketRecord | typeof PollStatsRecord | typeof PollErrorRecord | undefined {
+): typeof Candle | typeof Trade | typeof BookSnapshot | typeof OptionContract | typeof MarketRecord | typeof PollStatsRecord | typeof PollErrorRecord | undefined {
   switch (channel) {
     case 'candles':
       return Candle;
@@ -67,6 +75,8 @@ function payloadSchemaOf(
       return PollStatsRecord;
     case 'poll_errors':
       return PollErrorRecord;
+    case 'options':
+      return OptionContract;
     case 'files':
     case 'series':
       return undefined;

@@ -1,7 +1,7 @@
 import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ValidationError } from '@tickfleet/core';
+import { optionContractEnvelope, ValidationError } from '@tickfleet/core';
 import { keyEnvelope, ReplayWorker, Spool, openSink, type Sink } from './index.js';
 import { candles, trades, books, T0 } from '../test/fixtures/envelopes.js';
 import { mongoTarget, type MongoTarget } from '../test/fixtures/mongo.js';
@@ -98,6 +98,43 @@ describe.each(adapters)('$name sink contract', (adapter) => {
       await spool.close();
     }
     expect(await adapter.stored(sink, dir)).toBe(47);
+  });
+
+  it('stores each option contract of a snapshot once, refuses a message id that is not the contract key', async () => {
+    const snapshot = (quoteTimeMs: number) =>
+      (['call', 'put'] as const).map((side) =>
+        optionContractEnvelope(
+          {
+            venue: 'finnhub',
+            symbol: 'AAPL',
+            contract: `AAPL240126${side === 'call' ? 'C' : 'P'}00190000`,
+            side,
+            expiration: '2024-01-26',
+            strike: '190',
+            quoteTimeMs,
+            bid: '1.2',
+            ask: '1.3',
+            last: null,
+            volume: 10,
+            openInterest: null,
+            impliedVolatility: '24.5',
+            delta: side === 'call' ? '0.5' : '-0.5',
+            gamma: null,
+            theta: null,
+            vega: null,
+            rho: null,
+          },
+          quoteTimeMs + 5,
+        ),
+      );
+    expect(await sink.write(snapshot(T0))).toEqual({ inserted: 2, duplicates: 0, rejected: [] });
+    // The same chain fetched again (a re-run) is the same snapshot; a moved quote is a new one.
+    expect(await sink.write(snapshot(T0))).toEqual({ inserted: 0, duplicates: 2, rejected: [] });
+    expect(await sink.write(snapshot(T0 + 60_000))).toEqual({ inserted: 2, duplicates: 0, rejected: [] });
+    const wrongKey = { ...snapshot(T0 + 120_000)[0]!, messageId: 'finnhub:other' };
+    const res = await sink.write([wrongKey]);
+    expect(res.rejected.map((r) => r.error.field)).toEqual(['envelope.messageId']);
+    expect(await adapter.stored(sink, dir)).toBe(4);
   });
 
   it('rejects a malformed record naming the field and stores the rest of its batch', async () => {

@@ -1,4 +1,4 @@
-import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, Timeframe, Trade } from '@tickfleet/core';
+import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, OptionContract, Timeframe, Trade } from '@tickfleet/core';
 
 export type { AfterResponseInfo, BeforeRequestInfo } from '@tickfleet/core';
 
@@ -92,6 +92,17 @@ export interface FileSource {
   fetchFile(ref: FileRef, options?: FetchOptions): Promise<{ trades: Trade[]; envelopes: Envelope[] }>;
 }
 
+/** One option-chain snapshot of an underlier: every contract, and one envelope (channel `options`) per contract. */
+export interface OptionChainSnapshot {
+  symbol: string;
+  contracts: OptionContract[];
+  envelopes: Envelope[];
+}
+
+export interface OptionChainSource {
+  fetchOptionChain(symbol: string, options?: FetchOptions): Promise<OptionChainSnapshot>;
+}
+
 /** What every adapter has: its venue, declared request weights and symbol mapping. */
 export interface VenueAdapter {
   readonly venue: string;
@@ -113,4 +124,8 @@ export function isBookSource(adapter: VenueAdapter): adapter is VenueAdapter & B
 
 export function isFileSource(adapter: VenueAdapter): adapter is VenueAdapter & FileSource {
   return typeof (adapter as Partial<FileSource>).fetchFile === 'function';
+}
+
+export function isOptionChainSource(adapter: VenueAdapter): adapter is VenueAdapter & OptionChainSource {
+  return typeof (adapter as Partial<OptionChainSource>).fetchOptionChain === 'function';
 }

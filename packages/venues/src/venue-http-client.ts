@@ -28,6 +28,12 @@ export interface VenueHttpClientOptions {
   usedWeightHeader?: string;
   /** Window the used-weight header counts in; windows are clock-aligned. @defaultValue 60000 */
   usedWeightWindowMs?: number;
+  /**
+   * For venues that report their count differently (Finnhub's `X-Ratelimit-Remaining`/`-Reset`):
+   * the used weight and the start of the window it counts in, read from an answer's headers.
+   * Takes precedence over `usedWeightHeader`.
+   */
+  usageFromHeaders?: (headers: Headers) => { usedWeight: number; windowStartMs: number } | undefined;
   errorPolicy: VenueErrorPolicy;
 }
 
@@ -37,6 +43,8 @@ export interface HttpRequest {
   weight: number;
   url: string;
   signal?: AbortSignal | undefined;
+  /** Extra request headers (e.g. an API key that should not travel in the URL). */
+  headers?: Record<string, string>;
 }
 
 export interface HttpResponse {
@@ -64,6 +72,7 @@ export class VenueHttpClient {
   private readonly clock: Clock;
   private readonly usedWeightHeader: string | undefined;
   private readonly usedWeightWindowMs: number;
+  private readonly usageFromHeaders: VenueHttpClientOptions['usageFromHeaders'];
   private readonly policy: VenueErrorPolicy;
 
   constructor(options: VenueHttpClientOptions) {
@@ -73,6 +82,7 @@ export class VenueHttpClient {
     this.clock = options.clock ?? systemClock;
     this.usedWeightHeader = options.usedWeightHeader?.toLowerCase();
     this.usedWeightWindowMs = options.usedWeightWindowMs ?? 60_000;
+    this.usageFromHeaders = options.usageFromHeaders;
     this.policy = options.errorPolicy;
   }
 
@@ -87,7 +97,7 @@ export class VenueHttpClient {
     let res: Response;
     let body: Buffer;
     try {
-      res = await fetch(req.url, { method: 'GET', signal, headers: { accept: 'application/json, */*' } });
+      res = await fetch(req.url, { method: 'GET', signal, headers: { accept: 'application/json, */*', ...req.headers } });
       body = Buffer.from(await res.arrayBuffer());
     } catch (err) {
       const latencyMs = this.clock.monotonic() - started;
@@ -97,7 +107,8 @@ export class VenueHttpClient {
     }
     const latencyMs = this.clock.monotonic() - started;
     const receivedAtMs = this.clock.now();
-    const usedWeight = this.readUsedWeight(res.headers);
+    const usage = this.usageFromHeaders?.(res.headers);
+    const usedWeight = usage?.usedWeight ?? this.readUsedWeight(res.headers);
     await this.hooks.afterResponse?.({
       venue: this.venue,
       endpoint: req.endpoint,
@@ -108,7 +119,7 @@ export class VenueHttpClient {
         : {
             usedWeight,
             // The venue counts a request when it arrives, i.e. close to when it was sent.
-            usedWeightWindowStartMs: Math.floor(sentAtMs / this.usedWeightWindowMs) * this.usedWeightWindowMs,
+            usedWeightWindowStartMs: usage?.windowStartMs ?? Math.floor(sentAtMs / this.usedWeightWindowMs) * this.usedWeightWindowMs,
           }),
     });
     if (res.status >= 200 && res.status < 300) return { status: res.status, headers: res.headers, body, sentAtMs, receivedAtMs };

@@ -43,9 +43,9 @@ export function readerOf(sink: Sink): DataReader {
 }
 
 /** Every stored stream `data` reads: candles, and the envelope channels. */
-const DATA_CHANNELS = ['candles', 'trades', 'book', 'markets', 'poll_stats', 'poll_errors'] as const;
+const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'markets', 'poll_stats', 'poll_errors'] as const;
 type DataChannel = (typeof DATA_CHANNELS)[number];
-const CHANNEL_HELP = 'candles | trades | book | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
+const CHANNEL_HELP = 'candles | trades | book | options (option-chain contracts) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
 
 interface RangeOptions {
   timeframe: Timeframe;

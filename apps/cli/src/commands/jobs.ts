@@ -2,16 +2,20 @@ import { type Command } from 'commander';
 import {
   type Job,
   JOB_TYPES,
+  JobSymbol,
   type JobType,
   parseJobId,
   parseOrThrow,
-  SymbolName,
   type Timeframe,
   TIMEFRAMES,
+  UNIVERSE_JOB_TYPES,
+  universeKey,
+  universeOf,
   ValidationError,
   VenueName,
+  DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource } from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isOptionChainSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -21,6 +25,7 @@ interface AddOptions {
   timeframe?: Timeframe;
   since?: number;
   priority?: number;
+  perCycle?: number;
   json?: boolean;
 }
 
@@ -29,22 +34,44 @@ export function registerJobs(program: Command): void {
 
   jobs
     .command('add <venue> <type> <symbol>')
-    .description(`add or update a job; type is one of ${JOB_TYPES.join(', ')}; prints the job id`)
+    .description(`add or update a job; type is one of ${JOB_TYPES.join(', ')}; symbol @<name> covers a universe (tickfleet universes set); prints the job id`)
     .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for ohlcv`, oneOf('--timeframe', TIMEFRAMES))
     .option('--since <iso>', 'collect from this date (UTC), e.g. 2024-01-01', isoDate('--since'))
     .option('--priority <n>', 'higher runs first (default 0)', integer('--priority'))
+    .option(
+      '--per-cycle <n>',
+      `universe jobs: members refreshed per cycle, round-robin (default ${DEFAULT_UNIVERSE_PER_CYCLE}, at most 1000)`,
+      integer('--per-cycle'),
+    )
     .addOption(jsonOption('print the job as JSON'))
     .action(async (venue: string, type: string, symbol: string, opts: AddOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const jobType = oneOf<JobType>('type', JOB_TYPES)(type);
-      const sym = parseOrThrow(SymbolName, symbol, 'symbol');
-      if (jobType === 'ohlcv') assertVenueSymbol(name, sym);
+      const sym = parseOrThrow(JobSymbol, symbol, 'symbol');
+      const universe = universeOf(sym);
+      if (jobType === 'ohlcv' && universe === null) assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
+      if (opts.perCycle !== undefined && universe === null) throw new ValidationError('--per-cycle', 'a job over a universe (symbol @<name>)', opts.perCycle);
+      if (opts.perCycle !== undefined && (opts.perCycle < 1 || opts.perCycle > 1000))
+        throw new ValidationError('--per-cycle', 'an integer in 1..1000', opts.perCycle);
       const job = await withStore(cmd, async (store) => {
         const connector = await store.connectors.get(name);
         if (!connector) {
           throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${name} …)`, name);
+        }
+        if (universe !== null) {
+          if (!(await store.universes.get(name, universe))) {
+            throw new ValidationError(
+              'symbol',
+              `an existing universe (create it with tickfleet universes set ${name} ${universe} <symbols...>)`,
+              universeKey(name, universe),
+            );
+          }
+          if (!UNIVERSE_JOB_TYPES.includes(jobType)) {
+            const types = UNIVERSE_JOB_TYPES.length > 0 ? UNIVERSE_JOB_TYPES.join(', ') : 'no job type of this version';
+            throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types})`, sym);
+          }
         }
         assertSupported(name, connector.baseUrl, jobType);
         return store.jobs.upsert({
@@ -54,6 +81,7 @@ export function registerJobs(program: Command): void {
           timeframe: opts.timeframe ?? null,
           ...(opts.since !== undefined ? { since: opts.since } : {}),
           ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
+          ...(opts.perCycle !== undefined ? { perCycle: opts.perCycle } : {}),
         });
       });
       if (opts.json) printJson(job);
@@ -109,6 +137,7 @@ function assertSupported(venue: string, baseUrl: string, type: JobType): void {
     ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
     ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
     ...(isFileSource(adapter) ? (['files'] as const) : []),
+    ...(isOptionChainSource(adapter) ? (['options'] as const) : []),
   ];
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
 }
@@ -128,7 +157,8 @@ function printJobs(list: Job[]): void {
       j.enabled ? 'yes' : 'no',
       j.priority,
       isoOrDash(j.nextRunAt || null),
-      isoOrDash(j.cursor),
+      // A universe job's cursor is its round-robin position, not a time.
+      universeOf(j.symbol) === null ? isoOrDash(j.cursor) : `slot ${j.cursor ?? 0}`,
       j.stats.runs,
       j.stats.failures,
       j.stats.lastError,

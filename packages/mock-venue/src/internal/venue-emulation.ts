@@ -42,6 +42,10 @@ export interface VenueEmulation {
   malformed(ctx: RequestContext, reply: Reply, kind: MalformedKind): Reply;
   /** The scenario changed (seed, symbols, …): drop memoised responses. */
   invalidate(): void;
+  /** Counters reset (`POST /_mock/reset`): venues with limits of their own clear them. */
+  reset?(): void;
+  /** Ground-truth counters of limits the venue enforces itself (Finnhub's per-second cap), shown as `extra` in stats. */
+  extraStats?(): Record<string, number>;
 }
 
 export function isRoute(value: Route | Reply): value is Route {

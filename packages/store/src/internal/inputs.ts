@@ -38,7 +38,7 @@ export function normalizeConnector(input: ConnectorInput): NormalizedConnector {
 /** A validated job (id derived from its key) plus which optional fields the caller gave. */
 export interface NormalizedJob {
   job: Job;
-  given: { enabled: boolean; priority: boolean; nextRunAt: boolean; since: boolean };
+  given: { enabled: boolean; priority: boolean; nextRunAt: boolean; since: boolean; perCycle: boolean };
 }
 
 export function normalizeJob(input: JobInput): NormalizedJob {
@@ -53,6 +53,7 @@ export function normalizeJob(input: JobInput): NormalizedJob {
       priority: raw.priority !== undefined,
       nextRunAt: raw.nextRunAt !== undefined,
       since: raw.since !== undefined,
+      perCycle: raw.perCycle !== undefined,
     },
   };
 }

@@ -8,6 +8,7 @@ import {
   type Job,
   type RateLimitPolicyName,
   type ConnectorStatus,
+  type Universe,
 } from '@tickfleet/core';
 
 /** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
@@ -22,6 +23,8 @@ export type BackfillDoc = Backfill & { _id: string; rev?: number };
 /** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */
 export type BackfillChunkDoc = BackfillChunk & { _id: string };
 export type GapDoc = Gap & { _id: string };
+/** `_id` is `<venue>/<name>`. */
+export type UniverseDoc = Universe & { _id: string };
 
 /**
  * One document per venue: a copy of the connector's policy and status (written by connector
@@ -50,6 +53,7 @@ export interface MongoCollections {
   backfills: Collection<BackfillDoc>;
   backfillChunks: Collection<BackfillChunkDoc>;
   gaps: Collection<GapDoc>;
+  universes: Collection<UniverseDoc>;
 }
 
 export function collections(db: Db, prefix: string): MongoCollections {
@@ -60,6 +64,7 @@ export function collections(db: Db, prefix: string): MongoCollections {
     backfills: db.collection<BackfillDoc>(`${prefix}backfills`),
     backfillChunks: db.collection<BackfillChunkDoc>(`${prefix}backfill_chunks`),
     gaps: db.collection<GapDoc>(`${prefix}gaps`),
+    universes: db.collection<UniverseDoc>(`${prefix}universes`),
   };
 }
 
@@ -109,6 +114,8 @@ export function toJob(d: JobDoc): Job {
     lockedUntil: d.lockedUntil ?? null,
     since: d.since ?? null,
     cursor: d.cursor ?? null,
+    // Documents written before universe jobs existed carry no perCycle.
+    perCycle: d.perCycle ?? null,
     stats: {
       runs: d.stats.runs,
       failures: d.stats.failures,
@@ -139,6 +146,10 @@ export function toBackfill(d: BackfillDoc): Backfill {
 
 export function toGap(d: GapDoc): Gap {
   return { jobId: d.jobId, fromMs: d.fromMs, toMs: d.toMs, kind: d.kind, detectedAt: d.detectedAt, filledAt: d.filledAt ?? null, attempts: d.attempts };
+}
+
+export function toUniverse(d: UniverseDoc): Universe {
+  return { venue: d.venue, name: d.name, symbols: d.symbols, createdAt: d.createdAt, updatedAt: d.updatedAt };
 }
 
 /** Gap `_id`: one document per (jobId, fromMs, toMs). */

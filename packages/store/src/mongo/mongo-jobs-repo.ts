@@ -21,6 +21,7 @@ export class MongoJobsRepo implements JobsRepo {
     put(given.priority, 'priority', job.priority);
     put(given.nextRunAt, 'nextRunAt', job.nextRunAt);
     put(given.since, 'since', job.since);
+    put(given.perCycle, 'perCycle', job.perCycle);
     const doc = await this.c.jobs.findOneAndUpdate({ _id: job.id }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });
     return this.found(job.id, doc);
   }

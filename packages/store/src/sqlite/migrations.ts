@@ -98,6 +98,21 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE connectors ADD COLUMN book_cooldown TEXT;
   `,
+  // Universes: named symbol lists per venue, members as a JSON array (read and written whole).
+  `
+  CREATE TABLE universes (
+    venue      TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    symbols    TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (venue, name)
+  ) WITHOUT ROWID;
+  `,
+  // Members per cycle of a job over a universe (null: the default).
+  `
+  ALTER TABLE jobs ADD COLUMN per_cycle INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -59,6 +59,8 @@ export interface JobRow {
   locked_until: number | null;
   since: number | null;
   cursor: number | null;
+  /** Added by schema v5; rows read by a claim carry it too. */
+  per_cycle: number | null;
   runs: number;
   failures: number;
   last_run_at: number | null;
@@ -81,6 +83,7 @@ export function toJob(r: JobRow): Job {
     nextRunAt: r.next_run_at,
     lockedUntil: r.locked_until,
     since: r.since,
+    perCycle: r.per_cycle ?? null,
     cursor: r.cursor,
     stats: {
       runs: r.runs,

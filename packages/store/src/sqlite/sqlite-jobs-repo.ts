@@ -27,13 +27,14 @@ export class SqliteJobsRepo implements JobsRepo {
   ) {
     // Cursor, lease and stats are not in the SET list: they survive any number of upserts.
     this.upsertStmt = db.prepare(`
-      INSERT INTO jobs (id, venue, type, symbol, timeframe, enabled, priority, next_run_at, since, created_at, updated_at)
-      VALUES (:id, :venue, :type, :symbol, :timeframe, :enabled, :priority, :nextRunAt, :since, :now, :now)
+      INSERT INTO jobs (id, venue, type, symbol, timeframe, enabled, priority, next_run_at, since, per_cycle, created_at, updated_at)
+      VALUES (:id, :venue, :type, :symbol, :timeframe, :enabled, :priority, :nextRunAt, :since, :perCycle, :now, :now)
       ON CONFLICT (id) DO UPDATE SET
         enabled     = CASE WHEN :g_enabled   THEN excluded.enabled     ELSE enabled     END,
         priority    = CASE WHEN :g_priority  THEN excluded.priority    ELSE priority    END,
         next_run_at = CASE WHEN :g_nextRunAt THEN excluded.next_run_at ELSE next_run_at END,
         since       = CASE WHEN :g_since     THEN excluded.since       ELSE since       END,
+        per_cycle   = CASE WHEN :g_perCycle  THEN excluded.per_cycle   ELSE per_cycle   END,
         updated_at  = excluded.updated_at
       RETURNING *`);
     this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?');
@@ -89,11 +90,13 @@ export class SqliteJobsRepo implements JobsRepo {
       priority: job.priority,
       nextRunAt: job.nextRunAt,
       since: job.since,
+      perCycle: job.perCycle,
       now: this.clock.now(),
       g_enabled: bit(given.enabled),
       g_priority: bit(given.priority),
       g_nextRunAt: bit(given.nextRunAt),
       g_since: bit(given.since),
+      g_perCycle: bit(given.perCycle),
     }) as JobRow;
     return toJob(row);
   }
