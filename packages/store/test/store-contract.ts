@@ -60,7 +60,7 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
           rateLimit: { policy: 'fixed-window', limit: 1200, periodMs: 60_000, headroom: 0.95 },
           maxInflight: 8,
           freezeMs: 60_000,
-          aimd: { min: 1, increaseAfterMs: 30_000 },
+          aimd: { increaseAfterMs: 30_000, stableMs: 30_000, restartAfterMs: 60_000 }, // the floor and start are per venue when unset (aimdLimitsFor)
         });
         const second = await store.connectors.upsert(
           connector('binance', { baseUrl: 'https://api.binance.com', rateLimit: { policy: 'gcra', limit: 600, periodMs: 10_000, headroom: 0.9 } }),
