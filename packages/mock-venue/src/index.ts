@@ -48,4 +48,5 @@ export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type L
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
 export { depthWeight } from './venues/binance-emulation.js';
+export { ALPACA_EXTENDED_MINUTE_SHARE, alpacaBarTimes } from './venues/alpaca-emulation.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';

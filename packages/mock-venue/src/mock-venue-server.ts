@@ -19,6 +19,7 @@ import {
   type VenueScenario,
 } from './scenario.js';
 import type { MockVenueStats, VenueStats } from './stats.js';
+import { AlpacaEmulation } from './venues/alpaca-emulation.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
@@ -54,7 +55,14 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', limitless: 'reject', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
+const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = {
+  alpaca: 'reject',
+  binance: 'ban',
+  limitless: 'reject',
+  polygon: 'reject',
+  polymarket: 'delay',
+  xetra: 'reject',
+};
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
@@ -80,6 +88,7 @@ export class MockVenueServer implements MockVenue {
   private readonly clock: Clock;
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
+    alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),

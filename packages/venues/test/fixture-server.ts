@@ -19,6 +19,8 @@ export interface FixtureRequest {
   path: string;
   query: URLSearchParams;
   url: string;
+  /** Request headers, names lower-case (credentials sent in headers are checked here). */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export type FixtureRoute = (req: FixtureRequest, server: FixtureServer) => FixtureResponse | undefined;
@@ -37,7 +39,7 @@ export class FixtureServer {
     const box: { self?: FixtureServer } = {};
     const server = createServer((req: IncomingMessage, res) => {
       const parsed = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const request = { path: parsed.pathname, query: parsed.searchParams, url: req.url ?? '/' };
+      const request = { path: parsed.pathname, query: parsed.searchParams, url: req.url ?? '/', headers: req.headers };
       box.self?.requests.push(request);
       const answer = box.self ? route(request, box.self) : undefined;
       const send = (): void => {
