@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duration, port, positiveInt, SHARED } from '@tickfleet/config';
+import { DEFAULT_SESSION_DAY_STARTS } from '@tickfleet/core';
 import { SCHEDULER_DEFAULTS } from './scheduler.js';
 
 /** The scheduler's configuration, parsed once at start with parseConfig; a bad value names its variable. */
@@ -19,6 +20,8 @@ export const SchedulerEnv = z.object({
   TICKFLEET_SCHEDULER_TRADES_EVERY_MS: duration().default(60_000),
   TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS: duration().default(3_600_000),
   TICKFLEET_SCHEDULER_FILES_DELAY_MS: duration().default(3_600_000),
+  /** Alpaca minute bars of a job without `since` start this many days back (day bars: 30). */
+  ALPACA_MINUTE_START_DAYS: positiveInt().default(DEFAULT_SESSION_DAY_STARTS.minuteStartDays),
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset; 0 (the default of both) picks a free port. */
   TICKFLEET_HEALTH_PORT: port().optional(),
   PORT: port().optional(),

@@ -1,6 +1,17 @@
 import { hostname } from 'node:os';
 import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
-import { parseJobId, systemClock, type Clock, type Job } from '@tickfleet/core';
+import {
+  DEFAULT_SESSION_DAY_STARTS,
+  nextSessionDay,
+  parseJobId,
+  sessionAfter,
+  sessionDayFinalAt,
+  sessionDayVenueOf,
+  systemClock,
+  type Clock,
+  type Job,
+  type SessionDayStarts,
+} from '@tickfleet/core';
 import { createRedisConnection, QUEUE_PREFIX, unitJobId, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
@@ -69,6 +80,11 @@ export interface SchedulerOptions {
   repairEveryMs?: number;
   /** Owed chunks read per store call during a repair. @defaultValue 1000 */
   repairBatch?: number;
+  /**
+   * Where per-day jobs (Alpaca day and minute bars) without `since` start: minute bars
+   * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue 7 and 30
+   */
+  sessionDayStarts?: Partial<SessionDayStarts>;
 }
 
 export interface RepairResult {
@@ -118,6 +134,7 @@ export class Scheduler {
   private readonly repairBatch: number;
   private readonly control: FleetVenueControl;
   private lastRepairMs: number | undefined;
+  private readonly sessionDayStarts: SessionDayStarts;
 
   constructor(options: SchedulerOptions) {
     this.store = options.store;
@@ -134,6 +151,7 @@ export class Scheduler {
     this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
     this.repairEveryMs = options.repairEveryMs ?? 30_000;
     this.repairBatch = options.repairBatch ?? 1000;
+    this.sessionDayStarts = { ...DEFAULT_SESSION_DAY_STARTS, ...options.sessionDayStarts };
     const prefix = options.prefix ?? QUEUE_PREFIX;
     // Producer connection: commands fail after a few retries instead of hanging a tick forever.
     this.connection = createRedisConnection(options.redisUrl, { blocking: false, connectionName: 'tickfleet-scheduler' });
@@ -340,13 +358,63 @@ export class Scheduler {
     return unit;
   }
 
+  /**
+   * The units a claimed chunk of jobs becomes: one per job, except per-day jobs (Alpaca day and
+   * minute bars), which are grouped by timeframe and the session day they owe next into one unit per
+   * day over all of them (up to the venue's symbols per unit), so one request serves many jobs. A
+   * per-day job whose next day is not final yet gets no unit: its lease is freed with the time the
+   * day becomes final as its next due time (end-of-day gating).
+   */
+  async unitsFor(jobs: Job[], nowMs: number): Promise<QueuedUnit[]> {
+    const units: QueuedUnit[] = [];
+    const days = new Map<string, { jobs: Job[]; dayStartMs: number; nextRunAt: number; perUnit: number }>();
+    const notYet: Array<Promise<void>> = [];
+    for (const job of jobs) {
+      const perDay = sessionDayVenueOf(job);
+      if (!perDay || !job.timeframe) {
+        units.push(this.unitFor(job, nowMs));
+        continue;
+      }
+      const session = nextSessionDay(job, nowMs, this.sessionDayStarts);
+      const finalAt = sessionDayFinalAt(job.timeframe, session) + this.cadence.closeDelayMs;
+      if (finalAt > nowMs) {
+        notYet.push(this.store.jobs.release(job.id, finalAt).catch((err: unknown) => this.logger.debug({ err, jobId: job.id }, 'could not release a job')));
+        continue;
+      }
+      const key = `${job.timeframe}|${session.dayStartMs}`;
+      let group = days.get(key);
+      if (!group) {
+        // the jobs owe the next session at once when it is final already (a catch-up), else when it will be
+        const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session)) + this.cadence.closeDelayMs);
+        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit: perDay.symbolsPerUnit };
+        days.set(key, group);
+      }
+      group.jobs.push(job);
+    }
+    for (const group of days.values()) {
+      for (let i = 0; i < group.jobs.length; i += group.perUnit) {
+        const part = group.jobs.slice(i, i + group.perUnit);
+        units.push({
+          kind: 'session-day',
+          venue: part[0]!.venue,
+          jobId: part[0]!.id,
+          jobIds: part.map((j) => j.id),
+          fromMs: group.dayStartMs,
+          toMs: group.dayStartMs + 86_400_000,
+          nextRunAt: group.nextRunAt,
+          priority: Math.max(...part.map((j) => j.priority)),
+          enqueuedAt: nowMs,
+        });
+      }
+    }
+    await Promise.all(notYet);
+    return units;
+  }
+
   private async enqueue(jobs: Job[], now: number, result: TickResult): Promise<void> {
     let outcomes;
     try {
-      outcomes = await this.queues.enqueue(
-        jobs.map((job) => this.unitFor(job, now)),
-        { replaceFinished: true },
-      );
+      outcomes = await this.queues.enqueue(await this.unitsFor(jobs, now), { replaceFinished: true });
     } catch (err) {
       // The units may not be queued: free the leases so the next tick (or leader) claims them
       // again at once rather than after leaseMs. Ids are deterministic, so any unit that did

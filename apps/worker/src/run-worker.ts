@@ -61,7 +61,12 @@ export async function runWorker(env?: Env): Promise<void> {
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
-    ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
+    // Every adapter gets these options; each reads only its own key (Polygon `apiKey`, Alpaca `alpaca…`).
+    adapterOptions: {
+      ...(config.POLYGON_API_KEY ? { apiKey: config.POLYGON_API_KEY } : {}),
+      ...(config.ALPACA_API_KEY_ID ? { alpacaKeyId: config.ALPACA_API_KEY_ID } : {}),
+      ...(config.ALPACA_API_SECRET_KEY ? { alpacaSecretKey: config.ALPACA_API_SECRET_KEY } : {}),
+    },
   });
   let started = false;
   const health = new HealthServer({

@@ -6,18 +6,20 @@ import {
   type Job,
   lastClosedOpenTime,
   MalformedPayloadError,
+  sessionDayCursor,
   SpoolFullError,
   StoreUnavailableError,
   timeframeMs,
   type Timeframe,
   TransientError,
   UnrecoverableError,
+  usEquitySessions,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, type VenueAdapter } from '@tickfleet/venues';
+import { isBookSource, isCandleSource, isFileSource, isMultiSymbolCandleSource, type VenueAdapter } from '@tickfleet/venues';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface UnitContext {
@@ -95,7 +97,55 @@ export class UnitExecutor {
       case 'daily-files':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
         return this.dailyFiles(ctx, job);
+      case 'session-day':
+        return this.sessionDay(ctx);
     }
+  }
+
+  /**
+   * One trading day of bars for every job of the unit (same venue and timeframe): the symbols are
+   * fetched in requests of up to the adapter's symbols per request (Alpaca: 100), each page
+   * persisted as it arrives; once the whole day is durable, every job's cursor moves to the day's
+   * last slot (see sessionDayCursor), so a re-run of the unit, or a crash before that, stores
+   * nothing twice and loses nothing.
+   */
+  private async sessionDay(ctx: UnitContext): Promise<UnitOutcome> {
+    const { unit, adapter, signal } = ctx;
+    if (unit.fromMs === undefined || unit.toMs === undefined || !unit.jobIds) throw new TransientError(unit.venue, 'session-day unit without day or jobs');
+    const jobs: Job[] = [];
+    for (const id of unit.jobIds) {
+      const job = await this.readJob(id);
+      if (job?.enabled && job.timeframe) jobs.push(job);
+    }
+    const first = jobs[0];
+    if (!first) return { outcome: 'skipped', records: 0, detail: 'no enabled job left' };
+    const tf = requireTimeframe(first);
+    const session = usEquitySessions(unit.fromMs, unit.fromMs + 1).find((s) => s.dayStartMs === unit.fromMs);
+    if (!session) throw new UnrecoverableError(unit.venue, `session-day unit for ${new Date(unit.fromMs).toISOString()}, which starts no trading session`);
+    const dayCursor = sessionDayCursor(tf, session);
+    // a job whose cursor is at or past the day already holds it (the unit ran before)
+    const owing = jobs.filter((j) => j.timeframe === tf && (j.cursor === null || j.cursor < dayCursor));
+    // sorted, so the same universe always makes the same batches (Alpaca answers them sorted too)
+    const symbols = [...new Set(owing.map((j) => j.symbol))].sort();
+    const perRequest = isMultiSymbolCandleSource(adapter) ? adapter.maxSymbolsPerRequest : 1;
+    let records = 0;
+    for (let i = 0; i < symbols.length; i += perRequest) {
+      const batch = symbols.slice(i, i + perRequest);
+      const pages = isMultiSymbolCandleSource(adapter)
+        ? adapter.fetchCandlesOfSymbols(batch, tf, unit.fromMs, unit.toMs, { signal })
+        : isCandleSource(adapter)
+          ? adapter.fetchCandles(batch[0]!, tf, unit.fromMs, unit.toMs, { signal })
+          : undefined;
+      if (!pages) throw new TransientError(unit.venue, `${unit.venue} has no candle source`);
+      for await (const page of pages) {
+        await this.persist(ctx, page.envelopes);
+        records += page.candles.length;
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    }
+    for (const job of owing) await this.options.store.jobs.advanceCursor(job.id, dayCursor);
+    return { outcome: 'ok', records, detail: `${session.date}: ${symbols.length} symbols, ${owing.length} jobs` };
   }
 
   /** Catches a candle job up from its cursor to the last closed candle, page by page. */

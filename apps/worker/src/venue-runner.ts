@@ -221,7 +221,8 @@ export class VenueRunner {
           },
         });
         if (unit.kind !== 'backfill') {
-          await store.jobs.complete(unit.jobId, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
+          // a per-day unit serves many jobs: each completes (its lease freed, its next due time set)
+          for (const id of unit.jobIds ?? [unit.jobId]) await store.jobs.complete(id, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }
         return result;
@@ -344,7 +345,7 @@ export class VenueRunner {
     const lastAttempt = !retryable || job.attemptsMade + 1 >= attempts;
     logger.warn({ err, attempt: job.attemptsMade + 1, attempts, retryable }, 'unit failed');
     if (lastAttempt && unit.kind !== 'backfill') {
-      await store.jobs.fail(unit.jobId, message, clock.now() + this.connector.freezeMs);
+      for (const id of unit.jobIds ?? [unit.jobId]) await store.jobs.fail(id, message, clock.now() + this.connector.freezeMs);
     }
     if (lastAttempt && unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {
       // The chunk ends failed with its reason, so the backfill can end (`failed`) instead of

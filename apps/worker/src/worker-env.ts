@@ -32,5 +32,7 @@ export const WorkerEnv = z.object({
   TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(86_400_000),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
+  ALPACA_API_KEY_ID: SHARED.ALPACA_API_KEY_ID,
+  ALPACA_API_SECRET_KEY: SHARED.ALPACA_API_SECRET_KEY,
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

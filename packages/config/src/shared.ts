@@ -58,6 +58,10 @@ export const SHARED = {
   LOG_LEVEL: logLevel().default(DEFAULTS.logLevel),
   /** Key of the Polygon API; it travels only in Polygon requests (never logged or stored). */
   POLYGON_API_KEY: text().optional(),
+  /** Alpaca key id (`APCA-API-KEY-ID`); it and the secret travel only in Alpaca requests (never logged or stored). */
+  ALPACA_API_KEY_ID: text().optional(),
+  /** Alpaca secret key (`APCA-API-SECRET-KEY`). */
+  ALPACA_API_SECRET_KEY: text().optional(),
   /** Set by `tickfleet up` on the roles it starts: the pid they belong to; they stop when it is gone. */
   TICKFLEET_PARENT_PID: positiveInt().optional(),
 };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { VenueName } from './names.js';
 
-export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files'] as const;
+export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'session-day'] as const;
 export const UnitKind = z.enum(UNIT_KINDS);
 export type UnitKind = z.infer<typeof UnitKind>;
 
@@ -15,6 +15,11 @@ export const Unit = z.object({
   /** Range end (epoch ms, exclusive). */
   toMs: z.number().int().optional(),
   backfillId: z.string().optional(),
+  /**
+   * `session-day` units: every job the unit serves (same venue and timeframe, all owing the day
+   * `[fromMs, toMs)`); `jobId` is the first of them.
+   */
+  jobIds: z.array(z.string()).min(1).optional(),
   /** Enqueue time, for queue-latency metrics. */
   enqueuedAt: z.number().int(),
 });

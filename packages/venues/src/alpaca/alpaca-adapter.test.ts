@@ -56,7 +56,8 @@ describe('AlpacaAdapter against documented response samples', () => {
       symbols: 'AAPL,TSLA',
       timeframe: '1Day',
       start: '2024-01-02T05:00:00.000Z',
-      end: '2024-01-05T04:59:59.999Z',
+      // the SIP feed's last 15 minutes are not asked for
+      end: '2024-01-04T17:44:59.999Z',
       limit: '10000',
       adjustment: 'raw',
       feed: 'sip',

@@ -45,6 +45,9 @@ export interface AlpacaAdapterOptions extends VenueAdapterOptions {
   rateLimitWindowMs?: number;
 }
 
+/** How recent SIP data a Basic-plan key may not ask for. */
+const RECENT_SIP_MS = 15 * 60_000;
+
 /** tickfleet timeframe -> Alpaca `timeframe`. Only the two the fleet collects (day and minute bars). */
 const TIMEFRAMES: Partial<Record<Timeframe, string>> = { '1m': '1Min', '1d': '1Day' };
 
@@ -96,8 +99,9 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     });
   }
 
+  /** Alpaca's tickers are upper case (`BRK.B`). */
   toVenueSymbol(symbol: string): string {
-    return symbol;
+    return symbol.toUpperCase();
   }
 
   fromVenueSymbol(venueSymbol: string): string {
@@ -111,6 +115,8 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
   /**
    * Final bars of `symbols` with `fromMs <= t < toMs`: one request per page (`start` = fromMs, `end` =
    * toMs - 1 ms, both inclusive at Alpaca, `sort=asc`), following `next_page_token` until it is null.
+   * On the SIP feed the end stops 15 minutes before now (what the Basic plan allows); the per-day
+   * units ask only for days final by then.
    * Each page is yielded as it arrives, so a unit persists it before asking for the next.
    */
   async *fetchCandlesOfSymbols(
@@ -132,7 +138,9 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     if (symbols.length > this.maxSymbolsPerRequest) {
       throw new ValidationError('symbols', `at most ${this.maxSymbolsPerRequest} symbols per Alpaca bars request`, `${symbols.length} symbols`);
     }
-    if (fromMs >= toMs) return;
+    // A Basic-plan key may not ask the SIP feed for its last 15 minutes (403): the request ends before them.
+    const endMs = this.feed === 'sip' ? Math.min(toMs - 1, this.clock.now() - RECENT_SIP_MS - 1) : toMs - 1;
+    if (fromMs > endMs) return;
     const venueSymbols = new Map(symbols.map((s) => [this.toVenueSymbol(s), s]));
     const calendar = calendarFor(this.venue);
     const headers = { 'APCA-API-KEY-ID': this.keyId, 'APCA-API-SECRET-KEY': this.secretKey };
@@ -140,7 +148,7 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
       symbols: [...venueSymbols.keys()].join(','),
       timeframe: alpacaTf,
       start: new Date(fromMs).toISOString(),
-      end: new Date(toMs - 1).toISOString(),
+      end: new Date(endMs).toISOString(),
       limit: String(this.maxCandlesPerPage),
       adjustment: this.adjustment,
       feed: this.feed,
