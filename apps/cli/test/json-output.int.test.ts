@@ -91,6 +91,25 @@ const CASES: Record<string, JsonCase> = {
     runs: () => [['jobs', 'enable', 'binance:ETH/USDT:1m:ohlcv']],
     check: (out) => expect(asObject(out)).toMatchObject({ id: 'binance:ETH/USDT:1m:ohlcv', enabled: true }),
   },
+  'universes set': {
+    runs: () => [['universes', 'set', 'binance', 'majors', 'BTC/USDT', 'ETH/USDT']],
+    check: (out) => expect(asObject(out)).toMatchObject({ venue: 'binance', name: 'majors', symbols: ['BTC/USDT', 'ETH/USDT'] }),
+  },
+  'universes list': {
+    runs: () => [
+      ['universes', 'list'],
+      ['universes', 'list', '--venue', 'binance'],
+    ],
+    check: (out) => expect(asArray(out).map((u) => [u.venue, u.name])).toEqual([['binance', 'majors']]),
+  },
+  'universes show': {
+    runs: () => [['universes', 'show', 'binance', 'majors']],
+    check: (out) => expect(asObject(out)).toMatchObject({ venue: 'binance', name: 'majors', symbols: ['BTC/USDT', 'ETH/USDT'] }),
+  },
+  'universes remove': {
+    runs: () => [['universes', 'remove', 'binance', 'majors']],
+    check: (out) => expect(asObject(out)).toEqual({ venue: 'binance', name: 'majors', removed: true }),
+  },
   'gaps scan': {
     runs: () => [['gaps', 'scan', JOB]],
     check: (out) => expect(asObject(out)).toMatchObject({ jobId: JOB, recorded: 1, open: [{ fromMs: T0 + 3 * M, toMs: T0 + 5 * M }] }),

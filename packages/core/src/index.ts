@@ -7,6 +7,7 @@ export * from './names.js';
 export * from './job-id.js';
 export * from './connector.js';
 export * from './job.js';
+export * from './universe.js';
 export * from './unit.js';
 export * from './envelope.js';
 export * from './records.js';

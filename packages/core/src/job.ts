@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { JobType, SymbolName, VenueName } from './names.js';
+import { JobType, VenueName } from './names.js';
 import { Timeframe } from './timeframe.js';
+import { JobSymbol } from './universe.js';
 
 export const JobStats = z.object({
   runs: z.number().int().nonnegative().default(0),
@@ -16,7 +17,8 @@ export const Job = z.object({
   id: z.string(),
   venue: VenueName,
   type: JobType,
-  symbol: SymbolName,
+  /** One instrument, or `@<name>` for a universe of the job's venue (types in UNIVERSE_JOB_TYPES only). */
+  symbol: JobSymbol,
   timeframe: Timeframe.nullable().default(null),
   enabled: z.boolean().default(true),
   /** Higher runs first. @defaultValue 0 */

@@ -26,3 +26,9 @@ export const JobType = z.enum(JOB_TYPES, {
   error: (issue) => `expected a job type (one of ${JOB_TYPES.join(', ')}), got ${JSON.stringify(issue.input)}`,
 });
 export type JobType = z.infer<typeof JobType>;
+
+/**
+ * Job types whose job may name a universe (`@<name>`) instead of one symbol: their units resolve
+ * the universe's current members when they run. Every other type collects one symbol per job.
+ */
+export const UNIVERSE_JOB_TYPES: readonly JobType[] = [];

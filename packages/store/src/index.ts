@@ -14,6 +14,7 @@ export type {
   JobsRepo,
   JobStats,
   StateStore,
+  UniversesRepo,
 } from './state-store.js';
 export { openStore, type OpenStoreOptions } from './open-store.js';
 export { SqliteStateStore, type SqliteStoreOptions } from './sqlite/sqlite-state-store.js';

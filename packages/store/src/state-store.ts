@@ -11,6 +11,7 @@ import type {
   Job,
   JobInput,
   JobStats,
+  Universe,
 } from '@tickfleet/core';
 import type { BudgetsRepo } from '@tickfleet/budget';
 
@@ -122,6 +123,20 @@ export interface GapsRepo {
   attempt(jobId: string, fromMs: number, toMs: number): Promise<void>;
 }
 
+export interface UniversesRepo {
+  /**
+   * Creates or replaces the members of universe `<venue>/<name>` (validated symbols, duplicates
+   * dropped, at most MAX_UNIVERSE_SYMBOLS); `createdAt` survives a replace.
+   */
+  set(venue: string, name: string, symbols: readonly string[]): Promise<Universe>;
+  get(venue: string, name: string): Promise<Universe | null>;
+  /** Every universe, or those of one venue, ordered by venue then name. */
+  list(venue?: string): Promise<Universe[]>;
+  remove(venue: string, name: string): Promise<boolean>;
+  /** The universe's current members; throws NotFoundError naming `<venue>/<name>` when it does not exist. */
+  members(venue: string, name: string): Promise<string[]>;
+}
+
 /** The state store every scheduler, worker and CLI shares. Adapters: SQLite, MongoDB. */
 export interface StateStore {
   readonly kind: 'sqlite' | 'mongodb';
@@ -130,6 +145,7 @@ export interface StateStore {
   readonly budgets: BudgetsRepo;
   readonly backfills: BackfillsRepo;
   readonly gaps: GapsRepo;
+  readonly universes: UniversesRepo;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ConnectorInput, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
+import { type ConnectorInput, type JobInput, MAX_UNIVERSE_SYMBOLS, NotFoundError, ValidationError } from '@tickfleet/core';
 import { budgetContractCases } from '../../budget/test/budget-contract.js';
 import type { StateStore } from '../src/index.js';
 
@@ -414,6 +414,36 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         const reopened = await store.gaps.record({ jobId: a, fromMs: T0 + 600_000, toMs: T0 + 660_000 }, T0 + 20);
         expect(reopened).toMatchObject({ filledAt: null, detectedAt: T0 + 3 });
         await expect(store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 - 1 }, T0)).rejects.toMatchObject({ field: 'gap.toMs' });
+      });
+    });
+
+    describe('universes', () => {
+      it('sets, replaces, lists per venue, resolves members, removes', async () => {
+        const first = await store.universes.set('finnhub', 'megacaps', ['AAPL', ' MSFT', 'AAPL', 'BRK.B']);
+        // Trimmed, duplicates dropped, order kept.
+        expect(first).toMatchObject({ venue: 'finnhub', name: 'megacaps', symbols: ['AAPL', 'MSFT', 'BRK.B'] });
+        await store.universes.set('alpaca', 'megacaps', ['NVDA']);
+        const replaced = await store.universes.set('finnhub', 'megacaps', ['TSLA', 'AAPL']);
+        expect(replaced.createdAt).toBe(first.createdAt);
+        // A second connection sees the new members: units resolve them when they run.
+        expect(await (await openAgain()).universes.members('finnhub', 'megacaps')).toEqual(['TSLA', 'AAPL']);
+        expect((await store.universes.list()).map((u) => `${u.venue}/${u.name}`)).toEqual(['alpaca/megacaps', 'finnhub/megacaps']);
+        expect((await store.universes.list('alpaca')).map((u) => u.symbols)).toEqual([['NVDA']]);
+        expect(await store.universes.remove('finnhub', 'megacaps')).toBe(true);
+        expect(await store.universes.remove('finnhub', 'megacaps')).toBe(false);
+        expect(await store.universes.get('finnhub', 'megacaps')).toBeNull();
+        const missing = await store.universes.members('finnhub', 'megacaps').catch((e: unknown) => e);
+        expect(missing).toBeInstanceOf(NotFoundError);
+        expect((missing as Error).message).toContain('finnhub/megacaps');
+      });
+
+      it('refuses bad names, bad symbols, empty lists and lists over the bound', async () => {
+        await expect(store.universes.set('finnhub', 'Bad Name', ['AAPL'])).rejects.toMatchObject({ field: 'universe name' });
+        await expect(store.universes.set('finnhub', 'ok', ['AAPL', '../etc'])).rejects.toMatchObject({ field: 'symbols[1]', received: '../etc' });
+        await expect(store.universes.set('finnhub', 'ok', [])).rejects.toBeInstanceOf(ValidationError);
+        const tooMany = Array.from({ length: MAX_UNIVERSE_SYMBOLS + 1 }, (_, i) => `S${i}`);
+        await expect(store.universes.set('finnhub', 'ok', tooMany)).rejects.toMatchObject({ field: 'symbols' });
+        expect(await store.universes.list()).toEqual([]);
       });
     });
   });

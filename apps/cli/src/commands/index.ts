@@ -6,6 +6,7 @@ import { registerDashboard } from './dashboard.js';
 import { registerMockVenue } from './mock-venue.js';
 import { registerConnectors } from './connectors.js';
 import { registerJobs } from './jobs.js';
+import { registerUniverses } from './universes.js';
 import { registerBackfill } from './backfill.js';
 import { registerStatus } from './status.js';
 import { registerQueues } from './queues.js';
@@ -32,6 +33,7 @@ export function registerCommands(program: Command): void {
   registerMockVenue(program);
   registerConnectors(program);
   registerJobs(program);
+  registerUniverses(program);
   registerBackfill(program);
   registerStatus(program);
   registerQueues(program);

@@ -2,12 +2,15 @@ import { type Command } from 'commander';
 import {
   type Job,
   JOB_TYPES,
+  JobSymbol,
   type JobType,
   parseJobId,
   parseOrThrow,
-  SymbolName,
   type Timeframe,
   TIMEFRAMES,
+  UNIVERSE_JOB_TYPES,
+  universeKey,
+  universeOf,
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
@@ -29,7 +32,7 @@ export function registerJobs(program: Command): void {
 
   jobs
     .command('add <venue> <type> <symbol>')
-    .description(`add or update a job; type is one of ${JOB_TYPES.join(', ')}; prints the job id`)
+    .description(`add or update a job; type is one of ${JOB_TYPES.join(', ')}; symbol @<name> covers a universe (tickfleet universes set); prints the job id`)
     .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for ohlcv`, oneOf('--timeframe', TIMEFRAMES))
     .option('--since <iso>', 'collect from this date (UTC), e.g. 2024-01-01', isoDate('--since'))
     .option('--priority <n>', 'higher runs first (default 0)', integer('--priority'))
@@ -37,14 +40,28 @@ export function registerJobs(program: Command): void {
     .action(async (venue: string, type: string, symbol: string, opts: AddOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
       const jobType = oneOf<JobType>('type', JOB_TYPES)(type);
-      const sym = parseOrThrow(SymbolName, symbol, 'symbol');
-      if (jobType === 'ohlcv') assertVenueSymbol(name, sym);
+      const sym = parseOrThrow(JobSymbol, symbol, 'symbol');
+      const universe = universeOf(sym);
+      if (jobType === 'ohlcv' && universe === null) assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
       const job = await withStore(cmd, async (store) => {
         const connector = await store.connectors.get(name);
         if (!connector) {
           throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${name} …)`, name);
+        }
+        if (universe !== null) {
+          if (!(await store.universes.get(name, universe))) {
+            throw new ValidationError(
+              'symbol',
+              `an existing universe (create it with tickfleet universes set ${name} ${universe} <symbols...>)`,
+              universeKey(name, universe),
+            );
+          }
+          if (!UNIVERSE_JOB_TYPES.includes(jobType)) {
+            const types = UNIVERSE_JOB_TYPES.length > 0 ? UNIVERSE_JOB_TYPES.join(', ') : 'no job type of this version';
+            throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types})`, sym);
+          }
         }
         assertSupported(name, connector.baseUrl, jobType);
         return store.jobs.upsert({

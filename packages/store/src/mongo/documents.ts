@@ -1,5 +1,5 @@
 import type { Collection, Db } from 'mongodb';
-import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
+import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus, Universe } from '@tickfleet/core';
 
 /** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
 export type ConnectorDoc = Omit<Connector, 'freezeResetMs'> & { _id: string; freezeResetMs?: number | null };
@@ -9,6 +9,8 @@ export type BackfillDoc = Backfill & { _id: string; rev?: number };
 /** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */
 export type BackfillChunkDoc = BackfillChunk & { _id: string };
 export type GapDoc = Gap & { _id: string };
+/** `_id` is `<venue>/<name>`. */
+export type UniverseDoc = Universe & { _id: string };
 
 /**
  * One document per venue: a copy of the connector's policy and status (written by connector
@@ -37,6 +39,7 @@ export interface MongoCollections {
   backfills: Collection<BackfillDoc>;
   backfillChunks: Collection<BackfillChunkDoc>;
   gaps: Collection<GapDoc>;
+  universes: Collection<UniverseDoc>;
 }
 
 export function collections(db: Db, prefix: string): MongoCollections {
@@ -47,6 +50,7 @@ export function collections(db: Db, prefix: string): MongoCollections {
     backfills: db.collection<BackfillDoc>(`${prefix}backfills`),
     backfillChunks: db.collection<BackfillChunkDoc>(`${prefix}backfill_chunks`),
     gaps: db.collection<GapDoc>(`${prefix}gaps`),
+    universes: db.collection<UniverseDoc>(`${prefix}universes`),
   };
 }
 
@@ -124,6 +128,10 @@ export function toBackfill(d: BackfillDoc): Backfill {
 
 export function toGap(d: GapDoc): Gap {
   return { jobId: d.jobId, fromMs: d.fromMs, toMs: d.toMs, kind: d.kind, detectedAt: d.detectedAt, filledAt: d.filledAt ?? null, attempts: d.attempts };
+}
+
+export function toUniverse(d: UniverseDoc): Universe {
+  return { venue: d.venue, name: d.name, symbols: d.symbols, createdAt: d.createdAt, updatedAt: d.updatedAt };
 }
 
 /** Gap `_id`: one document per (jobId, fromMs, toMs). */

@@ -7,6 +7,7 @@ import { MongoBudgetsRepo, unavailableOnNetworkError } from './mongo-budgets-rep
 import { MongoConnectorsRepo } from './mongo-connectors-repo.js';
 import { MongoGapsRepo } from './mongo-gaps-repo.js';
 import { MongoJobsRepo } from './mongo-jobs-repo.js';
+import { MongoUniversesRepo } from './mongo-universes-repo.js';
 
 export interface MongoStoreOptions {
   database: string;
@@ -25,6 +26,7 @@ export class MongoStateStore implements StateStore {
   readonly budgets: MongoBudgetsRepo;
   readonly backfills: MongoBackfillsRepo;
   readonly gaps: MongoGapsRepo;
+  readonly universes: MongoUniversesRepo;
 
   private constructor(
     private readonly client: MongoClient,
@@ -38,6 +40,7 @@ export class MongoStateStore implements StateStore {
     this.budgets = guardRepo(new MongoBudgetsRepo(c, (venue) => connectors.repairBudget(venue), options.clock));
     this.backfills = guardRepo(new MongoBackfillsRepo(c, options.clock));
     this.gaps = guardRepo(new MongoGapsRepo(c));
+    this.universes = guardRepo(new MongoUniversesRepo(c, options.clock));
   }
 
   /** Connects, then creates the indexes the queries need; a server that cannot be reached is StoreUnavailableError. */

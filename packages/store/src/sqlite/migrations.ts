@@ -94,6 +94,17 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE connectors ADD COLUMN freeze_max_ms INTEGER NOT NULL DEFAULT 900000;
   ALTER TABLE connectors ADD COLUMN freeze_reset_ms INTEGER;
   `,
+  // Universes: named symbol lists per venue, members as a JSON array (read and written whole).
+  `
+  CREATE TABLE universes (
+    venue      TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    symbols    TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (venue, name)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,6 +9,7 @@ import { SqliteBudgetsRepo } from './sqlite-budgets-repo.js';
 import { SqliteConnectorsRepo } from './sqlite-connectors-repo.js';
 import { SqliteGapsRepo } from './sqlite-gaps-repo.js';
 import { SqliteJobsRepo } from './sqlite-jobs-repo.js';
+import { SqliteUniversesRepo } from './sqlite-universes-repo.js';
 import { classifySqliteError, guardRepo, guardSqliteCall, type SqliteGuardOptions } from './sqlite-guard.js';
 
 export interface SqliteStoreOptions {
@@ -51,6 +52,7 @@ export class SqliteStateStore implements StateStore {
   readonly budgets: SqliteBudgetsRepo;
   readonly backfills: SqliteBackfillsRepo;
   readonly gaps: SqliteGapsRepo;
+  readonly universes: SqliteUniversesRepo;
   private readonly pingStmt: Database.Statement;
   private readonly guard: SqliteGuardOptions;
   /** Set when a call met a corrupted file; readiness fails until a quick_check passes again. */
@@ -70,6 +72,7 @@ export class SqliteStateStore implements StateStore {
     this.budgets = guardRepo(new SqliteBudgetsRepo(db, clock), this.guard, budgetWait);
     this.backfills = guardRepo(new SqliteBackfillsRepo(db, clock), this.guard);
     this.gaps = guardRepo(new SqliteGapsRepo(db), this.guard);
+    this.universes = guardRepo(new SqliteUniversesRepo(db, clock), this.guard);
     this.pingStmt = db.prepare('SELECT 1');
     this.lastCheckAt = performance.now();
   }
