@@ -11,13 +11,13 @@ const DAY_SINCE = Date.UTC(2024, 0, 16);
 const DAY_SESSIONS = ['2024-01-16', '2024-01-17', '2024-01-18', '2024-01-19', '2024-01-22'];
 /** Minute bars one day back: the whole session of Monday the 22nd. */
 const MINUTE_SESSIONS = ['2024-01-22'];
-/** A universe of 101 symbols: two requests' worth of symbols per day. */
+/** The universe `alpaca/big`, 101 symbols: two requests' worth of symbols per day. */
 const SYMBOLS = Array.from({ length: 101 }, (_, i) => `S${String(i).padStart(3, '0')}`);
 
 /**
  * Alpaca per-day units end to end (real Scheduler and FleetWorker in process, redis-server, SQLite
  * store and sink, the emulation over HTTP): a day-bar and a minute-bar job over a 101-symbol
- * universe store exactly the bars Alpaca has for the calendar's sessions, in the fewest requests
+ * universe (`@big`) store exactly the bars Alpaca has for the calendar's sessions, in the fewest requests
  * (100 symbols per request, each day one unit for all jobs), and a re-run stores nothing twice.
  */
 describe('alpaca: per-day units over a universe', () => {
@@ -27,19 +27,16 @@ describe('alpaca: per-day units over a universe', () => {
   });
   afterAll(() => fleet?.stop());
 
-  const cursorsAt = async (tf: '1d' | '1m', cursor: number): Promise<boolean> => {
-    const jobs = await fleet.store.jobs.list({ venue: 'alpaca' });
-    const ofTf = jobs.filter((j) => j.timeframe === tf);
-    return ofTf.length === SYMBOLS.length && ofTf.every((j) => j.cursor === cursor);
-  };
-  const addJobs = async (tf: '1d' | '1m'): Promise<void> => {
-    for (const symbol of SYMBOLS)
-      await fleet.store.jobs.upsert({ venue: 'alpaca', type: 'ohlcv', symbol, timeframe: tf, ...(tf === '1d' ? { since: DAY_SINCE } : {}) });
+  const jobIdOf = (tf: '1d' | '1m'): string => makeJobId({ venue: 'alpaca', type: 'ohlcv', symbol: '@big', timeframe: tf });
+  const cursorsAt = async (tf: '1d' | '1m', cursor: number): Promise<boolean> => (await fleet.store.jobs.get(jobIdOf(tf)))?.cursor === cursor;
+  const addJob = async (tf: '1d' | '1m'): Promise<void> => {
+    await fleet.store.jobs.upsert({ venue: 'alpaca', type: 'ohlcv', symbol: '@big', timeframe: tf, ...(tf === '1d' ? { since: DAY_SINCE } : {}) });
   };
 
   it('stores exactly the sessions’ bars with the minimal number of requests, and nothing twice on a re-run', async () => {
-    await addJobs('1d');
-    await addJobs('1m');
+    await fleet.store.universes.set('alpaca', 'big', SYMBOLS);
+    await addJob('1d');
+    await addJob('1m');
     const lastDay = usEquitySession(DAY_SESSIONS.at(-1)!)!;
     const lastMinuteDay = usEquitySession(MINUTE_SESSIONS.at(-1)!)!;
     await waitFor(
@@ -75,8 +72,8 @@ describe('alpaca: per-day units over a universe', () => {
     expect({ requests: stats.requests, ok: stats.responses2xx, refused: stats.responses429 }).toEqual({ requests: minimal, ok: minimal, refused: 0 });
 
     // Re-run the day bars from scratch (as after a lost state store): every request again, no new row.
-    for (const symbol of SYMBOLS) await fleet.store.jobs.remove(makeJobId({ venue: 'alpaca', type: 'ohlcv', symbol, timeframe: '1d' }));
-    await addJobs('1d');
+    await fleet.store.jobs.remove(jobIdOf('1d'));
+    await addJob('1d');
     await waitFor(() => cursorsAt('1d', sessionDayCursor('1d', lastDay)), 'the day bars collected again', { timeoutMs: 120_000, intervalMs: 500 });
     expect(fleet.mock.stats().venues.alpaca.requests).toBe(minimal + DAY_SESSIONS.length * 2);
     expect(await fleet.stored(SYMBOLS, '1d')).toEqual(dayTruth);

@@ -13,6 +13,7 @@ import {
   type Timeframe,
   TransientError,
   UnrecoverableError,
+  universeOf,
   usEquitySessions,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
@@ -125,8 +126,14 @@ export class UnitExecutor {
     const dayCursor = sessionDayCursor(tf, session);
     // a job whose cursor is at or past the day already holds it (the unit ran before)
     const owing = jobs.filter((j) => j.timeframe === tf && (j.cursor === null || j.cursor < dayCursor));
-    // sorted, so the same universe always makes the same batches (Alpaca answers them sorted too)
-    const symbols = [...new Set(owing.map((j) => j.symbol))].sort();
+    // A job over a universe (`@name`) covers its members as they are now. Sorted, so the same
+    // symbols always make the same batches (Alpaca answers them sorted too).
+    const members = new Set<string>();
+    for (const job of owing) {
+      const universe = universeOf(job.symbol);
+      for (const symbol of universe === null ? [job.symbol] : await this.options.store.universes.members(job.venue, universe)) members.add(symbol);
+    }
+    const symbols = [...members].sort();
     const perRequest = isMultiSymbolCandleSource(adapter) ? adapter.maxSymbolsPerRequest : 1;
     let records = 0;
     for (let i = 0; i < symbols.length; i += perRequest) {
