@@ -7,6 +7,8 @@ import { FleetHarness } from '@tickfleet/testkit/fleet';
 const DAY = 86_400_000;
 /** A key no other string in the fleet could contain by chance. */
 const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
+/** Alpaca's key pair travels in request headers; planted the same way. */
+const PLANTED_ALPACA = { ALPACA_API_KEY_ID: 'PKPLANTEDALPACA7C1E9A', ALPACA_API_SECRET_KEY: 'PlantedAlpacaSecret5b3f0e81c4' };
 
 /** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -20,8 +22,8 @@ function filesUnder(dir: string): Array<{ path: string; text: string }> {
 }
 
 /**
- * The Polygon key travels in the query string of every Polygon request, so any error that quotes
- * a URL could carry it into logs, stored errors, BullMQ failure reasons or pages. With the key
+ * The Polygon key travels in the query string of every Polygon request (Alpaca's key pair in its
+ * request headers), so any error that quotes a URL could carry it into logs, stored errors, BullMQ failure reasons or pages. With the key
  * planted in a worker's environment and Polygon answering 5xx, malformed bodies and a 429 storm,
  * it must appear nowhere the fleet writes or serves: process output (debug level), /metrics,
  * `status`, the dashboard's API and bull-board's, every Redis key, and every file in the fleet's
@@ -36,13 +38,16 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   afterAll(() => fleet.stop());
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
-    const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
+    const env = { POLYGON_API_KEY: PLANTED_KEY, ...PLANTED_ALPACA, LOG_LEVEL: 'debug' };
     // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
     await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
+    // Alpaca day bars of the last week (per-day units), collected while Polygon goes through its faults.
+    await fleet.upsertConnector('alpaca', '--limit', '200', '--period', '60s');
+    await fleet.ok('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(to - 7 * DAY).toISOString());
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -61,6 +66,11 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     });
     // The key was used: the emulation answers 401 without one.
     expect((await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).length).toBe(3 * 1440);
+    // and Alpaca's keys were used (the emulation answers 401 without them, 403 for a wrong one)
+    await waitFor(async () => (await fleet.storedOpenTimes('alpaca', 'AAPL', '1d')).length > 0, 'alpaca day bars stored', {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
@@ -70,10 +80,12 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
     for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
-      places.push({
-        where: `bull-board ${status}`,
-        text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text(),
-      });
+      for (const queue of ['%7Bpolygon%7D', '%7Balpaca%7D']) {
+        places.push({
+          where: `bull-board ${queue} ${status}`,
+          text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=${queue}&status=${status}&page=1`)).text(),
+        });
+      }
     }
     places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
     places.push({ where: 'status', text: await fleet.ok('status') });
@@ -110,6 +122,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     for (const f of filesUnder(fleet.dir.path)) places.push({ where: f.path, text: f.text });
 
     expect(places.length).toBeGreaterThan(10);
-    expect(places.filter((p) => p.text.includes(PLANTED_KEY)).map((p) => p.where)).toEqual([]);
+    for (const planted of [PLANTED_KEY, ...Object.values(PLANTED_ALPACA)])
+      expect(places.filter((p) => p.text.includes(planted)).map((p) => p.where)).toEqual([]);
   }, 400_000);
 });
