@@ -84,7 +84,8 @@ try {
     absoluteFloor,
     requestsPerMinuteWindow: windows.map((w) => w.weight),
     maxWindowUtilisation: Math.round((stats.maxWindowWeight / LIMIT) * 1000) / 1000,
-    meanUtilisation: Math.round((stats.requests / Math.max(minutes, 1 / 60) / LIMIT) * 1000) / 1000,
+    // requests per elapsed minute over the limit: above 1 when a run shorter than a minute used most of one window
+    runRateOverLimit: Math.round((stats.requests / Math.max(minutes, 1 / 60) / LIMIT) * 1000) / 1000,
     load1: [Math.round(load0 * 100) / 100, Math.round(loadavg()[0]! * 100) / 100],
   };
   if (stored !== bars) throw new Error(`stored ${stored} bars, the emulation has ${bars}`);
