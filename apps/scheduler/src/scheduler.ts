@@ -85,6 +85,8 @@ export interface SchedulerOptions {
    * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue 7 and 30
    */
   sessionDayStarts?: Partial<SessionDayStarts>;
+  /** Symbols per per-day unit, by venue, over SESSION_DAY_VENUES (POLYGON_SYMBOLS_PER_UNIT sets polygon's, default 3). */
+  symbolsPerUnit?: Readonly<Record<string, number>>;
 }
 
 export interface RepairResult {
@@ -135,6 +137,7 @@ export class Scheduler {
   private readonly control: FleetVenueControl;
   private lastRepairMs: number | undefined;
   private readonly sessionDayStarts: SessionDayStarts;
+  private readonly symbolsPerUnit: Readonly<Record<string, number>>;
 
   constructor(options: SchedulerOptions) {
     this.store = options.store;
@@ -152,6 +155,7 @@ export class Scheduler {
     this.repairEveryMs = options.repairEveryMs ?? 30_000;
     this.repairBatch = options.repairBatch ?? 1000;
     this.sessionDayStarts = { ...DEFAULT_SESSION_DAY_STARTS, ...options.sessionDayStarts };
+    this.symbolsPerUnit = options.symbolsPerUnit ?? {};
     const prefix = options.prefix ?? QUEUE_PREFIX;
     // Producer connection: commands fail after a few retries instead of hanging a tick forever.
     this.connection = createRedisConnection(options.redisUrl, { blocking: false, connectionName: 'tickfleet-scheduler' });
@@ -360,8 +364,9 @@ export class Scheduler {
 
   /**
    * The units a claimed chunk of jobs becomes: one per job, except per-day jobs (Alpaca day and
-   * minute bars), which are grouped by timeframe and the session day they owe next into one unit per
-   * day over all of them (up to the venue's symbols per unit), so one request serves many jobs. A
+   * minute bars, Polygon day bars), which are grouped by timeframe and the session day they owe next
+   * into one unit per day over up to the venue's symbols per unit (Alpaca: all of them, so one
+   * request serves many jobs; Polygon: 3, so a unit's duration stays bounded). A
    * per-day job whose next day is not final yet gets no unit: its lease is freed with the time the
    * day becomes final as its next due time (end-of-day gating).
    */
@@ -376,17 +381,17 @@ export class Scheduler {
         continue;
       }
       const session = nextSessionDay(job, nowMs, this.sessionDayStarts);
-      const finalAt = sessionDayFinalAt(job.timeframe, session) + this.cadence.closeDelayMs;
+      const finalAt = sessionDayFinalAt(job.timeframe, session, perDay) + this.cadence.closeDelayMs;
       if (finalAt > nowMs) {
         notYet.push(this.store.jobs.release(job.id, finalAt).catch((err: unknown) => this.logger.debug({ err, jobId: job.id }, 'could not release a job')));
         continue;
       }
-      const key = `${job.timeframe}|${session.dayStartMs}`;
+      const key = `${job.venue}|${job.timeframe}|${session.dayStartMs}`;
       let group = days.get(key);
       if (!group) {
         // the jobs owe the next session at once when it is final already (a catch-up), else when it will be
-        const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session)) + this.cadence.closeDelayMs);
-        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit: perDay.symbolsPerUnit };
+        const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session), perDay) + this.cadence.closeDelayMs);
+        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit: this.symbolsPerUnit[job.venue] ?? perDay.symbolsPerUnit };
         days.set(key, group);
       }
       group.jobs.push(job);

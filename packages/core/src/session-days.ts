@@ -19,10 +19,19 @@ export interface SessionDayVenue {
   symbolsPerUnit: number;
   /** Timeframes collected this way; the venue's other timeframes keep incremental units. */
   timeframes: readonly Timeframe[];
+  /**
+   * A day bar is final once its session has closed (`session`), or only once its 24 hours have
+   * passed (`day-end`: Polygon's adapter keeps a day bar only after its full day, so a unit run
+   * between the close and the next midnight would find it still open).
+   */
+  dayBarFinal: 'session' | 'day-end';
 }
 
 export const SESSION_DAY_VENUES: Readonly<Record<string, SessionDayVenue>> = Object.freeze({
-  alpaca: { symbolsPerRequest: 100, symbolsPerUnit: 10_000, timeframes: ['1d', '1m'] },
+  alpaca: { symbolsPerRequest: 100, symbolsPerUnit: 10_000, timeframes: ['1d', '1m'], dayBarFinal: 'session' },
+  // Polygon's aggregates name one ticker per request; a unit covers a few symbols (the design's
+  // NODE_POLYGON_SYMBOLS_PER_UNIT, POLYGON_SYMBOLS_PER_UNIT here) to bound how long it runs.
+  polygon: { symbolsPerRequest: 1, symbolsPerUnit: 3, timeframes: ['1d'], dayBarFinal: 'day-end' },
 });
 
 /** Where a per-day job's history starts when it has no `since`, per timeframe. */
@@ -45,11 +54,12 @@ export function sessionDayVenueOf(job: Pick<Job, 'venue' | 'type' | 'timeframe'>
 /**
  * End-of-day gating: when a session day's bars of `tf` are final. Day bars once the regular session
  * has closed; minute bars once the post-market (four hours after the close) has ended, plus the 15
- * minutes a Basic-plan key may not ask the SIP feed for. A day is never fetched before this, so a
- * half-open day is never stored as final.
+ * minutes a Basic-plan key may not ask the SIP feed for (Polygon's day bars: see `dayBarFinal`). A
+ * day is never fetched before this, so a half-open day is never stored as final.
  */
-export function sessionDayFinalAt(tf: Timeframe, session: Session): number {
-  return tf === '1d' ? session.closeMs : session.closeMs + 4 * HOUR_MS + 15 * MINUTE_MS;
+export function sessionDayFinalAt(tf: Timeframe, session: Session, venue: Pick<SessionDayVenue, 'dayBarFinal'> = { dayBarFinal: 'session' }): number {
+  if (tf !== '1d') return session.closeMs + 4 * HOUR_MS + 15 * MINUTE_MS;
+  return venue.dayBarFinal === 'day-end' ? Math.max(session.closeMs, session.dayStartMs + DAY_MS) : session.closeMs;
 }
 
 /**
