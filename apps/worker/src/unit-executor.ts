@@ -74,6 +74,8 @@ export class UnitExecutor {
 
   async run(ctx: UnitContext): Promise<UnitOutcome> {
     const { unit } = ctx;
+    // a per-day unit serves many jobs: any of them may be gone, the others still run
+    if (unit.kind === 'session-day') return this.sessionDay(ctx);
     const job = await this.readJob(unit.jobId);
     if (!job) {
       // A backfill chunk whose job is gone can never be stored: end it as failed, not owed forever.
@@ -98,8 +100,6 @@ export class UnitExecutor {
       case 'daily-files':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
         return this.dailyFiles(ctx, job);
-      case 'session-day':
-        return this.sessionDay(ctx);
     }
   }
 

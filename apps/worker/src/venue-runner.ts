@@ -12,6 +12,7 @@ import {
   StoreUnavailableError,
   TickfleetError,
   TransientError,
+  NotFoundError,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
 import {
@@ -222,7 +223,12 @@ export class VenueRunner {
         });
         if (unit.kind !== 'backfill') {
           // a per-day unit serves many jobs: each completes (its lease freed, its next due time set)
-          for (const id of unit.jobIds ?? [unit.jobId]) await store.jobs.complete(id, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
+          for (const id of unit.jobIds ?? [unit.jobId]) {
+            // a job of a per-day unit removed while it ran has nothing left to complete
+            await store.jobs.complete(id, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records }).catch((err: unknown) => {
+              if (!(unit.jobIds && err instanceof NotFoundError)) throw err;
+            });
+          }
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }
         return result;
@@ -345,7 +351,11 @@ export class VenueRunner {
     const lastAttempt = !retryable || job.attemptsMade + 1 >= attempts;
     logger.warn({ err, attempt: job.attemptsMade + 1, attempts, retryable }, 'unit failed');
     if (lastAttempt && unit.kind !== 'backfill') {
-      for (const id of unit.jobIds ?? [unit.jobId]) await store.jobs.fail(id, message, clock.now() + this.connector.freezeMs);
+      for (const id of unit.jobIds ?? [unit.jobId]) {
+        await store.jobs.fail(id, message, clock.now() + this.connector.freezeMs).catch((storeErr: unknown) => {
+          if (!(unit.jobIds && storeErr instanceof NotFoundError)) throw storeErr;
+        });
+      }
     }
     if (lastAttempt && unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {
       // The chunk ends failed with its reason, so the backfill can end (`failed`) instead of
