@@ -9,6 +9,7 @@ const SHAPES: Record<string, { pattern: RegExp; expected: string }> = {
   // The adapter drops the slash and upper-cases: BTC/USDT -> BTCUSDT (or BTCUSDT as given).
   binance: { pattern: /^[A-Za-z0-9]{2,20}(\/[A-Za-z0-9]{2,20})?$/, expected: 'a Binance pair such as BTC/USDT (or BTCUSDT)' },
   // Stock tickers, with a class suffix (BRK.B).
+  alpaca: { pattern: /^[A-Za-z0-9]{1,10}(\.[A-Za-z0-9]{1,5})?$/, expected: 'an Alpaca stock ticker such as AAPL or BRK.B' },
   polygon: { pattern: /^[A-Za-z0-9]{1,10}(\.[A-Za-z0-9]{1,5})?$/, expected: 'a Polygon stock ticker such as AAPL or BRK.B' },
 };
 

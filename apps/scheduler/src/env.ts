@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { duration, port, positiveInt, SHARED } from '@tickfleet/config';
+import { DEFAULT_SESSION_DAY_STARTS, SESSION_DAY_VENUES } from '@tickfleet/core';
 import { SCHEDULER_DEFAULTS } from './scheduler.js';
 
 /** The scheduler's configuration, parsed once at start with parseConfig; a bad value names its variable. */
@@ -21,6 +22,10 @@ export const SchedulerEnv = z.object({
   /** Cycle of option-chain jobs: each cycle refreshes a job's next `perCycle` underliers. */
   TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: duration().default(60_000),
   TICKFLEET_SCHEDULER_FILES_DELAY_MS: duration().default(3_600_000),
+  /** Alpaca minute bars of a job without `since` start this many days back (day bars: 30). */
+  ALPACA_MINUTE_START_DAYS: positiveInt().default(DEFAULT_SESSION_DAY_STARTS.minuteStartDays),
+  /** Symbols per Polygon day-bar unit (one request per symbol; cap 1 in flight by default). */
+  POLYGON_SYMBOLS_PER_UNIT: positiveInt().default(SESSION_DAY_VENUES.polygon!.symbolsPerUnit),
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset; 0 (the default of both) picks a free port. */
   TICKFLEET_HEALTH_PORT: port().optional(),
   PORT: port().optional(),

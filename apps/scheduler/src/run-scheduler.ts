@@ -38,6 +38,8 @@ export async function runScheduler(env?: Env, options: RunSchedulerOptions = {})
     leaseMs: config.TICKFLEET_SCHEDULER_LEASE_MS,
     leaderTtlMs: config.TICKFLEET_SCHEDULER_LEADER_TTL_MS,
     repairEveryMs: config.TICKFLEET_SCHEDULER_REPAIR_MS,
+    sessionDayStarts: { minuteStartDays: config.ALPACA_MINUTE_START_DAYS },
+    symbolsPerUnit: { polygon: config.POLYGON_SYMBOLS_PER_UNIT },
     cadence: {
       jitterMs: config.TICKFLEET_SCHEDULER_JITTER_MS,
       closeDelayMs: config.TICKFLEET_SCHEDULER_CLOSE_DELAY_MS,

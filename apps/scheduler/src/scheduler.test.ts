@@ -360,3 +360,30 @@ describe('the scheduler environment', () => {
     expect(() => parseSchedulerEnv(env)).toThrow(new RegExp(`invalid configuration ${variable}: expected`));
   });
 });
+
+describe('per-day units', () => {
+  it('groups per-day jobs by venue and owed day (Alpaca: one unit, Polygon: 3 symbols per unit); a day not final yet gets no unit', async () => {
+    const f = await fixture();
+    // Wednesday 2024-01-24 12:00Z: Tuesday's Polygon day bar is a full day old, Wednesday's session has not opened
+    const now = Date.UTC(2024, 0, 24, 12);
+    f.clock.set(now);
+    const since = Date.UTC(2024, 0, 23);
+    for (const symbol of ['A', 'B', 'C', 'D', 'E', 'F', 'G']) await f.store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol, timeframe: '1d', since });
+    const late = await f.store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: 'LATE', timeframe: '1d', since: Date.UTC(2024, 0, 24) });
+    for (const symbol of ['AAPL', 'MSFT']) await f.store.jobs.upsert({ venue: 'alpaca', type: 'ohlcv', symbol, timeframe: '1d', since });
+    const jobs = (await f.store.jobs.list()).filter((j) => j.venue === 'polygon' || j.venue === 'alpaca');
+    const units = await f.scheduler().unitsFor(jobs, now);
+    const tuesday = Date.UTC(2024, 0, 23, 5);
+    expect(units.map((u) => [u.kind, u.venue, u.fromMs, u.toMs, u.jobIds?.map((id) => id.split(':')[1])])).toEqual([
+      ['session-day', 'alpaca', tuesday, tuesday + 86_400_000, ['AAPL', 'MSFT']],
+      ['session-day', 'polygon', tuesday, tuesday + 86_400_000, ['A', 'B', 'C']],
+      ['session-day', 'polygon', tuesday, tuesday + 86_400_000, ['D', 'E', 'F']],
+      ['session-day', 'polygon', tuesday, tuesday + 86_400_000, ['G']],
+    ]);
+    // Wednesday's bars are final at its close (Alpaca) or at Thursday's New York midnight (Polygon), plus the close delay
+    expect(units.find((u) => u.venue === 'alpaca')!.nextRunAt).toBe(Date.UTC(2024, 0, 24, 21, 0, 2));
+    expect(units[1]!.nextRunAt).toBe(Date.UTC(2024, 0, 25, 5, 0, 2));
+    // the job owing Wednesday got no unit: its lease is free and it is due when Wednesday is final
+    expect(await f.store.jobs.get(late.id)).toMatchObject({ lockedUntil: null, nextRunAt: Date.UTC(2024, 0, 25, 5, 0, 2) });
+  });
+});

@@ -1,6 +1,19 @@
 import { hostname } from 'node:os';
 import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
-import { DEFAULT_UNIVERSE_PER_CYCLE, parseJobId, systemClock, universeOf, type Clock, type Job } from '@tickfleet/core';
+import {
+  DEFAULT_SESSION_DAY_STARTS,
+  DEFAULT_UNIVERSE_PER_CYCLE,
+  nextSessionDay,
+  parseJobId,
+  sessionAfter,
+  sessionDayFinalAt,
+  sessionDayVenueOf,
+  systemClock,
+  universeOf,
+  type Clock,
+  type Job,
+  type SessionDayStarts,
+} from '@tickfleet/core';
 import { createRedisConnection, QUEUE_PREFIX, unitJobId, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
@@ -69,6 +82,13 @@ export interface SchedulerOptions {
   repairEveryMs?: number;
   /** Owed chunks read per store call during a repair. @defaultValue 1000 */
   repairBatch?: number;
+  /**
+   * Where per-day jobs (Alpaca day and minute bars) without `since` start: minute bars
+   * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue 7 and 30
+   */
+  sessionDayStarts?: Partial<SessionDayStarts>;
+  /** Symbols per per-day unit, by venue, over SESSION_DAY_VENUES (POLYGON_SYMBOLS_PER_UNIT sets polygon's, default 3). */
+  symbolsPerUnit?: Readonly<Record<string, number>>;
 }
 
 export interface RepairResult {
@@ -118,6 +138,8 @@ export class Scheduler {
   private readonly repairBatch: number;
   private readonly control: FleetVenueControl;
   private lastRepairMs: number | undefined;
+  private readonly sessionDayStarts: SessionDayStarts;
+  private readonly symbolsPerUnit: Readonly<Record<string, number>>;
 
   constructor(options: SchedulerOptions) {
     this.store = options.store;
@@ -134,6 +156,8 @@ export class Scheduler {
     this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
     this.repairEveryMs = options.repairEveryMs ?? 30_000;
     this.repairBatch = options.repairBatch ?? 1000;
+    this.sessionDayStarts = { ...DEFAULT_SESSION_DAY_STARTS, ...options.sessionDayStarts };
+    this.symbolsPerUnit = options.symbolsPerUnit ?? {};
     const prefix = options.prefix ?? QUEUE_PREFIX;
     // Producer connection: commands fail after a few retries instead of hanging a tick forever.
     this.connection = createRedisConnection(options.redisUrl, { blocking: false, connectionName: 'tickfleet-scheduler' });
@@ -340,13 +364,58 @@ export class Scheduler {
     return unit;
   }
 
-  /** The units of a claimed batch; only option-chain jobs over a universe read the store (their universe's size). */
-  private async plannedUnits(jobs: Job[], nowMs: number): Promise<QueuedUnit[]> {
+  /**
+   * The units a claimed chunk of jobs becomes: one per job (several for an option-chain job over a
+   * universe: {@link jobUnits}), except per-day jobs (Alpaca day and
+   * minute bars, Polygon day bars), which are grouped by timeframe and the session day they owe next
+   * into one unit per day over up to the venue's symbols per unit (Alpaca: all of them, so one
+   * request serves many jobs; Polygon: 3, so a unit's duration stays bounded). A
+   * per-day job whose next day is not final yet gets no unit: its lease is freed with the time the
+   * day becomes final as its next due time (end-of-day gating).
+   */
+  async unitsFor(jobs: Job[], nowMs: number): Promise<QueuedUnit[]> {
     const units: QueuedUnit[] = [];
+    const days = new Map<string, { jobs: Job[]; dayStartMs: number; nextRunAt: number; perUnit: number }>();
+    const notYet: Array<Promise<void>> = [];
     for (const job of jobs) {
-      if (job.type === 'options' && universeOf(job.symbol) !== null) units.push(...(await this.unitsFor(job, nowMs)));
-      else units.push(this.unitFor(job, nowMs));
+      const perDay = sessionDayVenueOf(job);
+      if (!perDay || !job.timeframe) {
+        units.push(...(await this.jobUnits(job, nowMs)));
+        continue;
+      }
+      const session = nextSessionDay(job, nowMs, this.sessionDayStarts);
+      const finalAt = sessionDayFinalAt(job.timeframe, session, perDay) + this.cadence.closeDelayMs;
+      if (finalAt > nowMs) {
+        notYet.push(this.store.jobs.release(job.id, finalAt).catch((err: unknown) => this.logger.debug({ err, jobId: job.id }, 'could not release a job')));
+        continue;
+      }
+      const key = `${job.venue}|${job.timeframe}|${session.dayStartMs}`;
+      let group = days.get(key);
+      if (!group) {
+        // the jobs owe the next session at once when it is final already (a catch-up), else when it will be
+        const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session), perDay) + this.cadence.closeDelayMs);
+        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit: this.symbolsPerUnit[job.venue] ?? perDay.symbolsPerUnit };
+        days.set(key, group);
+      }
+      group.jobs.push(job);
     }
+    for (const group of days.values()) {
+      for (let i = 0; i < group.jobs.length; i += group.perUnit) {
+        const part = group.jobs.slice(i, i + group.perUnit);
+        units.push({
+          kind: 'session-day',
+          venue: part[0]!.venue,
+          jobId: part[0]!.id,
+          jobIds: part.map((j) => j.id),
+          fromMs: group.dayStartMs,
+          toMs: group.dayStartMs + 86_400_000,
+          nextRunAt: group.nextRunAt,
+          priority: Math.max(...part.map((j) => j.priority)),
+          enqueuedAt: nowMs,
+        });
+      }
+    }
+    await Promise.all(notYet);
     return units;
   }
 
@@ -359,7 +428,7 @@ export class Scheduler {
    * the last cycle stopped; slot and due time are in the unit ids, so claiming the job again
    * before its units ran adds none twice.
    */
-  async unitsFor(job: Job, nowMs: number): Promise<QueuedUnit[]> {
+  private async jobUnits(job: Job, nowMs: number): Promise<QueuedUnit[]> {
     const unit = this.unitFor(job, nowMs);
     const universe = universeOf(job.symbol);
     if (unit.kind !== 'option-chain' || universe === null) return [unit];
@@ -373,7 +442,7 @@ export class Scheduler {
   private async enqueue(jobs: Job[], now: number, result: TickResult): Promise<void> {
     let outcomes;
     try {
-      outcomes = await this.queues.enqueue(await this.plannedUnits(jobs, now), { replaceFinished: true });
+      outcomes = await this.queues.enqueue(await this.unitsFor(jobs, now), { replaceFinished: true });
     } catch (err) {
       // The units may not be queued: free the leases so the next tick (or leader) claims them
       // again at once rather than after leaseMs. Ids are deterministic, so any unit that did

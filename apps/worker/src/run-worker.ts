@@ -66,6 +66,8 @@ export async function runWorker(env?: Env): Promise<void> {
     adapterOptions: {
       ...(config.POLYGON_API_KEY ? { apiKey: config.POLYGON_API_KEY } : {}),
       ...(config.FINNHUB_API_KEY ? { finnhubApiKey: config.FINNHUB_API_KEY } : {}),
+      ...(config.ALPACA_API_KEY_ID ? { alpacaKeyId: config.ALPACA_API_KEY_ID } : {}),
+      ...(config.ALPACA_API_SECRET_KEY ? { alpacaSecretKey: config.ALPACA_API_SECRET_KEY } : {}),
     },
   });
   let started = false;

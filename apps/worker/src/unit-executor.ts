@@ -6,6 +6,7 @@ import {
   type Job,
   lastClosedOpenTime,
   MalformedPayloadError,
+  sessionDayCursor,
   SpoolFullError,
   StoreUnavailableError,
   timeframeMs,
@@ -14,12 +15,13 @@ import {
   UnrecoverableError,
   universeKey,
   universeOf,
+  usEquitySessions,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, isOptionChainSource, type VenueAdapter } from '@tickfleet/venues';
+import { isBookSource, isCandleSource, isFileSource, isMultiSymbolCandleSource, isOptionChainSource, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -77,6 +79,8 @@ export class UnitExecutor {
 
   async run(ctx: UnitContext): Promise<UnitOutcome> {
     const { unit } = ctx;
+    // a per-day unit serves many jobs: any of them may be gone, the others still run
+    if (unit.kind === 'session-day') return this.sessionDay(ctx);
     const job = await this.readJob(unit.jobId);
     if (!job) {
       // A backfill chunk whose job is gone can never be stored: end it as failed, not owed forever.
@@ -139,6 +143,58 @@ export class UnitExecutor {
     await this.persist(ctx, snapshot.envelopes);
     await advance();
     return { outcome: 'ok', records: snapshot.envelopes.length, detail: `${symbol}: ${snapshot.contracts.length} contracts` };
+  }
+
+  /**
+   * One trading day of bars for every job of the unit (same venue and timeframe): the symbols are
+   * fetched in requests of up to the adapter's symbols per request (Alpaca: 100), each page
+   * persisted as it arrives; once the whole day is durable, every job's cursor moves to the day's
+   * last slot (see sessionDayCursor), so a re-run of the unit, or a crash before that, stores
+   * nothing twice and loses nothing.
+   */
+  private async sessionDay(ctx: UnitContext): Promise<UnitOutcome> {
+    const { unit, adapter, signal } = ctx;
+    if (unit.fromMs === undefined || unit.toMs === undefined || !unit.jobIds) throw new TransientError(unit.venue, 'session-day unit without day or jobs');
+    const jobs: Job[] = [];
+    for (const id of unit.jobIds) {
+      const job = await this.readJob(id);
+      if (job?.enabled && job.timeframe) jobs.push(job);
+    }
+    const first = jobs[0];
+    if (!first) return { outcome: 'skipped', records: 0, detail: 'no enabled job left' };
+    const tf = requireTimeframe(first);
+    const session = usEquitySessions(unit.fromMs, unit.fromMs + 1).find((s) => s.dayStartMs === unit.fromMs);
+    if (!session) throw new UnrecoverableError(unit.venue, `session-day unit for ${new Date(unit.fromMs).toISOString()}, which starts no trading session`);
+    const dayCursor = sessionDayCursor(tf, session);
+    // a job whose cursor is at or past the day already holds it (the unit ran before)
+    const owing = jobs.filter((j) => j.timeframe === tf && (j.cursor === null || j.cursor < dayCursor));
+    // A job over a universe (`@name`) covers its members as they are now. Sorted, so the same
+    // symbols always make the same batches (Alpaca answers them sorted too).
+    const members = new Set<string>();
+    for (const job of owing) {
+      const universe = universeOf(job.symbol);
+      for (const symbol of universe === null ? [job.symbol] : await this.options.store.universes.members(job.venue, universe)) members.add(symbol);
+    }
+    const symbols = [...members].sort();
+    const perRequest = isMultiSymbolCandleSource(adapter) ? adapter.maxSymbolsPerRequest : 1;
+    let records = 0;
+    for (let i = 0; i < symbols.length; i += perRequest) {
+      const batch = symbols.slice(i, i + perRequest);
+      const pages = isMultiSymbolCandleSource(adapter)
+        ? adapter.fetchCandlesOfSymbols(batch, tf, unit.fromMs, unit.toMs, { signal })
+        : isCandleSource(adapter)
+          ? adapter.fetchCandles(batch[0]!, tf, unit.fromMs, unit.toMs, { signal })
+          : undefined;
+      if (!pages) throw new TransientError(unit.venue, `${unit.venue} has no candle source`);
+      for await (const page of pages) {
+        await this.persist(ctx, page.envelopes);
+        records += page.candles.length;
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    }
+    for (const job of owing) await this.options.store.jobs.advanceCursor(job.id, dayCursor);
+    return { outcome: 'ok', records, detail: `${session.date}: ${symbols.length} symbols, ${owing.length} jobs` };
   }
 
   /** Catches a candle job up from its cursor to the last closed candle, page by page. */

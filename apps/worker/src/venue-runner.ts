@@ -12,6 +12,7 @@ import {
   StoreUnavailableError,
   TickfleetError,
   TransientError,
+  NotFoundError,
   parseJobId,
   type Envelope,
 } from '@tickfleet/core';
@@ -254,7 +255,13 @@ export class VenueRunner {
         });
         // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.
         if (unit.kind !== 'backfill' && unit.endsRun !== false) {
-          await store.jobs.complete(unit.jobId, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records });
+          // a per-day unit serves many jobs: each completes (its lease freed, its next due time set)
+          for (const id of unit.jobIds ?? [unit.jobId]) {
+            // a job of a per-day unit removed while it ran has nothing left to complete
+            await store.jobs.complete(id, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records }).catch((err: unknown) => {
+              if (!(unit.jobIds && err instanceof NotFoundError)) throw err;
+            });
+          }
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
         }
         return result;
@@ -388,7 +395,11 @@ export class VenueRunner {
     const lastAttempt = !retryable || job.attemptsMade + 1 >= attempts;
     logger.warn({ err, attempt: job.attemptsMade + 1, attempts, retryable }, 'unit failed');
     if (lastAttempt && unit.kind !== 'backfill') {
-      await store.jobs.fail(unit.jobId, message, clock.now() + this.connector.freezeMs);
+      for (const id of unit.jobIds ?? [unit.jobId]) {
+        await store.jobs.fail(id, message, clock.now() + this.connector.freezeMs).catch((storeErr: unknown) => {
+          if (!(unit.jobIds && storeErr instanceof NotFoundError)) throw storeErr;
+        });
+      }
     }
     if (lastAttempt && unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {
       // The chunk ends failed with its reason, so the backfill can end (`failed`) instead of

@@ -9,6 +9,8 @@ const DAY = 86_400_000;
 /** Keys no other string in the fleet could contain by chance. */
 const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
 const PLANTED_FINNHUB_KEY = 'PlantedFinnhubKey3b8f0d61ce';
+/** Alpaca's key pair travels in request headers; planted the same way. */
+const PLANTED_ALPACA = { ALPACA_API_KEY_ID: 'PKPLANTEDALPACA7C1E9A', ALPACA_API_SECRET_KEY: 'PlantedAlpacaSecret5b3f0e81c4' };
 
 /** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -24,10 +26,10 @@ function filesUnder(dir: string): Array<{ path: string; text: string }> {
 /**
  * The Polygon key travels in the query string of every Polygon request, so any error that quotes
  * a URL could carry it into logs, stored errors, BullMQ failure reasons or pages; the Finnhub key
- * travels in a header. With both keys planted in a worker's environment, Polygon answering 5xx,
- * malformed bodies and a 429 storm, and Finnhub (an options job over a universe) answering some
- * 5xx and malformed chains and a 429 past its 4-a-minute limit, neither key
- * may appear anywhere the fleet writes or serves: process output (debug level), /metrics,
+ * and Alpaca's key pair travel in headers. With all of them planted in a worker's environment,
+ * Polygon answering 5xx, malformed bodies and a 429 storm, Finnhub (an options job over a
+ * universe) answering some 5xx and malformed chains and a 429 past its 4-a-minute limit, and
+ * Alpaca collecting day bars, no key may appear anywhere the fleet writes or serves: process output (debug level), /metrics,
  * `status`, the dashboard's API and bull-board's, every Redis key, and every file in the fleet's
  * directory (state and sink SQLite files with their WAL, spool segments).
  */
@@ -42,7 +44,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   afterAll(() => fleet.stop());
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
-    const env = { POLYGON_API_KEY: PLANTED_KEY, FINNHUB_API_KEY: PLANTED_FINNHUB_KEY, LOG_LEVEL: 'debug', TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000' };
+    const env = { POLYGON_API_KEY: PLANTED_KEY, FINNHUB_API_KEY: PLANTED_FINNHUB_KEY, ...PLANTED_ALPACA, LOG_LEVEL: 'debug', TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000' };
     // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
     await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
@@ -52,6 +54,9 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     await fleet.upsertConnector('finnhub', '--limit', '1000', '--period', '60s', '--freeze', '2s');
     await fleet.ok('universes', 'set', 'finnhub', 'megacaps', 'AAPL', 'MSFT', 'NVDA');
     await fleet.ok('jobs', 'add', 'finnhub', 'options', '@megacaps', '--per-cycle', '2');
+    // Alpaca day bars of the last week (per-day units), collected while Polygon goes through its faults.
+    await fleet.upsertConnector('alpaca', '--limit', '200', '--period', '60s');
+    await fleet.ok('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(to - 7 * DAY).toISOString());
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -79,6 +84,11 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 120_000,
     });
     expect(await fleet.withSink((sink) => sink.reader!.countEnvelopes({ venue: 'finnhub', channel: 'options' }))).toBeGreaterThan(0);
+    // and Alpaca's keys were used (the emulation answers 401 without them, 403 for a wrong one)
+    await waitFor(async () => (await fleet.storedOpenTimes('alpaca', 'AAPL', '1d')).length > 0, 'alpaca day bars stored', {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
@@ -87,7 +97,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 60_000,
     });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
-    for (const queue of ['polygon', 'finnhub']) {
+    for (const queue of ['polygon', 'finnhub', 'alpaca']) {
       for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
         places.push({
           where: `bull-board ${queue} ${status}`,
@@ -130,6 +140,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     for (const f of filesUnder(fleet.dir.path)) places.push({ where: f.path, text: f.text });
 
     expect(places.length).toBeGreaterThan(10);
-    expect(places.filter((p) => p.text.includes(PLANTED_KEY) || p.text.includes(PLANTED_FINNHUB_KEY)).map((p) => p.where)).toEqual([]);
+    for (const planted of [PLANTED_KEY, PLANTED_FINNHUB_KEY, ...Object.values(PLANTED_ALPACA)])
+      expect(places.filter((p) => p.text.includes(planted)).map((p) => p.where)).toEqual([]);
   }, 400_000);
 });

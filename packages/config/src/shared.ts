@@ -60,6 +60,10 @@ export const SHARED = {
   POLYGON_API_KEY: text().optional(),
   /** Key of the Finnhub API; sent only to Finnhub, in the X-Finnhub-Token header (never logged or stored). */
   FINNHUB_API_KEY: text().optional(),
+  /** Alpaca key id (`APCA-API-KEY-ID`); it and the secret travel only in Alpaca requests (never logged or stored). */
+  ALPACA_API_KEY_ID: text().optional(),
+  /** Alpaca secret key (`APCA-API-SECRET-KEY`). */
+  ALPACA_API_SECRET_KEY: text().optional(),
   /** Set by `tickfleet up` on the roles it starts: the pid they belong to; they stop when it is gone. */
   TICKFLEET_PARENT_PID: positiveInt().optional(),
 };

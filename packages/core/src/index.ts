@@ -1,5 +1,6 @@
 export * from './timeframe.js';
 export * from './calendar.js';
+export * from './session-days.js';
 export * from './duration.js';
 export * from './clock.js';
 export * from './names.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { VenueName } from './names.js';
 
-export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'option-chain'] as const;
+export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'option-chain', 'session-day'] as const;
 export const UnitKind = z.enum(UNIT_KINDS);
 export type UnitKind = z.infer<typeof UnitKind>;
 
@@ -27,6 +27,11 @@ export const Unit = z.object({
    * the cycle.
    */
   endsRun: z.boolean().optional(),
+  /**
+   * `session-day` units: every job the unit serves (same venue and timeframe, all owing the day
+   * `[fromMs, toMs)`); `jobId` is the first of them.
+   */
+  jobIds: z.array(z.string()).min(1).optional(),
   /** Enqueue time, for queue-latency metrics. */
   enqueuedAt: z.number().int(),
 });

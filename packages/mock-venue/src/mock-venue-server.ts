@@ -22,6 +22,7 @@ import {
   type VenueScenario,
 } from './scenario.js';
 import type { LimitGroupStats, MockVenueStats, VenueStats } from './stats.js';
+import { AlpacaEmulation } from './venues/alpaca-emulation.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { FinnhubEmulation } from './venues/finnhub-emulation.js';
@@ -90,6 +91,7 @@ export class MockVenueServer implements MockVenue {
   private readonly clock: Clock;
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
+    alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
     finnhub: new FinnhubEmulation(),
     limitless: new LimitlessEmulation(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
 /** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
-export const MOCK_VENUES = ['binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
+export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
 export const MockVenueName = z.enum(MOCK_VENUES);
 export type MockVenueName = z.infer<typeof MockVenueName>;
 
@@ -158,6 +158,7 @@ export const Scenario = z.strictObject({
   outageForMs: positiveMs.optional(),
   venues: z
     .strictObject({
+      alpaca: VenueScenario.optional(),
       binance: VenueScenario.optional(),
       finnhub: VenueScenario.optional(),
       limitless: VenueScenario.optional(),
@@ -260,7 +261,7 @@ export interface EffectiveLimit {
 }
 
 /**
- * Published defaults: Binance 6000 weight per clock minute (bans after 5 more requests, 2 min);
+ * Published defaults: Alpaca 200 requests per minute (market data on the Basic plan); Binance 6000 weight per clock minute (bans after 5 more requests, 2 min);
  * Finnhub free plan 60 requests per minute (its 30 per second cap lives in the emulation);
  * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per sliding 10 s, queued up
  * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
@@ -268,6 +269,7 @@ export interface EffectiveLimit {
  * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
+  alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   limitless: { enabled: true, limit: 100, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },

@@ -18,6 +18,21 @@ describe('unitJobId', () => {
     expect(id).toBe('bf|bf|abc|0-60000');
   });
 
+  it('names a per-day unit by venue, day and its set of jobs, whatever their order', () => {
+    const day = {
+      kind: 'session-day' as const,
+      venue: 'alpaca',
+      jobId: 'alpaca:A:1d:ohlcv',
+      jobIds: ['alpaca:A:1d:ohlcv', 'alpaca:B:1d:ohlcv'],
+      fromMs: 1_705_381_200_000,
+    };
+    const id = unitJobId(day);
+    expect(id).toMatch(/^day\|alpaca\|1705381200000\|[0-9a-f]{20}$/);
+    expect(unitJobId({ ...day, jobIds: [...day.jobIds].reverse() })).toBe(id);
+    expect(unitJobId({ ...day, jobIds: ['alpaca:A:1d:ohlcv'] })).not.toBe(id);
+    expect(() => unitJobId({ ...day, jobIds: undefined })).toThrow(ValidationError);
+  });
+
   it('rejects units it cannot name', () => {
     expect(() => unitJobId({ kind: 'backfill', jobId: live.jobId })).toThrow(ValidationError);
     expect(() => unitJobId({ kind: 'book-poll', jobId: live.jobId })).toThrow(/unit\.dueAt/);

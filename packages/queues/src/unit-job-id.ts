@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ValidationError } from '@tickfleet/core';
 import type { QueuedUnit } from './queued-unit.js';
 
@@ -16,9 +17,22 @@ function escapeId(id: string): string {
  * - live units (incremental, book-poll, discovery, daily-files): `live|<jobId>|<dueAt>`, e.g.
  *   `live|binance|BTC/USDT|1m|ohlcv|1704067260000` — one unit per job per due time; option-chain
  *   units of a universe job add their round-robin slot, `live|finnhub|@megacaps|-|options|<dueAt>|<slot>`;
- * - backfill chunks: `bf|<backfillId>|<fromMs>-<toMs>` — one unit per chunk of the range.
+ * - backfill chunks: `bf|<backfillId>|<fromMs>-<toMs>` — one unit per chunk of the range;
+ * - per-day units: `day|<venue>|<fromMs>|<hash of the sorted job ids>` — one unit per day and set of
+ *   jobs (a rescan that claims the same jobs owing the same day adds nothing).
  */
-export function unitJobId(unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs' | 'slot'>): string {
+export function unitJobId(
+  unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'jobIds' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs' | 'slot'> & Partial<Pick<QueuedUnit, 'venue'>>,
+): string {
+  if (unit.kind === 'session-day') {
+    if (unit.venue === undefined || unit.fromMs === undefined || !unit.jobIds)
+      throw new ValidationError('unit', 'a session-day unit with venue, fromMs and jobIds', unit);
+    const jobs = createHash('sha256')
+      .update([...unit.jobIds].sort().join('\n'))
+      .digest('hex')
+      .slice(0, 20);
+    return `day|${unit.venue}|${unit.fromMs}|${jobs}`;
+  }
   if (unit.kind === 'backfill') {
     if (unit.backfillId === undefined || unit.fromMs === undefined || unit.toMs === undefined) {
       throw new ValidationError('unit', 'a backfill unit with backfillId, fromMs and toMs', unit);

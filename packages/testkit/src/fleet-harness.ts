@@ -123,6 +123,9 @@ export class FleetHarness {
       TICKFLEET_HEARTBEAT_MS: '5000',
       TICKFLEET_GRACE_MS: '15000',
       POLYGON_API_KEY: 'test-key',
+      // the Alpaca emulation takes upper-case key ids
+      ALPACA_API_KEY_ID: 'PKFLEETHARNESS000001',
+      ALPACA_API_SECRET_KEY: 'fleet-harness-secret',
       LOG_LEVEL: 'info',
       ...extra,
     };

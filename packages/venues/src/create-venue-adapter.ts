@@ -1,4 +1,5 @@
 import { ValidationError } from '@tickfleet/core';
+import { AlpacaAdapter, type AlpacaAdapterOptions } from './alpaca/alpaca-adapter.js';
 import { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 import { FinnhubAdapter, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
 import { LimitlessAdapter, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
@@ -8,6 +9,7 @@ import { XetraAdapter, type XetraAdapterOptions } from './xetra/xetra-adapter.js
 
 /** The adapter class and options of each venue tickfleet has an adapter for. */
 export interface VenueAdapters {
+  alpaca: { adapter: AlpacaAdapter; options: AlpacaAdapterOptions };
   binance: { adapter: BinanceAdapter; options: BinanceAdapterOptions };
   finnhub: { adapter: FinnhubAdapter; options: FinnhubAdapterOptions };
   limitless: { adapter: LimitlessAdapter; options: LimitlessAdapterOptions };
@@ -17,7 +19,7 @@ export interface VenueAdapters {
 }
 
 export type AdapterVenue = keyof VenueAdapters;
-export const ADAPTER_VENUES: readonly AdapterVenue[] = ['binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'];
+export const ADAPTER_VENUES: readonly AdapterVenue[] = ['alpaca', 'binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'];
 
 export function hasVenueAdapter(venue: string): venue is AdapterVenue {
   return (ADAPTER_VENUES as readonly string[]).includes(venue);
@@ -31,6 +33,8 @@ export function createVenueAdapter<V extends AdapterVenue>(venue: V, options: Ve
 export function createVenueAdapter(venue: string, options: VenueAdapters[AdapterVenue]['options']): VenueAdapters[AdapterVenue]['adapter'];
 export function createVenueAdapter(venue: string, options: VenueAdapters[AdapterVenue]['options']): VenueAdapters[AdapterVenue]['adapter'] {
   switch (venue) {
+    case 'alpaca':
+      return new AlpacaAdapter(options);
     case 'binance':
       return new BinanceAdapter(options);
     case 'finnhub':

@@ -2,6 +2,17 @@ export * from './types.js';
 export * from './venue-http-client.js';
 export * from './venue-rejected-error.js';
 export * from './create-venue-adapter.js';
+export {
+  AlpacaAdapter,
+  alpacaUsage,
+  ALPACA_ADJUSTMENTS,
+  ALPACA_FEEDS,
+  ALPACA_MAX_LIMIT,
+  ALPACA_MAX_SYMBOLS_PER_REQUEST,
+  type AlpacaAdapterOptions,
+  type AlpacaAdjustment,
+  type AlpacaFeed,
+} from './alpaca/alpaca-adapter.js';
 export { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';

@@ -60,6 +60,17 @@ export interface MarketMeta {
   expiresAtMs?: number;
 }
 
+/**
+ * A venue that serves candles of many symbols in one request (Alpaca's `/v2/stocks/bars?symbols=…`):
+ * one request serves many jobs. Pages hold candles of any of the symbols, ascending per symbol.
+ */
+export interface MultiSymbolCandleSource {
+  /** Most symbols one request may name. */
+  readonly maxSymbolsPerRequest: number;
+  /** Closed candles of `symbols` with `fromMs <= openTime < toMs`, page by page. */
+  fetchCandlesOfSymbols(symbols: readonly string[], timeframe: Timeframe, fromMs: number, toMs: number, options?: FetchOptions): AsyncIterable<CandlePage>;
+}
+
 /** An instrument a venue lists: its tickfleet symbol and the venue's own spelling. */
 export interface Instrument {
   symbol: string;
@@ -116,6 +127,10 @@ export interface VenueAdapter {
 
 export function isCandleSource(adapter: VenueAdapter): adapter is VenueAdapter & CandleSource {
   return typeof (adapter as Partial<CandleSource>).fetchCandles === 'function';
+}
+
+export function isMultiSymbolCandleSource(adapter: VenueAdapter): adapter is VenueAdapter & MultiSymbolCandleSource {
+  return typeof (adapter as Partial<MultiSymbolCandleSource>).fetchCandlesOfSymbols === 'function';
 }
 
 export function isBookSource(adapter: VenueAdapter): adapter is VenueAdapter & BookSource {

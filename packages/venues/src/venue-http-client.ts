@@ -29,11 +29,11 @@ export interface VenueHttpClientOptions {
   /** Window the used-weight header counts in; windows are clock-aligned. @defaultValue 60000 */
   usedWeightWindowMs?: number;
   /**
-   * For venues that report their count differently (Finnhub's `X-Ratelimit-Remaining`/`-Reset`):
-   * the used weight and the start of the window it counts in, read from an answer's headers.
-   * Takes precedence over `usedWeightHeader`.
+   * For venues that report their usage in other headers than one used-weight count (Alpaca's
+   * `X-RateLimit-Limit/Remaining/Reset`): the used weight and the start of the window it counts in,
+   * read from an answer's headers. Used instead of `usedWeightHeader` when given.
    */
-  usageFromHeaders?: (headers: Headers) => { usedWeight: number; windowStartMs: number } | undefined;
+  readUsage?: (headers: Headers, sentAtMs: number) => { usedWeight: number; windowStartMs: number } | undefined;
   errorPolicy: VenueErrorPolicy;
 }
 
@@ -43,7 +43,7 @@ export interface HttpRequest {
   weight: number;
   url: string;
   signal?: AbortSignal | undefined;
-  /** Extra request headers (e.g. an API key that should not travel in the URL). */
+  /** Extra request headers (credentials of venues that take them in headers, e.g. Alpaca's `APCA-API-KEY-ID`); never logged. */
   headers?: Record<string, string>;
 }
 
@@ -72,7 +72,7 @@ export class VenueHttpClient {
   private readonly clock: Clock;
   private readonly usedWeightHeader: string | undefined;
   private readonly usedWeightWindowMs: number;
-  private readonly usageFromHeaders: VenueHttpClientOptions['usageFromHeaders'];
+  private readonly readUsage: VenueHttpClientOptions['readUsage'];
   private readonly policy: VenueErrorPolicy;
 
   constructor(options: VenueHttpClientOptions) {
@@ -82,7 +82,7 @@ export class VenueHttpClient {
     this.clock = options.clock ?? systemClock;
     this.usedWeightHeader = options.usedWeightHeader?.toLowerCase();
     this.usedWeightWindowMs = options.usedWeightWindowMs ?? 60_000;
-    this.usageFromHeaders = options.usageFromHeaders;
+    this.readUsage = options.readUsage;
     this.policy = options.errorPolicy;
   }
 
@@ -107,31 +107,26 @@ export class VenueHttpClient {
     }
     const latencyMs = this.clock.monotonic() - started;
     const receivedAtMs = this.clock.now();
-    const usage = this.usageFromHeaders?.(res.headers);
-    const usedWeight = usage?.usedWeight ?? this.readUsedWeight(res.headers);
+    const usage = this.readUsage ? this.readUsage(res.headers, sentAtMs) : this.readUsedWeight(res.headers, sentAtMs);
     await this.hooks.afterResponse?.({
       venue: this.venue,
       endpoint: req.endpoint,
       status: res.status,
       latencyMs,
-      ...(usedWeight === undefined
-        ? {}
-        : {
-            usedWeight,
-            // The venue counts a request when it arrives, i.e. close to when it was sent.
-            usedWeightWindowStartMs: usage?.windowStartMs ?? Math.floor(sentAtMs / this.usedWeightWindowMs) * this.usedWeightWindowMs,
-          }),
+      ...(usage === undefined ? {} : { usedWeight: usage.usedWeight, usedWeightWindowStartMs: usage.windowStartMs }),
     });
     if (res.status >= 200 && res.status < 300) return { status: res.status, headers: res.headers, body, sentAtMs, receivedAtMs };
     throw this.statusError(res.status, res.headers, body, receivedAtMs, req);
   }
 
-  private readUsedWeight(headers: Headers): number | undefined {
+  private readUsedWeight(headers: Headers, sentAtMs: number): { usedWeight: number; windowStartMs: number } | undefined {
     if (!this.usedWeightHeader) return undefined;
     const raw = headers.get(this.usedWeightHeader);
     if (raw === null) return undefined;
     const n = Number(raw.trim());
-    return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+    if (!Number.isSafeInteger(n) || n < 0) return undefined;
+    // The venue counts a request when it arrives, i.e. close to when it was sent.
+    return { usedWeight: n, windowStartMs: Math.floor(sentAtMs / this.usedWeightWindowMs) * this.usedWeightWindowMs };
   }
 
   private transportError(err: unknown, req: HttpRequest): TransientError {

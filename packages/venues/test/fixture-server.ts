@@ -19,7 +19,8 @@ export interface FixtureRequest {
   path: string;
   query: URLSearchParams;
   url: string;
-  headers: IncomingMessage['headers'];
+  /** Request headers, names lower-case (credentials sent in headers are checked here). */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export type FixtureRoute = (req: FixtureRequest, server: FixtureServer) => FixtureResponse | undefined;

@@ -6,6 +6,7 @@ import {
   type JobType,
   parseJobId,
   parseOrThrow,
+  sessionDayVenueOf,
   type Timeframe,
   TIMEFRAMES,
   UNIVERSE_JOB_TYPES,
@@ -68,9 +69,12 @@ export function registerJobs(program: Command): void {
               universeKey(name, universe),
             );
           }
-          if (!UNIVERSE_JOB_TYPES.includes(jobType)) {
+          // per-day candle jobs whose units take a whole universe (Alpaca day and minute bars: many
+          // symbols per request) collect a universe too
+          const perDay = (sessionDayVenueOf({ venue: name, type: jobType, timeframe: opts.timeframe ?? null })?.symbolsPerRequest ?? 0) > 1;
+          if (!UNIVERSE_JOB_TYPES.includes(jobType) && !perDay) {
             const types = UNIVERSE_JOB_TYPES.length > 0 ? UNIVERSE_JOB_TYPES.join(', ') : 'no job type of this version';
-            throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types})`, sym);
+            throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types}, and by alpaca ohlcv 1d/1m jobs)`, sym);
           }
         }
         assertSupported(name, connector.baseUrl, jobType);

@@ -31,6 +31,7 @@ describe('tickfleet mock-venue', () => {
       const ready = JSON.parse(await firstLine(child)) as { url: string; venues: Record<string, string> };
       expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(ready.venues).toEqual({
+        alpaca: `${ready.url}/alpaca`,
         binance: `${ready.url}/binance`,
         finnhub: `${ready.url}/finnhub`,
         limitless: `${ready.url}/limitless`,

@@ -66,7 +66,7 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
       ...(options.hooks ? { hooks: options.hooks } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       clock: this.clock,
-      usageFromHeaders: (headers) => rateLimitUsage(headers, windowMs),
+      readUsage: (headers) => rateLimitUsage(headers, windowMs),
       // Finnhub's 429 carries no Retry-After; its minute windows are clock-aligned, so the window end is the retry time.
       errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
     });
