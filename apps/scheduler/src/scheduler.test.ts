@@ -380,8 +380,8 @@ describe('per-day units', () => {
       ['session-day', 'polygon', tuesday, tuesday + 86_400_000, ['D', 'E', 'F']],
       ['session-day', 'polygon', tuesday, tuesday + 86_400_000, ['G']],
     ]);
-    // Wednesday's bars are final at its close (Alpaca) or at Thursday's New York midnight (Polygon), plus the close delay
-    expect(units.find((u) => u.venue === 'alpaca')!.nextRunAt).toBe(Date.UTC(2024, 0, 24, 21, 0, 2));
+    // Wednesday's bars are final after its after-hours session and the SIP delay (Alpaca, 20:15 New York) or at Thursday's New York midnight (Polygon), plus the close delay
+    expect(units.find((u) => u.venue === 'alpaca')!.nextRunAt).toBe(Date.UTC(2024, 0, 25, 1, 15, 2));
     expect(units[1]!.nextRunAt).toBe(Date.UTC(2024, 0, 25, 5, 0, 2));
     // the job owing Wednesday got no unit: its lease is free and it is due when Wednesday is final
     expect(await f.store.jobs.get(late.id)).toMatchObject({ lockedUntil: null, nextRunAt: Date.UTC(2024, 0, 25, 5, 0, 2) });

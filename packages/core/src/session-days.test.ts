@@ -25,9 +25,9 @@ describe('per-day session units', () => {
     expect(day(sessionDayCursor('1m', fri))).toBe('2024-01-12');
   });
 
-  it('gates a day until it is final: day bars at the close, minute bars after the post-market and the SIP delay', () => {
+  it('gates a day until it is final: every bar after the after-hours session and the SIP delay', () => {
     const s = usEquitySession('2024-11-29')!; // the day after Thanksgiving closes at 13:00
-    expect(new Date(sessionDayFinalAt('1d', s)).toISOString()).toBe('2024-11-29T18:00:00.000Z');
+    expect(new Date(sessionDayFinalAt('1d', s)).toISOString()).toBe('2024-11-29T22:15:00.000Z');
     expect(new Date(sessionDayFinalAt('1m', s)).toISOString()).toBe('2024-11-29T22:15:00.000Z');
   });
 });

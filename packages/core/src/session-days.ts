@@ -52,14 +52,16 @@ export function sessionDayVenueOf(job: Pick<Job, 'venue' | 'type' | 'timeframe'>
 }
 
 /**
- * End-of-day gating: when a session day's bars of `tf` are final. Day bars once the regular session
- * has closed; minute bars once the post-market (four hours after the close) has ended, plus the 15
- * minutes a Basic-plan key may not ask the SIP feed for (Polygon's day bars: see `dayBarFinal`). A
- * day is never fetched before this, so a half-open day is never stored as final.
+ * End-of-day gating: when a session day's bars of `tf` are final. Every bar of the day, the day
+ * bar included, once after-hours trading has ended (`extendedCloseMs`, 20:00 New York, 17:00 after
+ * an early close: after-hours trades still add to the day bar's volume, see calendar.ts
+ * `finalBefore`), plus the 15 minutes a Basic-plan key may not ask Alpaca's SIP feed for
+ * (Polygon's day bars: see `dayBarFinal`). A day is never fetched before this, so a half-open day
+ * is never stored as final.
  */
 export function sessionDayFinalAt(tf: Timeframe, session: Session, venue: Pick<SessionDayVenue, 'dayBarFinal'> = { dayBarFinal: 'session' }): number {
-  if (tf !== '1d') return session.closeMs + 4 * HOUR_MS + 15 * MINUTE_MS;
-  return venue.dayBarFinal === 'day-end' ? Math.max(session.closeMs, session.dayStartMs + DAY_MS) : session.closeMs;
+  const final = session.extendedCloseMs + 15 * MINUTE_MS;
+  return tf === '1d' && venue.dayBarFinal === 'day-end' ? Math.max(final, session.dayStartMs + DAY_MS) : final;
 }
 
 /**

@@ -73,7 +73,7 @@ describe('AlpacaAdapter against documented response samples', () => {
     expect(seen[0]).toMatchObject({ status: 200, usedWeight: 3, usedWeightWindowStartMs: Date.UTC(2024, 0, 4, 18) });
   });
 
-  it("keeps a day bar only once its session has closed (Alpaca serves today's bar while it changes)", async () => {
+  it("keeps a day bar only once its session's after-hours trading has ended (Alpaca serves today's bar while it changes)", async () => {
     const today = Date.UTC(2024, 0, 4, 5);
     route = () => ({
       body: JSON.stringify({
@@ -84,7 +84,10 @@ describe('AlpacaAdapter against documented response samples', () => {
     const clock = new ManualClock(NOW);
     const adapter = new AlpacaAdapter({ baseUrl: server.url, ...KEYS, clock });
     expect((await collect(adapter.fetchCandles('AAPL', '1d', today, TO))).flatMap((p) => p.candles)).toEqual([]);
+    // The close is not enough: after-hours trades still change the day bar's volume until 20:00 New York.
     clock.set(Date.UTC(2024, 0, 4, 21, 0, 1)); // 16:00:01 New York
+    expect((await collect(adapter.fetchCandles('AAPL', '1d', today, TO))).flatMap((p) => p.candles)).toEqual([]);
+    clock.set(Date.UTC(2024, 0, 5, 1, 0, 1)); // 20:00:01 New York
     expect((await collect(adapter.fetchCandles('AAPL', '1d', today, TO))).flatMap((p) => p.candles.map((c) => c.openTime))).toEqual([today]);
   });
 
