@@ -25,6 +25,12 @@ export interface CadenceOptions {
   discoveryEveryMs: number;
   /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue 3600000 */
   filesDelayMs: number;
+  /**
+   * Economic series run once a day, this long after the UTC day starts: FRED publishes a day's
+   * H.15 Treasury yields the next business day around 16:15 New York time (about 21:15 UTC in
+   * winter), so the run finds the previous day's values. @defaultValue 79200000 (22 h)
+   */
+  seriesDelayMs: number;
 }
 
 export const DEFAULT_CADENCE: CadenceOptions = {
@@ -34,6 +40,7 @@ export const DEFAULT_CADENCE: CadenceOptions = {
   tradesEveryMs: 60_000,
   discoveryEveryMs: 3_600_000,
   filesDelayMs: 3_600_000,
+  seriesDelayMs: 22 * 3_600_000,
 };
 
 /** The unit kind a job's runs take. */
@@ -48,6 +55,8 @@ export function unitKindFor(type: JobType): Exclude<UnitKind, 'backfill'> {
       return 'daily-files';
     case 'discovery':
       return 'discovery';
+    case 'series':
+      return 'series';
     default:
       return assertNever(type, 'job type');
   }
@@ -65,6 +74,7 @@ export function periodMsOf(job: Pick<Job, 'type' | 'timeframe'>, cadence: Cadenc
     case 'discovery':
       return cadence.discoveryEveryMs;
     case 'files':
+    case 'series':
       return DAY_MS;
     default:
       return assertNever(job.type, 'job type');
@@ -87,7 +97,8 @@ export function jitterOf(jobId: string, periodMs: number, jitterMs: number): num
  * When a job that ran (was claimed) at `nowMs` is next due.
  * - candles: the close of the candle open at `nowMs`, plus `closeDelayMs`, plus jitter — aligned
  *   to the clock (weekly candles to Monday), so each run finds exactly the newly closed candle;
- * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter;
+ * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter; economic series the same
+ *   with `seriesDelayMs`;
  * - book, trades, discovery: the next slot of a clock-aligned grid of their period, plus jitter.
  */
 export function nextRunAt(job: Pick<Job, 'id' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
@@ -98,7 +109,7 @@ export function nextRunAt(job: Pick<Job, 'id' | 'type' | 'timeframe'>, nowMs: nu
     // Claimed inside the delay after a close (the run that collects that candle): the next close.
     return next - period > nowMs ? next - period : next;
   }
-  const delay = job.type === 'files' ? cadence.filesDelayMs : 0;
+  const delay = job.type === 'files' ? cadence.filesDelayMs : job.type === 'series' ? cadence.seriesDelayMs : 0;
   const slot = Math.floor((nowMs - delay - jitter) / period) * period + delay + jitter;
   return slot + period;
 }

@@ -19,6 +19,8 @@ export const SchedulerEnv = z.object({
   TICKFLEET_SCHEDULER_TRADES_EVERY_MS: duration().default(60_000),
   TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS: duration().default(3_600_000),
   TICKFLEET_SCHEDULER_FILES_DELAY_MS: duration().default(3_600_000),
+  /** Economic series (FRED) run once a day this long after UTC midnight. */
+  TICKFLEET_SCHEDULER_SERIES_DELAY_MS: duration({ allowZero: true }).default(22 * 3_600_000),
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset; 0 (the default of both) picks a free port. */
   TICKFLEET_HEALTH_PORT: port().optional(),
   PORT: port().optional(),

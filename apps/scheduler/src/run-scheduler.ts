@@ -45,6 +45,7 @@ export async function runScheduler(env?: Env, options: RunSchedulerOptions = {})
       tradesEveryMs: config.TICKFLEET_SCHEDULER_TRADES_EVERY_MS,
       discoveryEveryMs: config.TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS,
       filesDelayMs: config.TICKFLEET_SCHEDULER_FILES_DELAY_MS,
+      seriesDelayMs: config.TICKFLEET_SCHEDULER_SERIES_DELAY_MS,
     },
     logger,
     registry,

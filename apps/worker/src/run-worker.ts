@@ -61,7 +61,11 @@ export async function runWorker(env?: Env): Promise<void> {
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
-    ...(config.POLYGON_API_KEY ? { adapterOptions: { apiKey: config.POLYGON_API_KEY } } : {}),
+    // Each key goes to its own venue's adapter only.
+    adapterOptions: {
+      ...(config.POLYGON_API_KEY ? { polygon: { apiKey: config.POLYGON_API_KEY } } : {}),
+      ...(config.FRED_API_KEY ? { fred: { apiKey: config.FRED_API_KEY } } : {}),
+    },
   });
   let started = false;
   const health = new HealthServer({

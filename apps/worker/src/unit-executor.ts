@@ -17,7 +17,7 @@ import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, type VenueAdapter } from '@tickfleet/venues';
+import { isBookSource, isCandleSource, isFileSource, isSeriesSource, type VenueAdapter } from '@tickfleet/venues';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface UnitContext {
@@ -95,6 +95,9 @@ export class UnitExecutor {
       case 'daily-files':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
         return this.dailyFiles(ctx, job);
+      case 'series':
+        if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
+        return this.series(ctx, job);
     }
   }
 
@@ -282,6 +285,43 @@ export class UnitExecutor {
     return { outcome: 'ok', records, detail: `${files.length} files listed for ${date}` };
   }
 
+  /**
+   * Economic series: every series the job's symbol stands for (FRED `treasury-curve`: all eleven
+   * constant-maturity tenors, in this one unit), observation dates from the job's cursor less
+   * {@link SERIES_REVISION_WINDOW_MS} (or `since`, or the initial lookback) to yesterday (UTC),
+   * each published vintage one record. Asking again for recent dates costs nothing in storage
+   * (a vintage already stored has the same key) and picks up revisions published since.
+   *
+   * A date the publisher has no value for (a bond-market holiday in a daily series) arrives as a
+   * null observation and is stored as one: a hole in the values, never a gap. The gap ledger,
+   * which tracks candle grids, has nothing to scan here. The cursor becomes the newest
+   * observation date stored, after every series of the unit is durable.
+   */
+  private async series(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
+    const { adapter, signal } = ctx;
+    if (!isSeriesSource(adapter)) throw new UnrecoverableError(job.venue, `${job.venue} publishes no economic series (job ${job.id})`);
+    const toMs = alignDown(this.options.clock.now(), '1d');
+    const startMs = job.since === null ? toMs - this.lookbackMs : job.since;
+    const fromMs = alignDown(job.cursor === null ? startMs : Math.max(startMs, job.cursor - SERIES_REVISION_WINDOW_MS), '1d');
+    if (fromMs >= toMs) return { outcome: 'ok', records: 0, detail: 'up to date' };
+    const fromDate = isoDay(fromMs);
+    const toDate = isoDay(toMs - DAY_MS);
+    const ids = adapter.seriesOf(job.symbol);
+    let records = 0;
+    let newest: number | null = null;
+    for (const id of ids) {
+      for await (const page of adapter.fetchSeries(id, fromDate, toDate, { signal })) {
+        await this.persist(ctx, page.envelopes);
+        records += page.observations.length;
+        for (const o of page.observations) newest = Math.max(newest ?? 0, Date.parse(`${o.date}T00:00:00Z`));
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    }
+    if (newest !== null) await this.options.store.jobs.advanceCursor(job.id, newest);
+    return { outcome: 'ok', records, detail: `${ids.length} series, ${fromDate}..${toDate}` };
+  }
+
   /** Hands records to the pipeline and waits until they are durable; refuses to go past dropped ones. */
   private async persist(ctx: UnitContext, envelopes: Envelope[]): Promise<void> {
     if (envelopes.length === 0) return;
@@ -303,6 +343,17 @@ export class UnitExecutor {
     const first = envelopes[0]!;
     this.options.metrics.records.inc({ venue: first.venue, channel: first.channel }, result.accepted);
   }
+}
+
+const DAY_MS = 86_400_000;
+/**
+ * How far before its cursor a series job asks again: revisions of monthly series (CPI) come a
+ * month or two after the first release, and one request covers the whole window anyway.
+ */
+const SERIES_REVISION_WINDOW_MS = 93 * DAY_MS;
+
+function isoDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
 }
 
 /** Malformed pages in a row one incremental unit fetches again before its attempt fails. */

@@ -32,5 +32,6 @@ export const WorkerEnv = z.object({
   TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(86_400_000),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
+  FRED_API_KEY: SHARED.FRED_API_KEY,
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

@@ -58,6 +58,8 @@ export const SHARED = {
   LOG_LEVEL: logLevel().default(DEFAULTS.logLevel),
   /** Key of the Polygon API; it travels only in Polygon requests (never logged or stored). */
   POLYGON_API_KEY: text().optional(),
+  /** Key of the FRED API (`api_key`); it travels only in FRED requests (never logged or stored). */
+  FRED_API_KEY: text().optional(),
   /** Set by `tickfleet up` on the roles it starts: the pid they belong to; they stop when it is gone. */
   TICKFLEET_PARENT_PID: positiveInt().optional(),
 };

@@ -21,6 +21,7 @@ import {
 import type { MockVenueStats, VenueStats } from './stats.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
+import { FredEmulation } from './venues/fred-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
@@ -54,7 +55,14 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = { binance: 'ban', limitless: 'reject', polygon: 'reject', polymarket: 'delay', xetra: 'reject' };
+const OVER_LIMIT_MODE: Record<MockVenueName, OverLimitMode> = {
+  binance: 'ban',
+  fred: 'reject',
+  limitless: 'reject',
+  polygon: 'reject',
+  polymarket: 'delay',
+  xetra: 'reject',
+};
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
@@ -81,6 +89,7 @@ export class MockVenueServer implements MockVenue {
   private current: Scenario = {};
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     binance: new BinanceEmulation(),
+    fred: new FredEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),

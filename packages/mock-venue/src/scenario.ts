@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
 /** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
-export const MOCK_VENUES = ['binance', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
+export const MOCK_VENUES = ['binance', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
 export const MockVenueName = z.enum(MOCK_VENUES);
 export type MockVenueName = z.infer<typeof MockVenueName>;
 
@@ -113,6 +113,7 @@ export const Scenario = z.strictObject({
   venues: z
     .strictObject({
       binance: VenueScenario.optional(),
+      fred: VenueScenario.optional(),
       limitless: VenueScenario.optional(),
       polygon: VenueScenario.optional(),
       polymarket: VenueScenario.optional(),
@@ -201,11 +202,12 @@ export interface EffectiveLimit {
 /**
  * Published defaults: Binance 6000 weight per clock minute (bans after 5 more requests, 2 min);
  * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per 10 s, queued up to 2 s;
- * Xetra no published limit, the emulation paces at 5 per 2 s; Limitless publishes none (its limit is
+ * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless publishes none (its limit is
  * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
+  fred: { enabled: true, limit: 120, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   limitless: { enabled: true, limit: 100, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polygon: { enabled: true, limit: 5, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polymarket: { enabled: true, limit: 1500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 },

@@ -1,4 +1,16 @@
-import { BookSnapshot, Candle, Envelope, Trade, ValidationError, candleKey, dedupKey, parseOrThrow, type Channel } from '@tickfleet/core';
+import {
+  BookSnapshot,
+  Candle,
+  Envelope,
+  SeriesObservation,
+  Trade,
+  ValidationError,
+  candleKey,
+  dedupKey,
+  parseOrThrow,
+  seriesObservationKey,
+  type Channel,
+} from '@tickfleet/core';
 
 /** An envelope that passed validation, with its deterministic dedup key. */
 export interface KeyedEnvelope {
@@ -8,11 +20,13 @@ export interface KeyedEnvelope {
 
 /**
  * Validates one raw record as Envelope v1 and, for typed channels, its payload
- * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot). Throws a ValidationError
+ * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `series` -> SeriesObservation). Throws a ValidationError
  * naming the field path, e.g. `envelope.payload.openTime`.
  *
  * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
- * the envelope dedup key `mid:<candleKey>` and the candles table key always agree.
+ * the envelope dedup key `mid:<candleKey>` and the candles table key always agree. Series
+ * envelopes likewise carry `messageId = seriesObservationKey(payload)`, so a vintage fetched again
+ * dedups to the record already stored.
  */
 export function parseEnvelope(raw: unknown): Envelope {
   const env = parseOrThrow(Envelope, raw, 'envelope');
@@ -28,6 +42,11 @@ export function parseEnvelope(raw: unknown): Envelope {
     if (env.messageId === undefined) return { ...env, messageId: key };
     if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the candle key ${key}`, env.messageId);
   }
+  if (env.channel === 'series') {
+    const key = seriesObservationKey(env.payload as SeriesObservation);
+    if (env.messageId === undefined) return { ...env, messageId: key };
+    if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the observation key ${key}`, env.messageId);
+  }
   return env;
 }
 
@@ -37,7 +56,7 @@ export function keyEnvelope(raw: unknown): KeyedEnvelope {
   return { key: dedupKey(envelope), envelope };
 }
 
-function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeof BookSnapshot | undefined {
+function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeof BookSnapshot | typeof SeriesObservation | undefined {
   switch (channel) {
     case 'candles':
       return Candle;
@@ -45,8 +64,9 @@ function payloadSchemaOf(channel: Channel): typeof Candle | typeof Trade | typeo
       return Trade;
     case 'book':
       return BookSnapshot;
-    case 'files':
     case 'series':
+      return SeriesObservation;
+    case 'files':
       return undefined;
   }
 }

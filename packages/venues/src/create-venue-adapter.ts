@@ -1,5 +1,6 @@
 import { ValidationError } from '@tickfleet/core';
 import { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
+import { FredAdapter, type FredAdapterOptions } from './fred/fred-adapter.js';
 import { LimitlessAdapter, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 import { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
 import { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
@@ -8,6 +9,7 @@ import { XetraAdapter, type XetraAdapterOptions } from './xetra/xetra-adapter.js
 /** The adapter class and options of each venue tickfleet has an adapter for. */
 export interface VenueAdapters {
   binance: { adapter: BinanceAdapter; options: BinanceAdapterOptions };
+  fred: { adapter: FredAdapter; options: FredAdapterOptions };
   limitless: { adapter: LimitlessAdapter; options: LimitlessAdapterOptions };
   polygon: { adapter: PolygonAdapter; options: PolygonAdapterOptions };
   polymarket: { adapter: PolymarketAdapter; options: PolymarketAdapterOptions };
@@ -15,7 +17,7 @@ export interface VenueAdapters {
 }
 
 export type AdapterVenue = keyof VenueAdapters;
-export const ADAPTER_VENUES: readonly AdapterVenue[] = ['binance', 'limitless', 'polygon', 'polymarket', 'xetra'];
+export const ADAPTER_VENUES: readonly AdapterVenue[] = ['binance', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'];
 
 export function hasVenueAdapter(venue: string): venue is AdapterVenue {
   return (ADAPTER_VENUES as readonly string[]).includes(venue);
@@ -31,6 +33,8 @@ export function createVenueAdapter(venue: string, options: VenueAdapters[Adapter
   switch (venue) {
     case 'binance':
       return new BinanceAdapter(options);
+    case 'fred':
+      return new FredAdapter(options);
     case 'limitless':
       return new LimitlessAdapter(options);
     case 'polygon':

@@ -5,6 +5,7 @@ export * from './create-venue-adapter.js';
 export { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
+export { FredAdapter, TREASURY_CURVE, TREASURY_CURVE_SERIES, type FredAdapterOptions } from './fred/fred-adapter.js';
 export { LimitlessAdapter, LIMITLESS_MAX_PAGE_SIZE, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';

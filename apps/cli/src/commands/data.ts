@@ -2,7 +2,18 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command } from 'commander';
-import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
+import {
+  formatDurationMs,
+  jobId,
+  parseOrThrow,
+  type SeriesObservation,
+  SymbolName,
+  TIMEFRAMES,
+  timeframeMs,
+  ValidationError,
+  VenueName,
+  type Timeframe,
+} from '@tickfleet/core';
 import { openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
@@ -50,9 +61,13 @@ interface RangeOptions {
   json?: boolean;
 }
 
+interface CountOptions extends RangeOptions {
+  channel: 'candles' | 'series';
+}
+
 interface ExportOptions extends RangeOptions {
   format: 'csv' | 'jsonl';
-  channel: 'candles' | 'trades' | 'book';
+  channel: 'candles' | 'trades' | 'book' | 'series';
   out?: string;
 }
 
@@ -62,12 +77,15 @@ export function registerData(program: Command): void {
   sinkOption(
     data
       .command('count <venue> <symbol>')
-      .description('count stored candles of a series: count, first, last, open gaps')
-      .requiredOption('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
-      .option('--from <date>', 'first open time (ISO date, inclusive)', isoDate('--from'))
-      .option('--to <date>', 'last open time (ISO date, exclusive)', isoDate('--to'))
+      .description('count stored candles of a series: count, first, last, open gaps; or, with --channel series, the observations of an economic series')
+      .option('--channel <channel>', 'candles | series (economic series, e.g. fred DGS10)', oneOf('--channel', ['candles', 'series'] as const), 'candles')
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--from <date>', 'first open time, or observation date for series (ISO date, inclusive)', isoDate('--from'))
+      .option('--to <date>', 'last open time, or observation date for series (ISO date, exclusive)', isoDate('--to'))
       .addOption(jsonOption()),
-  ).action(async (venue: string, symbol: string, opts: RangeOptions, cmd: Command) => {
+  ).action(async (venue: string, symbol: string, opts: CountOptions, cmd: Command) => {
+    if (opts.channel === 'series') return countSeries(venue, symbol, opts);
+    if (!opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to count candles, e.g. --timeframe 1m');
     const q = series(venue, symbol, opts);
     const result = await withSink(opts.sink, async (sink) => {
       const reader = readerOf(sink);
@@ -107,9 +125,9 @@ export function registerData(program: Command): void {
       .command('export <venue> <symbol>')
       .description('stream stored records as CSV or JSON lines (stdout, or --out); progress on a TTY')
       .requiredOption('--format <format>', 'csv | jsonl', oneOf('--format', ['csv', 'jsonl'] as const))
-      .option('--channel <channel>', 'candles | trades | book', oneOf('--channel', ['candles', 'trades', 'book'] as const), 'candles')
+      .option('--channel <channel>', 'candles | trades | book | series', oneOf('--channel', ['candles', 'trades', 'book', 'series'] as const), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
-      .option('--from <date>', 'from (ISO date, inclusive): open time for candles, receive time otherwise', isoDate('--from'))
+      .option('--from <date>', 'from (ISO date, inclusive): open time for candles, observation date for series, receive time otherwise', isoDate('--from'))
       .option('--to <date>', 'to (ISO date, exclusive)', isoDate('--to'))
       .option('--out <file>', 'write to a file instead of stdout'),
   ).action(async (venue: string, symbol: string, opts: ExportOptions) => {
@@ -126,6 +144,10 @@ export function registerData(program: Command): void {
         const q = { venue: v, symbol: s, timeframe: opts.timeframe, ...range };
         progress.total = (await reader.countCandles(q)).count;
         rows = candleRows(reader, q, opts.format);
+      } else if (opts.channel === 'series') {
+        const q = { venue: v, symbol: s, channel: 'series' as const };
+        progress.total = await reader.countEnvelopes(q);
+        rows = seriesRows(observations(reader, q, range), opts.format);
       } else {
         const q = { venue: v, symbol: s, channel: opts.channel, ...range };
         progress.total = await reader.countEnvelopes(q);
@@ -176,6 +198,70 @@ async function* envelopeRows(reader: DataReader, q: Parameters<DataReader['strea
   for await (const { key, envelope: e } of reader.streamEnvelopes(q)) {
     if (format === 'jsonl') yield `${JSON.stringify({ key, ...e })}\n`;
     else yield `${csvCell(key)},${e.receivedAtMs},${e.serverTimeMs ?? ''},${csvCell(JSON.stringify(e.payload))}\n`;
+  }
+}
+
+/**
+ * `data count <venue> <series> --channel series`: the stored observation records of one economic
+ * series (`records`, one per vintage), the distinct observation `dates`, how many records carry no
+ * value (`nulls`: a holiday in a daily series, FRED's "."), how many are revisions of a date
+ * already stored (`revisions`), and the first and last date. Nulls are holes the publisher
+ * declared, not gaps: a series job has no gap ledger.
+ */
+async function countSeries(venue: string, symbol: string, opts: RangeOptions): Promise<void> {
+  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from)
+    throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
+  const q = { venue: parseOrThrow(VenueName, venue, 'venue'), symbol: parseOrThrow(SymbolName, symbol, 'symbol'), channel: 'series' as const };
+  const range = { ...(opts.from === undefined ? {} : { fromMs: opts.from }), ...(opts.to === undefined ? {} : { toMs: opts.to }) };
+  const result = await withSink(opts.sink, async (sink) => {
+    const dates = new Set<string>();
+    let records = 0;
+    let nulls = 0;
+    for await (const o of observations(readerOf(sink), q, range)) {
+      records += 1;
+      if (o.value === null) nulls += 1;
+      dates.add(o.date);
+    }
+    const sorted = [...dates].sort();
+    return {
+      venue: q.venue,
+      symbol: q.symbol,
+      channel: 'series',
+      records,
+      dates: dates.size,
+      nulls,
+      revisions: records - dates.size,
+      firstDate: sorted[0] ?? null,
+      lastDate: sorted.at(-1) ?? null,
+    };
+  });
+  if (opts.json) return printJson(result);
+  printTable(
+    ['venue', 'series', 'records', 'dates', 'nulls', 'revisions', 'first', 'last'],
+    [[result.venue, result.symbol, result.records, result.dates, result.nulls, result.revisions, result.firstDate ?? '-', result.lastDate ?? '-']],
+  );
+}
+
+/** The stored observations of one series with a date in `[fromMs, toMs)`, in the order they were stored. */
+async function* observations(
+  reader: DataReader,
+  q: { venue: string; symbol: string; channel: 'series' },
+  range: { fromMs?: number; toMs?: number },
+): AsyncIterable<SeriesObservation> {
+  const from = range.fromMs === undefined ? undefined : new Date(range.fromMs).toISOString().slice(0, 10);
+  const to = range.toMs === undefined ? undefined : new Date(range.toMs).toISOString().slice(0, 10);
+  for await (const { envelope } of reader.streamEnvelopes(q)) {
+    const o = envelope.payload as SeriesObservation;
+    if ((from === undefined || o.date >= from) && (to === undefined || o.date < to)) yield o;
+  }
+}
+
+async function* seriesRows(rows: AsyncIterable<SeriesObservation>, format: 'csv' | 'jsonl'): AsyncIterable<string> {
+  if (format === 'csv') yield 'series_id,date,value,realtime_start,realtime_end,units\n';
+  for await (const o of rows) {
+    if (format === 'jsonl') yield `${JSON.stringify(o)}\n`;
+    // An empty value cell is a date without a value (null), never 0.
+    else yield `${csvCell(o.symbol)},${o.date},${o.value ?? ''},${o.realtimeStart},${o.realtimeEnd},${csvCell(o.units)}\n`;
   }
 }
 

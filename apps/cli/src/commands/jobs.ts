@@ -11,7 +11,7 @@ import {
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource } from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isSeriesSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -46,7 +46,7 @@ export function registerJobs(program: Command): void {
         if (!connector) {
           throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${name} …)`, name);
         }
-        assertSupported(name, connector.baseUrl, jobType);
+        assertSupported(name, connector.baseUrl, jobType, sym);
         return store.jobs.upsert({
           venue: name,
           type: jobType,
@@ -101,16 +101,21 @@ export function registerJobs(program: Command): void {
   }
 }
 
-/** A job type the venue's adapter can collect; trade polling has no adapter yet. */
-function assertSupported(venue: string, baseUrl: string, type: JobType): void {
+/**
+ * A job type the venue's adapter can collect (trade polling has no adapter yet); a series job's
+ * symbol must name series the venue publishes (FRED: a series id or `treasury-curve`).
+ */
+function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string): void {
   if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
   const adapter = createVenueAdapter(venue, { baseUrl });
   const supported: JobType[] = [
     ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
     ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
     ...(isFileSource(adapter) ? (['files'] as const) : []),
+    ...(isSeriesSource(adapter) ? (['series'] as const) : []),
   ];
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
+  if (type === 'series' && isSeriesSource(adapter)) adapter.seriesOf(symbol);
 }
 
 async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {

@@ -32,6 +32,7 @@ describe('tickfleet mock-venue', () => {
       expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(ready.venues).toEqual({
         binance: `${ready.url}/binance`,
+        fred: `${ready.url}/fred`,
         limitless: `${ready.url}/limitless`,
         polygon: `${ready.url}/polygon`,
         polymarket: `${ready.url}/polymarket`,
