@@ -7,6 +7,8 @@ import { FleetHarness } from '@tickfleet/testkit/fleet';
 const DAY = 86_400_000;
 /** A key no other string in the fleet could contain by chance. */
 const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
+/** FRED keys are 32 lower-case alphanumerics (the emulation refuses any other). */
+const PLANTED_FRED_KEY = 'plantedfredkey7c1e9a44d2b8f0a6c3';
 
 /** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -36,13 +38,17 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   afterAll(() => fleet.stop());
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
-    const env = { POLYGON_API_KEY: PLANTED_KEY, LOG_LEVEL: 'debug' };
+    const env = { POLYGON_API_KEY: PLANTED_KEY, FRED_API_KEY: PLANTED_FRED_KEY, LOG_LEVEL: 'debug' };
     // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
     await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
+    // FRED's key travels in the query string too: one series collected, one FRED refuses (400, a stored failure).
+    await fleet.upsertConnector('fred', '--limit', '120', '--period', '60s');
+    await fleet.ok('jobs', 'add', 'fred', 'series', 'DGS10', '--since', new Date(to - 5 * DAY).toISOString());
+    await fleet.ok('jobs', 'add', 'fred', 'series', 'NOSUCHSERIES');
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -61,6 +67,17 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     });
     // The key was used: the emulation answers 401 without one.
     expect((await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).length).toBe(3 * 1440);
+    // And FRED's (the emulation answers 400 without one): a series stored, an unknown one failed.
+    await waitFor(
+      () =>
+        fleet.withStore(
+          async (s) =>
+            ((await s.jobs.get('fred:DGS10:-:series'))?.stats.runs ?? 0) >= 1 && ((await s.jobs.get('fred:NOSUCHSERIES:-:series'))?.stats.failures ?? 0) >= 1,
+        ),
+      'the fred series stored and the unknown one failed',
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(await fleet.withSink((sink) => sink.reader!.countEnvelopes({ venue: 'fred', channel: 'series' }))).toBeGreaterThanOrEqual(3);
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
@@ -69,11 +86,13 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 60_000,
     });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
-    for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
-      places.push({
-        where: `bull-board ${status}`,
-        text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7Bpolygon%7D&status=${status}&page=1`)).text(),
-      });
+    for (const venue of ['polygon', 'fred']) {
+      for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
+        places.push({
+          where: `bull-board ${venue} ${status}`,
+          text: await (await fetch(`${dashboardUrl}/queues/api/queues?activeQueue=%7B${venue}%7D&status=${status}&page=1`)).text(),
+        });
+      }
     }
     places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
     places.push({ where: 'status', text: await fleet.ok('status') });
@@ -111,5 +130,6 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
 
     expect(places.length).toBeGreaterThan(10);
     expect(places.filter((p) => p.text.includes(PLANTED_KEY)).map((p) => p.where)).toEqual([]);
+    expect(places.filter((p) => p.text.includes(PLANTED_FRED_KEY)).map((p) => p.where)).toEqual([]);
   }, 400_000);
 });

@@ -49,3 +49,6 @@ export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limi
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
 export { depthWeight } from './venues/binance-emulation.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
+export { FRED_UNREGISTERED_KEY_PREFIX } from './venues/fred-emulation.js';
+export { observationDates as fredObservationDates } from './venues/fred-series.js';
+export { isBondMarketHoliday } from './venues/fred-calendar.js';
