@@ -11,17 +11,19 @@ const FRED_KEY = 'fredtestkey00000000000000000000a';
  * FRED through a real scheduler and worker (redis-server, SQLite store and sink): one series unit
  * per day stores the whole Treasury constant-maturity curve, every tenor for every business day
  * since the job's start, with the bond-market holidays as null observations (not 0, not gaps); a
- * second run asks FRED again and stores nothing twice.
+ * second run asks FRED again and stores nothing twice. FRED's limit is shrunk to 6 requests per
+ * second so each curve unit (11 requests) spans windows: the shared budget paces it (waiting
+ * in place, the windows being short), and FRED never says 429.
  */
 describe('fleet: FRED economic series', () => {
   let fleet: FleetHarness;
   beforeAll(async () => {
-    fleet = await FleetHarness.start();
+    fleet = await FleetHarness.start({ venues: { fred: { limit: { requests: 6, windowMs: 1000 } } } });
   });
   afterAll(() => fleet.stop());
 
   it('stores every tenor of the curve per business day in one unit, holidays as nulls, and a re-run stores nothing twice', async () => {
-    await fleet.upsertConnector('fred', '--limit', '120', '--period', '60s');
+    await fleet.upsertConnector('fred', '--limit', '6', '--period', '1s', '--headroom', '1');
     // 75 days always hold at least one SIFMA close (the longest stretch without one is ~67 days).
     const today = alignDown(Date.now(), '1d');
     const since = today - 75 * DAY;
@@ -66,11 +68,24 @@ describe('fleet: FRED economic series', () => {
     // `data count` reads the same: nulls are holes FRED declared, counted as such.
     const counted = JSON.parse(await fleet.ok('data', 'count', 'fred', 'DGS10', '--channel', 'series', '--json')) as Record<string, unknown>;
     expect(counted).toMatchObject({ records: dates.length, dates: dates.length, nulls: holidays.length, revisions: 0 });
+    const csv = (await fleet.ok('data', 'export', 'fred', 'DGS10', '--channel', 'series', '--format', 'csv')).trim().split('\n');
+    expect(csv[0]).toBe('series_id,date,value,realtime_start,realtime_end,units');
+    // A holiday exports as an empty value cell, never 0.
+    expect(
+      csv
+        .filter((line) => /^DGS10,[\d-]+,,/.test(line))
+        .map((line) => line.split(',')[1])
+        .sort(),
+    ).toEqual(holidays);
+    expect(csv).toHaveLength(dates.length + 1);
 
     // A re-run (due again now) asks FRED for the recent dates again; every vintage is already stored.
     await fleet.withStore((s) => s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'treasury-curve', nextRunAt: Date.now() }));
     await waitFor(runs(2), 'the second curve unit done', { timeoutMs: 120_000, intervalMs: 250 });
-    expect((await fleet.mockStats('fred')).requests).toBe(2 * TREASURY_CURVE_SERIES.length);
+    const stats = await fleet.mockStats('fred');
+    expect(stats.requests).toBe(2 * TREASURY_CURVE_SERIES.length);
+    expect(stats).toMatchObject({ responses429: 0, overLimitRequests: 0 });
+    expect(stats.maxWindowWeight).toBeLessThanOrEqual(6);
     expect(await stored()).toHaveLength(first.length);
 
     await fleet.stopCleanly(worker);
