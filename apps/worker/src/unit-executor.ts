@@ -182,6 +182,12 @@ export class UnitExecutor {
       if (!bf) return { outcome: 'skipped', records: 0, detail: 'backfill no longer exists' };
       if (bf.status === 'cancelled') return { outcome: 'skipped', records: 0, detail: 'backfill cancelled' };
     }
+    if (job.type === 'series') {
+      // A range of economic-series history: no candle grid, so no gap ledger; the cursor stays the live job's.
+      const { records, detail } = await this.collectSeries(ctx, job, unit.fromMs, unit.toMs);
+      if (unit.backfillId) await this.options.store.backfills.chunkDone(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs });
+      return { outcome: 'ok', records, detail };
+    }
     const tf = requireTimeframe(job);
     const { records } = await this.collectCandles(ctx, job, unit.fromMs, unit.toMs, false);
     const ledger = this.options.gapLedger;
@@ -298,14 +304,29 @@ export class UnitExecutor {
    * observation date stored, after every series of the unit is durable.
    */
   private async series(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
-    const { adapter, signal } = ctx;
-    if (!isSeriesSource(adapter)) throw new UnrecoverableError(job.venue, `${job.venue} publishes no economic series (job ${job.id})`);
     const toMs = alignDown(this.options.clock.now(), '1d');
     const startMs = job.since === null ? toMs - this.lookbackMs : job.since;
+    // The day `since` falls in counts whole (observation dates are days).
     const fromMs = alignDown(job.cursor === null ? startMs : Math.max(startMs, job.cursor - SERIES_REVISION_WINDOW_MS), '1d');
-    if (fromMs >= toMs) return { outcome: 'ok', records: 0, detail: 'up to date' };
-    const fromDate = isoDay(fromMs);
-    const toDate = isoDay(toMs - DAY_MS);
+    const { records, newest, detail } = await this.collectSeries(ctx, job, fromMs, toMs);
+    if (newest !== null) await this.options.store.jobs.advanceCursor(job.id, newest);
+    return { outcome: 'ok', records, detail };
+  }
+
+  /**
+   * Every vintage of the observations dated in `[fromMs, toMs)` (UTC days) of every series the
+   * job's symbol stands for, each series page durable before the next is asked for. Returns the
+   * newest observation date stored (epoch ms), for the caller's cursor.
+   */
+  private async collectSeries(ctx: UnitContext, job: Job, fromMs: number, toMs: number): Promise<{ records: number; newest: number | null; detail: string }> {
+    const { adapter, signal } = ctx;
+    if (!isSeriesSource(adapter)) throw new UnrecoverableError(job.venue, `${job.venue} publishes no economic series (job ${job.id})`);
+    // Observation dates are UTC midnights: the first at or after fromMs, the last before toMs.
+    const firstDay = alignDown(fromMs + DAY_MS - 1, '1d');
+    const lastDay = alignDown(toMs - 1, '1d');
+    if (firstDay > lastDay) return { records: 0, newest: null, detail: 'up to date' };
+    const fromDate = isoDay(firstDay);
+    const toDate = isoDay(lastDay);
     const ids = adapter.seriesOf(job.symbol);
     let records = 0;
     let newest: number | null = null;
@@ -318,8 +339,7 @@ export class UnitExecutor {
         signal.throwIfAborted();
       }
     }
-    if (newest !== null) await this.options.store.jobs.advanceCursor(job.id, newest);
-    return { outcome: 'ok', records, detail: `${ids.length} series, ${fromDate}..${toDate}` };
+    return { records, newest, detail: `${ids.length} series, ${fromDate}..${toDate}` };
   }
 
   /** Hands records to the pipeline and waits until they are durable; refuses to go past dropped ones. */

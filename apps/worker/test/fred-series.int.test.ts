@@ -22,7 +22,7 @@ describe('fleet: FRED economic series', () => {
   });
   afterAll(() => fleet.stop());
 
-  it('stores every tenor of the curve per business day in one unit, holidays as nulls, and a re-run stores nothing twice', async () => {
+  it('stores every tenor of the curve per business day in one unit, holidays as nulls; a re-run stores nothing twice; a monthly series backfills with its revisions', async () => {
     await fleet.upsertConnector('fred', '--limit', '6', '--period', '1s', '--headroom', '1');
     // 75 days always hold at least one SIFMA close (the longest stretch without one is ~67 days).
     const today = alignDown(Date.now(), '1d');
@@ -87,6 +87,30 @@ describe('fleet: FRED economic series', () => {
     expect(stats).toMatchObject({ responses429: 0, overLimitRequests: 0 });
     expect(stats.maxWindowWeight).toBeLessThanOrEqual(6);
     expect(await stored()).toHaveLength(first.length);
+
+    // A backfill of a monthly series: two year-long units, one request each; every month published
+    // by now stored with its first release and, where it came out, its revision.
+    const before = (await fleet.mockStats('fred')).requests;
+    const backfill = JSON.parse(
+      await fleet.ok(
+        'backfill',
+        'fred',
+        'CPIAUCSL',
+        '--from',
+        new Date(today - 500 * DAY).toISOString(),
+        '--to',
+        new Date(today).toISOString(),
+        '--follow',
+        '--json',
+      ),
+    ) as { status: string; unitsTotal: number };
+    expect(backfill).toMatchObject({ status: 'done', unitsTotal: 2 });
+    expect((await fleet.mockStats('fred')).requests).toBe(before + 2);
+    const cpi = JSON.parse(await fleet.ok('data', 'count', 'fred', 'CPIAUCSL', '--channel', 'series', '--json')) as Record<string, number>;
+    // About 16 months released (the newest one or two not revised yet).
+    expect(cpi.dates).toBeGreaterThanOrEqual(15);
+    expect(cpi).toMatchObject({ nulls: 0, records: cpi.dates! + cpi.revisions! });
+    expect(cpi.revisions).toBeGreaterThanOrEqual(cpi.dates! - 2);
 
     await fleet.stopCleanly(worker);
     await fleet.stopCleanly(scheduler);
