@@ -45,10 +45,13 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
     const backfillId = (JSON.parse(out) as { id: string }).id;
     await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
-    // FRED's key travels in the query string too: one series collected, one FRED refuses (400, a stored failure).
-    await fleet.upsertConnector('fred', '--limit', '120', '--period', '60s');
-    await fleet.ok('jobs', 'add', 'fred', 'series', 'DGS10', '--since', new Date(to - 5 * DAY).toISOString());
-    await fleet.ok('jobs', 'add', 'fred', 'series', 'NOSUCHSERIES');
+    // FRED's key travels in the query string too: one series collected, one FRED refuses (400, a
+    // stored failure). Set up in the store directly: three more CLI processes would lengthen the test.
+    await fleet.withStore(async (s) => {
+      await s.connectors.upsert({ venue: 'fred', baseUrl: fleet.mock.baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
+      await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'DGS10', since: to - 5 * DAY });
+      await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'NOSUCHSERIES' });
+    });
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
