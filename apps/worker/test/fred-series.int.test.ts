@@ -37,8 +37,11 @@ describe('fleet: FRED economic series', () => {
     const runs = (n: number) => () => fleet.withStore(async (s) => ((await s.jobs.get(curve))?.stats.runs ?? 0) >= n);
     await waitFor(runs(1), 'the curve unit done', { timeoutMs: 120_000, intervalMs: 250 });
 
-    // Ground truth: the emulation's business days from the start to yesterday, per tenor.
-    const dates = fredObservationDates('DGS10', since, today - DAY);
+    // Ground truth: the emulation's business days from the start to the day before the unit ran
+    // (its cursor; at least the day before the test started, a run after midnight collects one more).
+    const cursor = (await fleet.withStore(async (s) => s.jobs.get(curve)))!.cursor!;
+    expect(cursor).toBeGreaterThanOrEqual(fredObservationDates('DGS10', since, today - DAY).at(-1)!);
+    const dates = fredObservationDates('DGS10', since, cursor);
     const holidays = dates.filter(isBondMarketHoliday).map((d) => new Date(d).toISOString().slice(0, 10));
     expect(holidays.length).toBeGreaterThanOrEqual(1);
     const stored = async (): Promise<SeriesObservation[]> =>
@@ -62,8 +65,7 @@ describe('fleet: FRED economic series', () => {
     }
     // One unit, one request per tenor (the FRED API has no multi-series observations call).
     expect((await fleet.mockStats('fred')).requests).toBe(TREASURY_CURVE_SERIES.length);
-    const job = await fleet.withStore(async (s) => s.jobs.get(curve));
-    expect(job!.cursor).toBe(dates.at(-1));
+    expect(cursor).toBe(dates.at(-1));
 
     // `data count` reads the same: nulls are holes FRED declared, counted as such.
     const counted = JSON.parse(await fleet.ok('data', 'count', 'fred', 'DGS10', '--channel', 'series', '--json')) as Record<string, unknown>;
@@ -86,7 +88,10 @@ describe('fleet: FRED economic series', () => {
     expect(stats.requests).toBe(2 * TREASURY_CURVE_SERIES.length);
     expect(stats).toMatchObject({ responses429: 0, overLimitRequests: 0 });
     expect(stats.maxWindowWeight).toBeLessThanOrEqual(6);
-    expect(await stored()).toHaveLength(first.length);
+    // Nothing stored twice (a day that ended meanwhile may add its own new observations).
+    const second = await stored();
+    expect(new Set(second.map((o) => `${o.symbol}:${o.date}:${o.realtimeStart}`)).size).toBe(second.length);
+    expect(second.filter((o) => Date.parse(`${o.date}T00:00:00Z`) <= cursor)).toHaveLength(first.length);
 
     // A backfill of a monthly series: two year-long units, one request each; every month published
     // by now stored with its first release and, where it came out, its revision.
