@@ -24,6 +24,8 @@ describe('fleet: FRED economic series', () => {
 
   it('stores every tenor of the curve per business day in one unit, holidays as nulls; a re-run stores nothing twice; a monthly series backfills with its revisions', async () => {
     await fleet.upsertConnector('fred', '--limit', '6', '--period', '1s', '--headroom', '1');
+    // Created without --max-inflight: FRED's default cap.
+    expect((await fleet.withStore((s) => s.connectors.get('fred')))!.maxInflight).toBe(2);
     // 75 days always hold at least one SIFMA close (the longest stretch without one is ~67 days).
     const today = alignDown(Date.now(), '1d');
     const since = today - 75 * DAY;

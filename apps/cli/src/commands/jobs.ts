@@ -40,6 +40,8 @@ export function registerJobs(program: Command): void {
       const sym = parseOrThrow(SymbolName, symbol, 'symbol');
       if (jobType === 'ohlcv') assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
+      // Observation dates are days; a timeframe would only make a second id for the same series.
+      if (jobType === 'series' && opts.timeframe !== undefined) throw new ValidationError('--timeframe', 'no timeframe for series jobs', opts.timeframe);
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
       const job = await withStore(cmd, async (store) => {
         const connector = await store.connectors.get(name);
