@@ -6,12 +6,13 @@ const noJitter = { ...DEFAULT_CADENCE, jitterMs: 0 };
 
 describe('cadence', () => {
   it('maps job types to unit kinds', () => {
-    expect(['ohlcv', 'trades', 'book', 'files', 'discovery'].map((t) => unitKindFor(t as never))).toEqual([
+    expect(['ohlcv', 'trades', 'book', 'files', 'discovery', 'series'].map((t) => unitKindFor(t as never))).toEqual([
       'incremental',
       'incremental',
       'book-poll',
       'daily-files',
       'discovery',
+      'series',
     ]);
   });
 
@@ -40,6 +41,10 @@ describe('cadence', () => {
     const files = { id: 'xetra:ALL:-:files', venue: 'xetra', type: 'files' as const, timeframe: null };
     expect(nextRunAt(files, T, noJitter)).toBe(Date.UTC(2024, 4, 16, 1));
     expect(dailyFilesRange(T, noJitter)).toEqual({ fromMs: Date.UTC(2024, 4, 14), toMs: Date.UTC(2024, 4, 15) });
+    // Economic series: once a day, seriesDelayMs (22 h) after UTC midnight, when FRED has published the day before.
+    const curve = { id: 'fred:treasury-curve:-:series', venue: 'fred', type: 'series' as const, timeframe: null };
+    expect(nextRunAt(curve, T, noJitter)).toBe(Date.UTC(2024, 4, 15, 22));
+    expect(nextRunAt(curve, Date.UTC(2024, 4, 15, 22, 0, 1), noJitter)).toBe(Date.UTC(2024, 4, 16, 22));
   });
 
   it('adds a stable per-job jitter below min(jitterMs, period / 10), without drift', () => {

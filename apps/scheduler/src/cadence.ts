@@ -27,6 +27,12 @@ export interface CadenceOptions {
   optionsEveryMs: number;
   /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue 3600000 */
   filesDelayMs: number;
+  /**
+   * Economic series run once a day, this long after the UTC day starts: FRED publishes a day's
+   * H.15 Treasury yields the next business day around 16:15 New York time (about 21:15 UTC in
+   * winter), so the run finds the previous day's values. @defaultValue 79200000 (22 h)
+   */
+  seriesDelayMs: number;
 }
 
 export const DEFAULT_CADENCE: CadenceOptions = {
@@ -37,6 +43,7 @@ export const DEFAULT_CADENCE: CadenceOptions = {
   discoveryEveryMs: 3_600_000,
   optionsEveryMs: 60_000,
   filesDelayMs: 3_600_000,
+  seriesDelayMs: 22 * 3_600_000,
 };
 
 /** The unit kind a job's runs take. */
@@ -53,6 +60,8 @@ export function unitKindFor(type: JobType): Exclude<UnitKind, 'backfill'> {
       return 'discovery';
     case 'options':
       return 'option-chain';
+    case 'series':
+      return 'series';
     default:
       return assertNever(type, 'job type');
   }
@@ -70,6 +79,7 @@ export function periodMsOf(job: Pick<Job, 'type' | 'timeframe'>, cadence: Cadenc
     case 'discovery':
       return cadence.discoveryEveryMs;
     case 'files':
+    case 'series':
       return DAY_MS;
     case 'options':
       return cadence.optionsEveryMs;
@@ -97,7 +107,8 @@ export function jitterOf(jobId: string, periodMs: number, jitterMs: number): num
  *   the close of the candle open at `nowMs` (aligned to the clock, weekly candles to Monday); on
  *   US equities day bars after each session's after-hours, intraday candles only while sessions
  *   trade (no runs over nights, weekends and holidays);
- * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter;
+ * - daily files: the next UTC midnight plus `filesDelayMs` plus jitter; economic series the same
+ *   with `seriesDelayMs`;
  * - book, trades, discovery, options: the next slot of a clock-aligned grid of their period, plus jitter.
  */
 export function nextRunAt(job: Pick<Job, 'id' | 'venue' | 'type' | 'timeframe'>, nowMs: number, cadence: CadenceOptions): number {
@@ -108,7 +119,7 @@ export function nextRunAt(job: Pick<Job, 'id' | 'venue' | 'type' | 'timeframe'>,
     // collects that candle), that close's run is next, not the one after.
     return calendarFor(job.venue).nextFinalAt(job.timeframe, nowMs - cadence.closeDelayMs - jitter) + cadence.closeDelayMs + jitter;
   }
-  const delay = job.type === 'files' ? cadence.filesDelayMs : 0;
+  const delay = job.type === 'files' ? cadence.filesDelayMs : job.type === 'series' ? cadence.seriesDelayMs : 0;
   const slot = Math.floor((nowMs - delay - jitter) / period) * period + delay + jitter;
   return slot + period;
 }

@@ -26,6 +26,8 @@ export const SchedulerEnv = z.object({
   ALPACA_MINUTE_START_DAYS: positiveInt().default(DEFAULT_SESSION_DAY_STARTS.minuteStartDays),
   /** Symbols per Polygon day-bar unit (one request per symbol; cap 1 in flight by default). */
   POLYGON_SYMBOLS_PER_UNIT: positiveInt().default(SESSION_DAY_VENUES.polygon!.symbolsPerUnit),
+  /** Economic series (FRED) run once a day this long after UTC midnight. */
+  TICKFLEET_SCHEDULER_SERIES_DELAY_MS: duration({ allowZero: true }).default(22 * 3_600_000),
   /** Port of /metrics, /healthz, /readyz; `PORT` is read when this is unset; 0 (the default of both) picks a free port. */
   TICKFLEET_HEALTH_PORT: port().optional(),
   PORT: port().optional(),

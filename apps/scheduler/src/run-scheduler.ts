@@ -48,6 +48,7 @@ export async function runScheduler(env?: Env, options: RunSchedulerOptions = {})
       discoveryEveryMs: config.TICKFLEET_SCHEDULER_DISCOVERY_EVERY_MS,
       optionsEveryMs: config.TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS,
       filesDelayMs: config.TICKFLEET_SCHEDULER_FILES_DELAY_MS,
+      seriesDelayMs: config.TICKFLEET_SCHEDULER_SERIES_DELAY_MS,
     },
     logger,
     registry,

@@ -29,8 +29,8 @@ export interface FleetWorkerOptions {
   heartbeatMs?: number;
   /** How often connectors are re-read (new venues, cap changes). @defaultValue 5000 */
   connectorPollMs?: number;
-  /** Extra options for every venue adapter (e.g. polygon apiKey). */
-  adapterOptions?: Record<string, unknown>;
+  /** Extra adapter options per venue (`{ polygon: { apiKey } }`): a venue's runner gets only its own. */
+  adapterOptions?: Readonly<Record<string, Record<string, unknown>>>;
   /** BullMQ unit lock and stalled-check settings (tests shorten them). */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
@@ -193,7 +193,7 @@ export class FleetWorker {
       activeSets: this.activeSets!,
       cooldown: this.cooldown!,
       workerId: this.workerId,
-      ...(this.options.adapterOptions ? { adapterOptions: this.options.adapterOptions } : {}),
+      ...(this.options.adapterOptions?.[connector.venue] ? { adapterOptions: this.options.adapterOptions[connector.venue] } : {}),
       ...(this.options.lockDurationMs !== undefined ? { lockDurationMs: this.options.lockDurationMs } : {}),
       ...(this.options.stalledIntervalMs !== undefined ? { stalledIntervalMs: this.options.stalledIntervalMs } : {}),
     });

@@ -62,12 +62,19 @@ export async function runWorker(env?: Env): Promise<void> {
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     pollStatsMs: config.TICKFLEET_POLL_STATS_MS,
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
-    // Each key under an option name only its venue's adapter reads, so it is sent to that venue alone.
+    // Each key goes to its own venue's adapter only.
     adapterOptions: {
-      ...(config.POLYGON_API_KEY ? { apiKey: config.POLYGON_API_KEY } : {}),
-      ...(config.FINNHUB_API_KEY ? { finnhubApiKey: config.FINNHUB_API_KEY } : {}),
-      ...(config.ALPACA_API_KEY_ID ? { alpacaKeyId: config.ALPACA_API_KEY_ID } : {}),
-      ...(config.ALPACA_API_SECRET_KEY ? { alpacaSecretKey: config.ALPACA_API_SECRET_KEY } : {}),
+      ...(config.POLYGON_API_KEY ? { polygon: { apiKey: config.POLYGON_API_KEY } } : {}),
+      ...(config.FRED_API_KEY ? { fred: { apiKey: config.FRED_API_KEY } } : {}),
+      ...(config.FINNHUB_API_KEY ? { finnhub: { finnhubApiKey: config.FINNHUB_API_KEY } } : {}),
+      ...(config.ALPACA_API_KEY_ID || config.ALPACA_API_SECRET_KEY
+        ? {
+            alpaca: {
+              ...(config.ALPACA_API_KEY_ID ? { alpacaKeyId: config.ALPACA_API_KEY_ID } : {}),
+              ...(config.ALPACA_API_SECRET_KEY ? { alpacaSecretKey: config.ALPACA_API_SECRET_KEY } : {}),
+            },
+          }
+        : {}),
     },
   });
   let started = false;

@@ -21,7 +21,7 @@ import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, isMultiSymbolCandleSource, isOptionChainSource, type VenueAdapter } from '@tickfleet/venues';
+import { isBookSource, isCandleSource, isFileSource, isMultiSymbolCandleSource, isOptionChainSource, isSeriesSource, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -108,6 +108,9 @@ export class UnitExecutor {
       case 'option-chain':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
         return this.optionChain(ctx, job);
+      case 'series':
+        if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
+        return this.series(ctx, job);
     }
   }
 
@@ -284,6 +287,12 @@ export class UnitExecutor {
       if (!bf) return { outcome: 'skipped', records: 0, detail: 'backfill no longer exists' };
       if (bf.status === 'cancelled') return { outcome: 'skipped', records: 0, detail: 'backfill cancelled' };
     }
+    if (job.type === 'series') {
+      // A range of economic-series history: no candle grid, so no gap ledger; the cursor stays the live job's.
+      const { records, detail } = await this.collectSeries(ctx, job, unit.fromMs, unit.toMs);
+      if (unit.backfillId) await this.options.store.backfills.chunkDone(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs });
+      return { outcome: 'ok', records, detail };
+    }
     const tf = requireTimeframe(job);
     const { records } = await this.collectCandles(ctx, job, unit.fromMs, unit.toMs, false);
     const ledger = this.options.gapLedger;
@@ -395,6 +404,57 @@ export class UnitExecutor {
     return { outcome: 'ok', records, detail: `${files.length} files listed for ${date}` };
   }
 
+  /**
+   * Economic series: every series the job's symbol stands for (FRED `treasury-curve`: all eleven
+   * constant-maturity tenors, in this one unit), observation dates from the job's cursor less
+   * {@link SERIES_REVISION_WINDOW_MS} (or `since`, or the initial lookback) to yesterday (UTC),
+   * each published vintage one record. Asking again for recent dates costs nothing in storage
+   * (a vintage already stored has the same key) and picks up revisions published since.
+   *
+   * A date the publisher has no value for (a bond-market holiday in a daily series) arrives as a
+   * null observation and is stored as one: a hole in the values, never a gap. The gap ledger,
+   * which tracks candle grids, has nothing to scan here. The cursor becomes the newest
+   * observation date stored, after every series of the unit is durable.
+   */
+  private async series(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
+    const toMs = alignDown(this.options.clock.now(), '1d');
+    const startMs = job.since === null ? toMs - this.lookbackMs : job.since;
+    // The day `since` falls in counts whole (observation dates are days).
+    const fromMs = alignDown(job.cursor === null ? startMs : Math.max(startMs, job.cursor - SERIES_REVISION_WINDOW_MS), '1d');
+    const { records, newest, detail } = await this.collectSeries(ctx, job, fromMs, toMs);
+    if (newest !== null) await this.options.store.jobs.advanceCursor(job.id, newest);
+    return { outcome: 'ok', records, detail };
+  }
+
+  /**
+   * Every vintage of the observations dated in `[fromMs, toMs)` (UTC days) of every series the
+   * job's symbol stands for, each series page durable before the next is asked for. Returns the
+   * newest observation date stored (epoch ms), for the caller's cursor.
+   */
+  private async collectSeries(ctx: UnitContext, job: Job, fromMs: number, toMs: number): Promise<{ records: number; newest: number | null; detail: string }> {
+    const { adapter, signal } = ctx;
+    if (!isSeriesSource(adapter)) throw new UnrecoverableError(job.venue, `${job.venue} publishes no economic series (job ${job.id})`);
+    // Observation dates are UTC midnights: the first at or after fromMs, the last before toMs.
+    const firstDay = alignDown(fromMs + DAY_MS - 1, '1d');
+    const lastDay = alignDown(toMs - 1, '1d');
+    if (firstDay > lastDay) return { records: 0, newest: null, detail: 'up to date' };
+    const fromDate = isoDay(firstDay);
+    const toDate = isoDay(lastDay);
+    const ids = adapter.seriesOf(job.symbol);
+    let records = 0;
+    let newest: number | null = null;
+    for (const id of ids) {
+      for await (const page of adapter.fetchSeries(id, fromDate, toDate, { signal })) {
+        await this.persist(ctx, page.envelopes);
+        records += page.observations.length;
+        for (const o of page.observations) newest = Math.max(newest ?? 0, Date.parse(`${o.date}T00:00:00Z`));
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    }
+    return { records, newest, detail: `${ids.length} series, ${fromDate}..${toDate}` };
+  }
+
   /** Hands records to the pipeline and waits until they are durable; refuses to go past dropped ones. */
   private async persist(ctx: UnitContext, envelopes: Envelope[]): Promise<void> {
     if (envelopes.length === 0) return;
@@ -416,6 +476,17 @@ export class UnitExecutor {
     const first = envelopes[0]!;
     this.options.metrics.records.inc({ venue: first.venue, channel: first.channel }, result.accepted);
   }
+}
+
+const DAY_MS = 86_400_000;
+/**
+ * How far before its cursor a series job asks again: revisions of monthly series (CPI) come a
+ * month or two after the first release, and one request covers the whole window anyway.
+ */
+const SERIES_REVISION_WINDOW_MS = 93 * DAY_MS;
+
+function isoDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
 }
 
 /** Malformed pages in a row one incremental unit fetches again before its attempt fails. */

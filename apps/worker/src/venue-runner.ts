@@ -53,7 +53,7 @@ export interface VenueRunnerOptions {
   lockDurationMs?: number;
   /** How often stalled units (their worker died) are looked for. @defaultValue 10000 */
   stalledIntervalMs?: number;
-  /** Extra adapter options (e.g. polygon apiKey). */
+  /** Extra options of this venue's adapter (e.g. its apiKey). */
   adapterOptions?: Record<string, unknown>;
   /** Book polling: per-instrument backoff after a failed snapshot. @defaultValue 5000 */
   bookBackoffBaseMs?: number;

@@ -37,5 +37,6 @@ export const WorkerEnv = z.object({
   FINNHUB_API_KEY: SHARED.FINNHUB_API_KEY,
   ALPACA_API_KEY_ID: SHARED.ALPACA_API_KEY_ID,
   ALPACA_API_SECRET_KEY: SHARED.ALPACA_API_SECRET_KEY,
+  FRED_API_KEY: SHARED.FRED_API_KEY,
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

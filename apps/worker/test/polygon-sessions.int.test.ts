@@ -51,7 +51,7 @@ describe('polygon sessions: backfill, gap ledger and end-of-day gating', () => {
       registry: createRegistry('worker'),
       prefix,
       clock,
-      adapterOptions: { apiKey: 'test-key' },
+      adapterOptions: { polygon: { apiKey: 'test-key' } },
     });
     await worker.start();
     connection = createRedisConnection(redis.url, { blocking: false });

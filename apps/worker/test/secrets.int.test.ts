@@ -11,6 +11,8 @@ const PLANTED_KEY = 'PlantedPolygonKey7c1e9a44d2';
 const PLANTED_FINNHUB_KEY = 'PlantedFinnhubKey3b8f0d61ce';
 /** Alpaca's key pair travels in request headers; planted the same way. */
 const PLANTED_ALPACA = { ALPACA_API_KEY_ID: 'PKPLANTEDALPACA7C1E9A', ALPACA_API_SECRET_KEY: 'PlantedAlpacaSecret5b3f0e81c4' };
+/** FRED keys are 32 lower-case alphanumerics (the emulation refuses any other). */
+const PLANTED_FRED_KEY = 'plantedfredkey7c1e9a44d2b8f0a6c3';
 
 /** Every file under `dir`, as text (SQLite pages, WAL, spool segments, logs). */
 function filesUnder(dir: string): Array<{ path: string; text: string }> {
@@ -44,7 +46,14 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   afterAll(() => fleet.stop());
 
   it('is nowhere in logs, metrics, status, dashboard, Redis or the store and sink files', async () => {
-    const env = { POLYGON_API_KEY: PLANTED_KEY, FINNHUB_API_KEY: PLANTED_FINNHUB_KEY, ...PLANTED_ALPACA, LOG_LEVEL: 'debug', TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000' };
+    const env = {
+      POLYGON_API_KEY: PLANTED_KEY,
+      FINNHUB_API_KEY: PLANTED_FINNHUB_KEY,
+      FRED_API_KEY: PLANTED_FRED_KEY,
+      ...PLANTED_ALPACA,
+      LOG_LEVEL: 'debug',
+      TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000',
+    };
     // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
     await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
@@ -57,6 +66,13 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     // Alpaca day bars of the last week (per-day units), collected while Polygon goes through its faults.
     await fleet.upsertConnector('alpaca', '--limit', '200', '--period', '60s');
     await fleet.ok('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(to - 7 * DAY).toISOString());
+    // FRED's key travels in the query string too: one series collected, one FRED refuses (400, a
+    // stored failure). Set up in the store directly: three more CLI processes would lengthen the test.
+    await fleet.withStore(async (s) => {
+      await s.connectors.upsert({ venue: 'fred', baseUrl: fleet.mock.baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
+      await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'DGS10', since: to - 5 * DAY });
+      await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'NOSUCHSERIES' });
+    });
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -89,6 +105,17 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 120_000,
       intervalMs: 500,
     });
+    // And FRED's (the emulation answers 400 without one): a series stored, an unknown one failed.
+    await waitFor(
+      () =>
+        fleet.withStore(
+          async (s) =>
+            ((await s.jobs.get('fred:DGS10:-:series'))?.stats.runs ?? 0) >= 1 && ((await s.jobs.get('fred:NOSUCHSERIES:-:series'))?.stats.failures ?? 0) >= 1,
+        ),
+      'the fred series stored and the unknown one failed',
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(await fleet.withSink((sink) => sink.reader!.countEnvelopes({ venue: 'fred', channel: 'series' }))).toBeGreaterThanOrEqual(3);
 
     const places: Array<{ where: string; text: string }> = [];
     const healthPort = await waitFor(() => /"healthPort":(\d+)/.exec(worker.output())?.[1], 'the worker health port');
@@ -97,7 +124,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       timeoutMs: 60_000,
     });
     places.push({ where: 'dashboard /api/status', text: await (await fetch(`${dashboardUrl}/api/status`)).text() });
-    for (const queue of ['polygon', 'finnhub', 'alpaca']) {
+    for (const queue of ['polygon', 'finnhub', 'alpaca', 'fred']) {
       for (const status of ['failed', 'completed', 'delayed', 'waiting']) {
         places.push({
           where: `bull-board ${queue} ${status}`,
@@ -140,7 +167,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     for (const f of filesUnder(fleet.dir.path)) places.push({ where: f.path, text: f.text });
 
     expect(places.length).toBeGreaterThan(10);
-    for (const planted of [PLANTED_KEY, PLANTED_FINNHUB_KEY, ...Object.values(PLANTED_ALPACA)])
+    for (const planted of [PLANTED_KEY, PLANTED_FINNHUB_KEY, PLANTED_FRED_KEY, ...Object.values(PLANTED_ALPACA)])
       expect(places.filter((p) => p.text.includes(planted)).map((p) => p.where)).toEqual([]);
   }, 400_000);
 });

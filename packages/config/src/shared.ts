@@ -64,6 +64,8 @@ export const SHARED = {
   ALPACA_API_KEY_ID: text().optional(),
   /** Alpaca secret key (`APCA-API-SECRET-KEY`). */
   ALPACA_API_SECRET_KEY: text().optional(),
+  /** Key of the FRED API (`api_key`); it travels only in FRED requests (never logged or stored). */
+  FRED_API_KEY: text().optional(),
   /** Set by `tickfleet up` on the roles it starts: the pid they belong to; they stop when it is gone. */
   TICKFLEET_PARENT_PID: positiveInt().optional(),
 };

@@ -33,4 +33,6 @@ export * from './errors/pipeline-closed-error.js';
 export * from './errors/redis-unavailable-error.js';
 export * from './errors/budget-exhausted-error.js';
 export * from './errors/spool-full-error.js';
+export * from './errors/api-key-rejected-error.js';
+export * from './errors/unknown-series-error.js';
 export type { AfterResponseInfo, BeforeRequestInfo } from './upstream-request.js';

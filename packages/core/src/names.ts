@@ -20,8 +20,12 @@ export const SymbolName = z
   );
 export type SymbolName = z.infer<typeof SymbolName>;
 
-export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery', 'options'] as const;
-/** What a job collects: candles, order-book snapshots, trades, daily files, instrument discovery, or option-chain snapshots. */
+export const JOB_TYPES = ['ohlcv', 'book', 'trades', 'files', 'discovery', 'options', 'series'] as const;
+/**
+ * What a job collects: candles, order-book snapshots, trades, daily files, instrument discovery,
+ * option-chain snapshots, or economic-series observations (FRED: a series id, or `treasury-curve`
+ * for every constant-maturity tenor).
+ */
 export const JobType = z.enum(JOB_TYPES, {
   error: (issue) => `expected a job type (one of ${JOB_TYPES.join(', ')}), got ${JSON.stringify(issue.input)}`,
 });

@@ -241,3 +241,47 @@ export function optionContractEnvelope(contract: OptionContract, receivedAtMs: n
     payload: { ...contract },
   };
 }
+
+const IsoDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD');
+
+/**
+ * One observation of an economic series as published during one real-time period (a FRED/ALFRED
+ * vintage). `symbol` is the series id (`DGS10`); `date` the observation date; `value` null where
+ * the publisher has no value for the date (FRED's `"."`, e.g. a bond-market holiday in a daily
+ * series), never 0. `realtimeStart`/`realtimeEnd` bound the period in which this value was the
+ * published one (`9999-12-31`: still current); `units` is the publisher's units key (`lin`).
+ */
+export const SeriesObservation = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  date: IsoDay,
+  value: z.number().finite().nullable(),
+  realtimeStart: IsoDay,
+  realtimeEnd: IsoDay,
+  units: z.string().min(1),
+});
+export type SeriesObservation = z.infer<typeof SeriesObservation>;
+
+/**
+ * Deterministic observation key: `venue:symbol:date:realtimeStart`. Fetching the same vintage
+ * again yields the same key (stored once); a revision is published with a new `realtimeStart`, so
+ * it is a new record next to the value it revised. The key leaves out `realtimeEnd`: a vintage
+ * stored while current keeps the `9999-12-31` it was stored with when a later revision ends it
+ * (the revision's own record says from when it applies).
+ */
+export function seriesObservationKey(o: Pick<SeriesObservation, 'venue' | 'symbol' | 'date' | 'realtimeStart'>): string {
+  return `${o.venue}:${o.symbol}:${o.date}:${o.realtimeStart}`;
+}
+
+/** The envelope of a series observation (channel `series`): its observation key is the message id. */
+export function seriesEnvelope(observation: SeriesObservation, receivedAtMs: number): Envelope {
+  return {
+    v: 1,
+    messageId: seriesObservationKey(observation),
+    venue: observation.venue,
+    channel: 'series',
+    symbol: observation.symbol,
+    receivedAtMs,
+    payload: { ...observation },
+  };
+}

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { VenueName } from './names.js';
 
-export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'option-chain', 'session-day'] as const;
+export const UNIT_KINDS = ['incremental', 'backfill', 'book-poll', 'discovery', 'daily-files', 'option-chain', 'session-day', 'series'] as const;
 export const UnitKind = z.enum(UNIT_KINDS);
 export type UnitKind = z.infer<typeof UnitKind>;
 

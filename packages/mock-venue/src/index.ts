@@ -61,3 +61,6 @@ export { ALPACA_EXTENDED_MINUTE_SHARE, alpacaBarTimes } from './venues/alpaca-em
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
 export { FINNHUB_BURST_PER_SECOND } from './venues/finnhub-emulation.js';
 export { FINNHUB_EXPIRATIONS, FINNHUB_QUOTE_PERIOD_MS, FINNHUB_STRIKES, finnhubOptionChain } from './venues/finnhub-options.js';
+export { FRED_UNREGISTERED_KEY_PREFIX } from './venues/fred-emulation.js';
+export { observationDates as fredObservationDates } from './venues/fred-series.js';
+export { isBondMarketHoliday } from './venues/fred-calendar.js';

@@ -26,6 +26,7 @@ import { AlpacaEmulation } from './venues/alpaca-emulation.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { FinnhubEmulation } from './venues/finnhub-emulation.js';
+import { FredEmulation } from './venues/fred-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
@@ -94,6 +95,7 @@ export class MockVenueServer implements MockVenue {
     alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
     finnhub: new FinnhubEmulation(),
+    fred: new FredEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
 /** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
-export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
+export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
 export const MockVenueName = z.enum(MOCK_VENUES);
 export type MockVenueName = z.infer<typeof MockVenueName>;
 
@@ -161,6 +161,7 @@ export const Scenario = z.strictObject({
       alpaca: VenueScenario.optional(),
       binance: VenueScenario.optional(),
       finnhub: VenueScenario.optional(),
+      fred: VenueScenario.optional(),
       limitless: VenueScenario.optional(),
       polygon: VenueScenario.optional(),
       polymarket: VenueScenario.optional(),
@@ -265,13 +266,14 @@ export interface EffectiveLimit {
  * Finnhub free plan 60 requests per minute (its 30 per second cap lives in the emulation);
  * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per sliding 10 s, queued up
  * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
- * Xetra no published limit, the emulation paces at 5 per 2 s; Limitless publishes none (its limit is
+ * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless publishes none (its limit is
  * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
   alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
+  fred: { enabled: true, limit: 120, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   limitless: { enabled: true, limit: 100, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polygon: { enabled: true, limit: 5, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polymarket: { enabled: true, limit: 1500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 },

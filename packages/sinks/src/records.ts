@@ -6,12 +6,14 @@ import {
   PollErrorRecord,
   PollStatsRecord,
   OptionContract,
+  SeriesObservation,
   Trade,
   ValidationError,
   candleKey,
   dedupKey,
   optionContractKey,
   parseOrThrow,
+  seriesObservationKey,
   type Channel,
 } from '@tickfleet/core';
 
@@ -23,13 +25,15 @@ export interface KeyedEnvelope {
 
 /**
  * Validates one raw record as Envelope v1 and, for typed channels, its payload
- * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `options` -> OptionContract, `markets` -> MarketRecord,
- * `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord). Throws a ValidationError
+ * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `options` -> OptionContract, `series` -> SeriesObservation,
+ * `markets` -> MarketRecord, `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord). Throws a ValidationError
  * naming the field path, e.g. `envelope.payload.openTime`.
  *
  * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
  * the envelope dedup key `mid:<candleKey>` and the candles table key always agree. Option
- * contracts likewise carry `optionContractKey(payload)`, so a re-fetched snapshot dedups.
+ * contracts likewise carry `optionContractKey(payload)`, so a re-fetched snapshot dedups, and
+ * series envelopes `seriesObservationKey(payload)`, so a vintage fetched again dedups to the
+ * record already stored.
  */
 export function parseEnvelope(raw: unknown): Envelope {
   const env = parseOrThrow(Envelope, raw, 'envelope');
@@ -50,6 +54,11 @@ export function parseEnvelope(raw: unknown): Envelope {
     if (env.messageId === undefined) return { ...env, messageId: key };
     if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the option contract key ${key}`, env.messageId);
   }
+  if (env.channel === 'series') {
+    const key = seriesObservationKey(env.payload as SeriesObservation);
+    if (env.messageId === undefined) return { ...env, messageId: key };
+    if (env.messageId !== key) throw new ValidationError('envelope.messageId', `the observation key ${key}`, env.messageId);
+  }
   return env;
 }
 
@@ -61,7 +70,16 @@ export function keyEnvelope(raw: unknown): KeyedEnvelope {
 
 function payloadSchemaOf(
   channel: Channel,
-): typeof Candle | typeof Trade | typeof BookSnapshot | typeof OptionContract | typeof MarketRecord | typeof PollStatsRecord | typeof PollErrorRecord | undefined {
+):
+  | typeof Candle
+  | typeof Trade
+  | typeof BookSnapshot
+  | typeof OptionContract
+  | typeof SeriesObservation
+  | typeof MarketRecord
+  | typeof PollStatsRecord
+  | typeof PollErrorRecord
+  | undefined {
   switch (channel) {
     case 'candles':
       return Candle;
@@ -79,6 +97,8 @@ function payloadSchemaOf(
       return OptionContract;
     case 'files':
     case 'series':
+      return SeriesObservation;
+    case 'files':
       return undefined;
   }
 }

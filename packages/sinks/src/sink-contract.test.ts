@@ -1,7 +1,7 @@
 import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { optionContractEnvelope, ValidationError } from '@tickfleet/core';
+import { optionContractEnvelope, seriesEnvelope, ValidationError, type SeriesObservation } from '@tickfleet/core';
 import { keyEnvelope, ReplayWorker, Spool, openSink, type Sink } from './index.js';
 import { candles, trades, books, T0 } from '../test/fixtures/envelopes.js';
 import { mongoTarget, type MongoTarget } from '../test/fixtures/mongo.js';
@@ -147,6 +147,42 @@ describe.each(adapters)('$name sink contract', (adapter) => {
     expect(res.rejected[0]!.error.field).toBe('envelope.venue');
     expect(res.rejected[1]!.error.field).toBe('envelope.payload.openTime');
     expect(await adapter.stored(sink, dir)).toBe(2);
+  });
+
+  it('stores each series vintage once, null kept null; a revision is a record of its own; a wrong key is refused', async () => {
+    const obs = (date: string, value: number | null, realtimeStart: string): SeriesObservation => ({
+      venue: 'fred',
+      symbol: 'DGS10',
+      date,
+      value,
+      realtimeStart,
+      realtimeEnd: '9999-12-31',
+      units: 'lin',
+    });
+    const first = [obs('2024-07-03', 4.36, '2024-07-05'), obs('2024-07-04', null, '2024-07-05'), obs('2024-07-05', 0, '2024-07-08')].map((o) =>
+      seriesEnvelope(o, T0),
+    );
+    expect(await sink.write(first)).toEqual({ inserted: 3, duplicates: 0, rejected: [] });
+    expect(await sink.write(first)).toEqual({ inserted: 0, duplicates: 3, rejected: [] });
+    const revision = seriesEnvelope(obs('2024-07-03', 4.4, '2024-08-01'), T0 + 1);
+    const wrongKey = { ...seriesEnvelope(obs('2024-07-08', 4.3, '2024-07-09'), T0), messageId: 'fred:DGS10:2024-07-08' };
+    const res = await sink.write([revision, wrongKey]);
+    expect(res.inserted).toBe(1);
+    expect(res.rejected.map((r) => r.error.field)).toEqual(['envelope.messageId']);
+    expect(await adapter.stored(sink, dir)).toBe(4);
+    if (sink.reader) {
+      const values: Array<[string, number | null]> = [];
+      for await (const { envelope } of sink.reader.streamEnvelopes({ venue: 'fred', channel: 'series', symbol: 'DGS10' })) {
+        const o = envelope.payload as SeriesObservation;
+        values.push([o.date, o.value]);
+      }
+      expect(values.sort()).toEqual([
+        ['2024-07-03', 4.36],
+        ['2024-07-03', 4.4],
+        ['2024-07-04', null],
+        ['2024-07-05', 0],
+      ]);
+    }
   });
 
   if (adapter.name !== 'jsonl') {

@@ -2,6 +2,7 @@ import { ValidationError } from '@tickfleet/core';
 import { AlpacaAdapter, type AlpacaAdapterOptions } from './alpaca/alpaca-adapter.js';
 import { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 import { FinnhubAdapter, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
+import { FredAdapter, type FredAdapterOptions } from './fred/fred-adapter.js';
 import { LimitlessAdapter, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 import { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
 import { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
@@ -12,6 +13,7 @@ export interface VenueAdapters {
   alpaca: { adapter: AlpacaAdapter; options: AlpacaAdapterOptions };
   binance: { adapter: BinanceAdapter; options: BinanceAdapterOptions };
   finnhub: { adapter: FinnhubAdapter; options: FinnhubAdapterOptions };
+  fred: { adapter: FredAdapter; options: FredAdapterOptions };
   limitless: { adapter: LimitlessAdapter; options: LimitlessAdapterOptions };
   polygon: { adapter: PolygonAdapter; options: PolygonAdapterOptions };
   polymarket: { adapter: PolymarketAdapter; options: PolymarketAdapterOptions };
@@ -19,7 +21,7 @@ export interface VenueAdapters {
 }
 
 export type AdapterVenue = keyof VenueAdapters;
-export const ADAPTER_VENUES: readonly AdapterVenue[] = ['alpaca', 'binance', 'finnhub', 'limitless', 'polygon', 'polymarket', 'xetra'];
+export const ADAPTER_VENUES: readonly AdapterVenue[] = ['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'];
 
 export function hasVenueAdapter(venue: string): venue is AdapterVenue {
   return (ADAPTER_VENUES as readonly string[]).includes(venue);
@@ -39,6 +41,8 @@ export function createVenueAdapter(venue: string, options: VenueAdapters[Adapter
       return new BinanceAdapter(options);
     case 'finnhub':
       return new FinnhubAdapter(options);
+    case 'fred':
+      return new FredAdapter(options);
     case 'limitless':
       return new LimitlessAdapter(options);
     case 'polygon':

@@ -17,6 +17,7 @@ export { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-ad
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
 export { FinnhubAdapter, newYorkLocalMs, rateLimitUsage, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
+export { FredAdapter, TREASURY_CURVE, TREASURY_CURVE_SERIES, type FredAdapterOptions } from './fred/fred-adapter.js';
 export { LimitlessAdapter, LIMITLESS_MAX_PAGE_SIZE, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
 export { PolygonAuthError } from './polygon/polygon-auth-error.js';

@@ -1,4 +1,4 @@
-import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, OptionContract, Timeframe, Trade } from '@tickfleet/core';
+import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, OptionContract, SeriesObservation, Timeframe, Trade } from '@tickfleet/core';
 
 export type { AfterResponseInfo, BeforeRequestInfo } from '@tickfleet/core';
 
@@ -114,6 +114,27 @@ export interface OptionChainSource {
   fetchOptionChain(symbol: string, options?: FetchOptions): Promise<OptionChainSnapshot>;
 }
 
+/** One page of series observations: the worker persists it before asking for the next. */
+export interface SeriesPage {
+  observations: SeriesObservation[];
+  /** One envelope per observation, channel `series`, messageId = the observation key. */
+  envelopes: Envelope[];
+}
+
+/** A publisher of economic series (FRED). Dates are UTC days `YYYY-MM-DD`. */
+export interface SeriesSource {
+  /**
+   * The series ids a job symbol stands for: a named group (FRED's `treasury-curve`: every
+   * constant-maturity tenor) or one series id. A symbol that is neither fails with a ValidationError.
+   */
+  seriesOf(symbol: string): readonly string[];
+  /**
+   * Every published value (each vintage) of the observations of `seriesId` dated `fromDate` to
+   * `toDate` inclusive, page by page; a date without a value has `value: null`.
+   */
+  fetchSeries(seriesId: string, fromDate: string, toDate: string, options?: FetchOptions): AsyncIterable<SeriesPage>;
+}
+
 /** What every adapter has: its venue, declared request weights and symbol mapping. */
 export interface VenueAdapter {
   readonly venue: string;
@@ -143,4 +164,8 @@ export function isFileSource(adapter: VenueAdapter): adapter is VenueAdapter & F
 
 export function isOptionChainSource(adapter: VenueAdapter): adapter is VenueAdapter & OptionChainSource {
   return typeof (adapter as Partial<OptionChainSource>).fetchOptionChain === 'function';
+}
+
+export function isSeriesSource(adapter: VenueAdapter): adapter is VenueAdapter & SeriesSource {
+  return typeof (adapter as Partial<SeriesSource>).fetchSeries === 'function';
 }

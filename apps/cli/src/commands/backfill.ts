@@ -20,7 +20,7 @@ import {
 import type { QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { gapsToRanges } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
-import { createVenueAdapter, hasVenueAdapter, isCandleSource } from '@tickfleet/venues';
+import { createVenueAdapter, hasVenueAdapter, isCandleSource, isSeriesSource } from '@tickfleet/venues';
 import { isoDate, oneOf, positiveInt } from '../args.js';
 import { preflightRedis } from '../role-guard.js';
 import { assertVenueSymbol } from '../venue-symbols.js';
@@ -47,7 +47,7 @@ type BackfillReport = Backfill & { failedChunks: Array<Pick<BackfillChunk, 'from
 export function registerBackfill(program: Command): void {
   const backfill = program
     .command('backfill')
-    .description("collect a past range of candles (or a job's open gaps) as page-sized units below live work; status, list, cancel");
+    .description("collect a past range of candles or economic-series days (or a job's open gaps) as page-sized units below live work; status, list, cancel");
 
   sinkOption(
     backfill
@@ -58,7 +58,7 @@ export function registerBackfill(program: Command): void {
       .description('enqueue a backfill (the default: tickfleet backfill <venue> <symbol> … is tickfleet backfill start <venue> <symbol> …)')
       .argument('[venue]', 'venue, e.g. binance')
       .argument('[symbol]', 'symbol, e.g. BTC/USDT')
-      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')})`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); none for an economic series (fred DGS10)`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <iso>', 'range start (inclusive), e.g. 2024-01-01', isoDate('--from'))
       .option('--to <iso>', 'range end (exclusive), e.g. 2024-02-01', isoDate('--to'))
       .option(
@@ -160,7 +160,8 @@ export function registerBackfill(program: Command): void {
 interface BackfillRequest {
   jobId: string;
   venue: string;
-  timeframe: Timeframe;
+  /** Candles of this timeframe; absent: an economic series (whole UTC days). */
+  timeframe?: Timeframe;
   symbol: string;
   ranges: Array<{ fromMs: number; toMs: number }> | 'gaps';
   /** Refuse the backfill when it needs more units than this. @defaultValue DEFAULT_MAX_BACKFILL_UNITS */
@@ -172,8 +173,10 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
   if (symbol === undefined) throw new ValidationError('symbol', 'a symbol argument, e.g. BTC/USDT');
   const v = parseOrThrow(VenueName, venue, 'venue');
   const s = parseOrThrow(SymbolName, symbol, 'symbol');
+  // A series publisher (FRED) backfills observation dates, without a timeframe.
+  const series = opts.timeframe === undefined && publishesSeries(v);
   assertVenueSymbol(v, s);
-  if (!opts.timeframe) throw new ValidationError('--timeframe', 'a timeframe, e.g. --timeframe 1m');
+  if (!opts.timeframe && !series) throw new ValidationError('--timeframe', 'a timeframe, e.g. --timeframe 1m');
   if (opts.from === undefined) throw new ValidationError('--from', 'a range start, e.g. --from 2024-01-01');
   if (opts.to === undefined) throw new ValidationError('--to', 'a range end, e.g. --to 2024-01-08');
   if (opts.to <= opts.from) throw new ValidationError('--to', `a time after --from (${new Date(opts.from).toISOString()})`, new Date(opts.to).toISOString());
@@ -187,6 +190,8 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
       `a time not after now (${new Date(now).toISOString()}); live jobs collect what comes later`,
       new Date(opts.to).toISOString(),
     );
+  if (!opts.timeframe)
+    return { jobId: makeJobId({ venue: v, symbol: s, type: 'series' }), venue: v, symbol: s, ranges: [{ fromMs: opts.from, toMs: opts.to }] };
   return {
     jobId: makeJobId({ venue: v, symbol: s, timeframe: opts.timeframe, type: 'ohlcv' }),
     venue: v,
@@ -194,6 +199,25 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
     timeframe: opts.timeframe,
     ranges: [{ fromMs: opts.from, toMs: opts.to }],
   };
+}
+
+/** Whether `venue`'s adapter publishes economic series (a capability check: the adapter sends nothing). */
+function publishesSeries(venue: string): boolean {
+  return hasVenueAdapter(venue) && isSeriesSource(createVenueAdapter(venue, { baseUrl: 'http://127.0.0.1' }));
+}
+
+/**
+ * Observation days per series backfill unit: one request per series of the job (FRED answers
+ * up to 100000 observations in one), a year of days keeping each unit short.
+ */
+const SERIES_CHUNK_DAYS = 366;
+
+/** The chunks of an economic-series backfill: whole UTC days, {@link SERIES_CHUNK_DAYS} per unit. */
+function seriesChunks(fromMs: number, toMs: number): Array<{ fromMs: number; toMs: number }> {
+  const chunkMs = SERIES_CHUNK_DAYS * 86_400_000;
+  const chunks: Array<{ fromMs: number; toMs: number }> = [];
+  for (let start = alignDown(fromMs, '1d'); start < toMs; start += chunkMs) chunks.push({ fromMs: start, toMs: Math.min(start + chunkMs, toMs) });
+  return chunks;
 }
 
 function gapRequest(id: string): BackfillRequest {
@@ -208,14 +232,28 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
   if (!connector) throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${req.venue} …)`, req.venue);
   if (!hasVenueAdapter(req.venue)) throw new ValidationError('venue', 'a venue with a candle adapter (binance, polygon)', req.venue);
   const adapter = createVenueAdapter(req.venue, { baseUrl: connector.baseUrl });
-  if (!isCandleSource(adapter)) throw new ValidationError('venue', 'a venue with candles (binance, polygon)', req.venue);
   const existing = await store.jobs.get(req.jobId);
+  if (req.timeframe === undefined && req.ranges !== 'gaps' && isSeriesSource(adapter)) {
+    // Names a bad series id (ValidationError) before anything is stored.
+    adapter.seriesOf(req.symbol);
+    const chunks = req.ranges.flatMap((r) => seriesChunks(r.fromMs, r.toMs));
+    const maxUnits = req.maxUnits ?? DEFAULT_MAX_BACKFILL_UNITS;
+    if (chunks.length > maxUnits)
+      throw new ValidationError(
+        '--from/--to',
+        `a range of at most ${maxUnits} units of ${SERIES_CHUNK_DAYS} days (this one needs ${chunks.length}: raise --max-units)`,
+      );
+    const job = existing ?? (await store.jobs.upsert({ venue: req.venue, type: 'series', symbol: req.symbol, enabled: false }));
+    return recordAndEnqueue(store, req.jobId, req.venue, job.priority, chunks);
+  }
+  if (!isCandleSource(adapter) || req.timeframe === undefined) throw new ValidationError('venue', 'a venue with candles (binance, polygon)', req.venue);
+  const timeframe = req.timeframe;
   if (!existing && req.ranges === 'gaps') throw new ValidationError('--gaps', 'an existing job (see tickfleet jobs list)', req.jobId);
   let ranges: Array<{ fromMs: number; toMs: number }>;
   if (req.ranges === 'gaps') {
     const open = (await store.gaps.list({ jobId: req.jobId, open: true })).filter((g) => g.kind === 'missing');
     ranges = gapsToRanges(open);
-    const head = missingHead(existing ?? { since: null, cursor: null }, req.timeframe, firstStored);
+    const head = missingHead(existing ?? { since: null, cursor: null }, timeframe, firstStored);
     // The ledger only knows holes between stored candles; a head lost before the first one
     // (e.g. units lost with Redis) is owed too.
     if (head)
@@ -227,37 +265,48 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
   // Counted before the chunks are built and before anything is stored: a mistyped century is
   // refused, not materialised as 50,000 units.
   const maxUnits = req.maxUnits ?? DEFAULT_MAX_BACKFILL_UNITS;
-  const pageMs = timeframeMsOf(req.timeframe) * adapter.maxCandlesPerPage;
+  const pageMs = timeframeMsOf(timeframe) * adapter.maxCandlesPerPage;
   const planned = ranges.reduce((n, r) => n + Math.ceil((r.toMs - r.fromMs) / pageMs), 0);
   if (planned > maxUnits) {
     throw new ValidationError(
       '--from/--to',
-      `a range of at most ${maxUnits} units of ${adapter.maxCandlesPerPage} ${req.timeframe} candles (this one needs ${planned}: split it, or raise --max-units)`,
+      `a range of at most ${maxUnits} units of ${adapter.maxCandlesPerPage} ${timeframe} candles (this one needs ${planned}: split it, or raise --max-units)`,
     );
   }
-  const chunks = ranges.flatMap((r) => chunkRange(r.fromMs, r.toMs, req.timeframe, adapter.maxCandlesPerPage));
+  const chunks = ranges.flatMap((r) => chunkRange(r.fromMs, r.toMs, timeframe, adapter.maxCandlesPerPage));
   if (chunks.length === 0) throw new ValidationError('--from', 'a range holding at least one candle open time');
   // A backfill of a job that does not exist yet creates it disabled: history only, no live
   // collection. Only now, so a refused range leaves no job behind.
-  const job = existing ?? (await store.jobs.upsert({ venue: req.venue, type: 'ohlcv', symbol: req.symbol, timeframe: req.timeframe, enabled: false }));
+  const job = existing ?? (await store.jobs.upsert({ venue: req.venue, type: 'ohlcv', symbol: req.symbol, timeframe, enabled: false }));
+  return recordAndEnqueue(store, req.jobId, req.venue, job.priority, chunks);
+}
+
+/** Records the backfill with every chunk, then enqueues one unit per chunk. */
+async function recordAndEnqueue(
+  store: StateStore,
+  jobId: string,
+  venue: string,
+  priority: number,
+  chunks: Array<{ fromMs: number; toMs: number }>,
+): Promise<Backfill> {
   const id = `bf-${randomUUID().slice(0, 8)}`;
   const fromMs = Math.min(...chunks.map((c) => c.fromMs));
   const toMs = Math.max(...chunks.map((c) => c.toMs));
   const units: QueuedUnit[] = chunks.map((c, chunkIndex) => ({
     kind: 'backfill',
-    venue: req.venue,
-    jobId: req.jobId,
+    venue,
+    jobId,
     backfillId: id,
     fromMs: c.fromMs,
     toMs: c.toMs,
     chunkIndex,
-    priority: job.priority,
+    priority,
     enqueuedAt: Date.now(),
   }));
   // Record first (with every chunk: the store is what is owed), then enqueue: a worker may finish
   // a unit the moment it is queued. If the units cannot be queued, the record says so instead of
   // waiting forever.
-  const created = await store.backfills.create({ id, jobId: req.jobId, fromMs, toMs, chunks: chunks.map((c) => ({ fromMs: c.fromMs, toMs: c.toMs })) });
+  const created = await store.backfills.create({ id, jobId, fromMs, toMs, chunks: chunks.map((c) => ({ fromMs: c.fromMs, toMs: c.toMs })) });
   try {
     await withQueues((queues) => queues.enqueue(units));
   } catch (err) {
@@ -305,7 +354,8 @@ function missingHead(
 /** Open time of the job's first stored candle (null: none), or undefined for a sink without a reader (JSONL). */
 async function firstStoredOpenTime(sinkUrl: string, req: BackfillRequest): Promise<number | null | undefined> {
   return withSink(sinkUrl, async (sink) => {
-    if (!sink.reader) return undefined;
+    // Gap requests are candle jobs (gapRequest refuses any other), so the timeframe is there.
+    if (!sink.reader || req.timeframe === undefined) return undefined;
     const summary = await sink.reader.countCandles({ venue: req.venue, symbol: req.symbol, timeframe: req.timeframe });
     return summary.firstOpenTime;
   });

@@ -2,7 +2,18 @@ import { once } from 'node:events';
 import { createWriteStream, existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command } from 'commander';
-import { formatDurationMs, jobId, parseOrThrow, SymbolName, TIMEFRAMES, timeframeMs, ValidationError, VenueName, type Timeframe } from '@tickfleet/core';
+import {
+  formatDurationMs,
+  jobId,
+  parseOrThrow,
+  type SeriesObservation,
+  SymbolName,
+  TIMEFRAMES,
+  timeframeMs,
+  ValidationError,
+  VenueName,
+  type Timeframe,
+} from '@tickfleet/core';
 import { expectedCandleCount, findGaps, migrateJsonlLayout, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
@@ -43,9 +54,9 @@ export function readerOf(sink: Sink): DataReader {
 }
 
 /** Every stored stream `data` reads: candles, and the envelope channels. */
-const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'markets', 'poll_stats', 'poll_errors'] as const;
+const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'series', 'markets', 'poll_stats', 'poll_errors'] as const;
 type DataChannel = (typeof DATA_CHANNELS)[number];
-const CHANNEL_HELP = 'candles | trades | book | options (option-chain contracts) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
+const CHANNEL_HELP = 'candles | trades | book | options (option-chain contracts) | series (economic series, e.g. fred DGS10: observations, nulls, revisions) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
 
 interface RangeOptions {
   timeframe: Timeframe;
@@ -54,6 +65,10 @@ interface RangeOptions {
   to?: number;
   sink: string;
   json?: boolean;
+}
+
+interface CountOptions extends RangeOptions {
+  channel: 'candles' | 'series';
 }
 
 interface ExportOptions extends RangeOptions {
@@ -75,6 +90,7 @@ export function registerData(program: Command): void {
       .option('--to <date>', 'last open time for candles, receive time otherwise (ISO date, exclusive)', isoDate('--to'))
       .addOption(jsonOption()),
   ).action(async (venue: string, symbol: string | undefined, opts: RangeOptions, cmd: Command) => {
+    if (opts.channel === 'series' && symbol !== undefined) return countSeries(venue, symbol, opts);
     if (opts.channel !== 'candles') return countEnvelopes(venue, symbol, opts);
     if (symbol === undefined) throw new ValidationError('symbol', 'a symbol to count candles');
     if (!opts.timeframe) throw new ValidationError('--timeframe', 'a candle timeframe to count candles');
@@ -126,7 +142,7 @@ export function registerData(program: Command): void {
       .requiredOption('--format <format>', 'csv | jsonl', oneOf('--format', ['csv', 'jsonl'] as const))
       .option('--channel <channel>', CHANNEL_HELP, oneOf('--channel', DATA_CHANNELS), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
-      .option('--from <date>', 'from (ISO date, inclusive): open time for candles, receive time otherwise', isoDate('--from'))
+      .option('--from <date>', 'from (ISO date, inclusive): open time for candles, observation date for series, receive time otherwise', isoDate('--from'))
       .option('--to <date>', 'to (ISO date, exclusive)', isoDate('--to'))
       .option('--out <file>', 'write to a file instead of stdout'),
   ).action(async (venue: string, symbol: string | undefined, opts: ExportOptions) => {
@@ -144,6 +160,10 @@ export function registerData(program: Command): void {
         const q = { venue: v, symbol: s!, timeframe: opts.timeframe, ...range };
         progress.total = (await reader.countCandles(q)).count;
         rows = candleRows(reader, q, opts.format);
+      } else if (opts.channel === 'series' && s !== undefined) {
+        const q = { venue: v, symbol: s, channel: 'series' as const };
+        progress.total = await reader.countEnvelopes(q);
+        rows = seriesRows(observations(reader, q, range), opts.format);
       } else {
         const q = { venue: v, ...(s === undefined ? {} : { symbol: s }), channel: opts.channel, ...range };
         progress.total = await reader.countEnvelopes(q);
@@ -235,6 +255,70 @@ async function* envelopeRows(reader: DataReader, q: Parameters<DataReader['strea
   for await (const { key, envelope: e } of reader.streamEnvelopes(q)) {
     if (format === 'jsonl') yield `${JSON.stringify({ key, ...e })}\n`;
     else yield `${csvCell(key)},${e.receivedAtMs},${e.serverTimeMs ?? ''},${csvCell(JSON.stringify(e.payload))}\n`;
+  }
+}
+
+/**
+ * `data count <venue> <series> --channel series`: the stored observation records of one economic
+ * series (`records`, one per vintage), the distinct observation `dates`, how many records carry no
+ * value (`nulls`: a holiday in a daily series, FRED's "."), how many are revisions of a date
+ * already stored (`revisions`), and the first and last date. Nulls are holes the publisher
+ * declared, not gaps: a series job has no gap ledger.
+ */
+async function countSeries(venue: string, symbol: string, opts: RangeOptions): Promise<void> {
+  if (opts.from !== undefined && opts.to !== undefined && opts.to <= opts.from)
+    throw new ValidationError('--to', 'a time after --from', new Date(opts.to).toISOString());
+  const q = { venue: parseOrThrow(VenueName, venue, 'venue'), symbol: parseOrThrow(SymbolName, symbol, 'symbol'), channel: 'series' as const };
+  const range = { ...(opts.from === undefined ? {} : { fromMs: opts.from }), ...(opts.to === undefined ? {} : { toMs: opts.to }) };
+  const result = await withSink(opts.sink, async (sink) => {
+    const dates = new Set<string>();
+    let records = 0;
+    let nulls = 0;
+    for await (const o of observations(readerOf(sink), q, range)) {
+      records += 1;
+      if (o.value === null) nulls += 1;
+      dates.add(o.date);
+    }
+    const sorted = [...dates].sort();
+    return {
+      venue: q.venue,
+      symbol: q.symbol,
+      channel: 'series',
+      records,
+      dates: dates.size,
+      nulls,
+      revisions: records - dates.size,
+      firstDate: sorted[0] ?? null,
+      lastDate: sorted.at(-1) ?? null,
+    };
+  });
+  if (opts.json) return printJson(result);
+  printTable(
+    ['venue', 'series', 'records', 'dates', 'nulls', 'revisions', 'first', 'last'],
+    [[result.venue, result.symbol, result.records, result.dates, result.nulls, result.revisions, result.firstDate ?? '-', result.lastDate ?? '-']],
+  );
+}
+
+/** The stored observations of one series with a date in `[fromMs, toMs)`, in the order they were stored. */
+async function* observations(
+  reader: DataReader,
+  q: { venue: string; symbol: string; channel: 'series' },
+  range: { fromMs?: number; toMs?: number },
+): AsyncIterable<SeriesObservation> {
+  const from = range.fromMs === undefined ? undefined : new Date(range.fromMs).toISOString().slice(0, 10);
+  const to = range.toMs === undefined ? undefined : new Date(range.toMs).toISOString().slice(0, 10);
+  for await (const { envelope } of reader.streamEnvelopes(q)) {
+    const o = envelope.payload as SeriesObservation;
+    if ((from === undefined || o.date >= from) && (to === undefined || o.date < to)) yield o;
+  }
+}
+
+async function* seriesRows(rows: AsyncIterable<SeriesObservation>, format: 'csv' | 'jsonl'): AsyncIterable<string> {
+  if (format === 'csv') yield 'series_id,date,value,realtime_start,realtime_end,units\n';
+  for await (const o of rows) {
+    if (format === 'jsonl') yield `${JSON.stringify(o)}\n`;
+    // An empty value cell is a date without a value (null), never 0.
+    else yield `${csvCell(o.symbol)},${o.date},${o.value ?? ''},${o.realtimeStart},${o.realtimeEnd},${csvCell(o.units)}\n`;
   }
 }
 

@@ -16,7 +16,7 @@ import {
   VenueName,
   DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isOptionChainSource } from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isOptionChainSource, isSeriesSource } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -52,6 +52,8 @@ export function registerJobs(program: Command): void {
       const universe = universeOf(sym);
       if (jobType === 'ohlcv' && universe === null) assertVenueSymbol(name, sym);
       if (jobType === 'ohlcv' && opts.timeframe === undefined) throw new ValidationError('--timeframe', 'a timeframe for ohlcv jobs, e.g. --timeframe 1m');
+      // Observation dates are days; a timeframe would only make a second id for the same series.
+      if (jobType === 'series' && opts.timeframe !== undefined) throw new ValidationError('--timeframe', 'no timeframe for series jobs', opts.timeframe);
       if (opts.priority !== undefined && Math.abs(opts.priority) > 1000) throw new ValidationError('--priority', 'an integer in -1000..1000', opts.priority);
       if (opts.perCycle !== undefined && universe === null) throw new ValidationError('--per-cycle', 'a job over a universe (symbol @<name>)', opts.perCycle);
       if (opts.perCycle !== undefined && (opts.perCycle < 1 || opts.perCycle > 1000))
@@ -77,7 +79,7 @@ export function registerJobs(program: Command): void {
             throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types}, and by alpaca ohlcv 1d/1m jobs)`, sym);
           }
         }
-        assertSupported(name, connector.baseUrl, jobType);
+        assertSupported(name, connector.baseUrl, jobType, sym);
         return store.jobs.upsert({
           venue: name,
           type: jobType,
@@ -133,8 +135,11 @@ export function registerJobs(program: Command): void {
   }
 }
 
-/** A job type the venue's adapter can collect; trade polling has no adapter yet. */
-function assertSupported(venue: string, baseUrl: string, type: JobType): void {
+/**
+ * A job type the venue's adapter can collect (trade polling has no adapter yet); a series job's
+ * symbol must name series the venue publishes (FRED: a series id or `treasury-curve`).
+ */
+function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string): void {
   if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
   const adapter = createVenueAdapter(venue, { baseUrl });
   const supported: JobType[] = [
@@ -142,8 +147,10 @@ function assertSupported(venue: string, baseUrl: string, type: JobType): void {
     ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
     ...(isFileSource(adapter) ? (['files'] as const) : []),
     ...(isOptionChainSource(adapter) ? (['options'] as const) : []),
+    ...(isSeriesSource(adapter) ? (['series'] as const) : []),
   ];
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
+  if (type === 'series' && isSeriesSource(adapter)) adapter.seriesOf(symbol);
 }
 
 async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {

@@ -34,6 +34,7 @@ describe('tickfleet mock-venue', () => {
         alpaca: `${ready.url}/alpaca`,
         binance: `${ready.url}/binance`,
         finnhub: `${ready.url}/finnhub`,
+        fred: `${ready.url}/fred`,
         limitless: `${ready.url}/limitless`,
         polygon: `${ready.url}/polygon`,
         polymarket: `${ready.url}/polymarket`,

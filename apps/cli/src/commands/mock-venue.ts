@@ -18,7 +18,7 @@ interface MockVenueCliOptions {
 export function registerMockVenue(program: Command): void {
   program
     .command('mock-venue')
-    .description('serve the venue emulations (alpaca, binance, limitless, polygon, polymarket, xetra) on one HTTP port')
+    .description('serve the venue emulations (alpaca, binance, finnhub, fred, limitless, polygon, polymarket, xetra) on one HTTP port')
     .requiredOption('--port <port>', 'TCP port to listen on (0 picks a free one)')
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .option('--scenario <file>', 'scenario JSON file (limits, latency, faults; see docs/mock-venue.md)')

@@ -7,7 +7,8 @@ export interface VenueErrorBody {
 /**
  * Reads `{"code":-1003,"msg":"…"}` (Binance), `{"status":"ERROR","error":"…"}` (Polygon) and
  * `{"error":"…"}` (Polymarket) and NestJS's `{"statusCode":404,"message":"…","error":"Not Found"}`
- * (Limitless, whose `error` is only the status phrase and `message` may be a list). Returns `{}` for anything else, including non-JSON bodies: an error
+ * (Limitless, whose `error` is only the status phrase and `message` may be a list) and FRED's
+ * `{"error_code":400,"error_message":"…"}`. Returns `{}` for anything else, including non-JSON bodies: an error
  * body must never turn into a crash.
  */
 export function parseVenueErrorBody(text: string): VenueErrorBody {
@@ -22,6 +23,8 @@ export function parseVenueErrorBody(text: string): VenueErrorBody {
   const obj = value as Record<string, unknown>;
   const out: VenueErrorBody = {};
   if (typeof obj.code === 'number' || typeof obj.code === 'string') out.code = obj.code;
+  // FRED: {"error_code":400,"error_message":"Bad Request.  …"}
+  if (typeof obj.error_code === 'number' && typeof obj.error_message === 'string') return { code: obj.error_code, message: obj.error_message };
   const nest = typeof obj.statusCode === 'number' && (typeof obj.message === 'string' || Array.isArray(obj.message));
   const msg = nest ? (Array.isArray(obj.message) ? obj.message.map(String).join('; ') : obj.message) : (obj.msg ?? obj.error ?? obj.message);
   if (typeof msg === 'string') out.message = msg;
