@@ -184,6 +184,9 @@ export class VenueRunner {
       // Binance reports used weight per minute; an emulation or another venue may use another window.
       usedWeightWindowMs: connector.rateLimit.periodMs,
       rateLimitWindowMs: connector.rateLimit.periodMs,
+      // Adapters that pace in-process (Xetra, per market) leave it to the gate, which paces each
+      // market fleet-wide with the connector's limit and pacing.
+      pacing: 'off',
       ...this.options.adapterOptions,
     });
   }

@@ -16,7 +16,7 @@ export {
   VenueScenario,
   type EffectiveLimit,
 } from './scenario.js';
-export type { LatencySummary, MockVenueStats, VenueStats } from './stats.js';
+export type { LatencySummary, MockVenueStats, ScopeStats, VenueStats } from './stats.js';
 export {
   candleAt,
   candleValuesAt,

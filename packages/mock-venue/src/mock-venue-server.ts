@@ -3,12 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
 import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
+import { ScopeLimits } from './internal/scope-limits.js';
 import { VenueCounters } from './internal/venue-counters.js';
 import { isRoute, type RequestContext, type Route, type VenueEmulation } from './internal/venue-emulation.js';
 import { WindowLimiter, type OverLimitMode } from './internal/window-limiter.js';
 import {
   DEFAULT_SEED,
   effectiveLimit,
+  type EffectiveLimit,
   mergeScenario,
   MOCK_VENUES,
   parseScenario,
@@ -88,6 +90,8 @@ export class MockVenueServer implements MockVenue {
   };
   private readonly limiters: Record<MockVenueName, WindowLimiter>;
   private counters: Record<MockVenueName, VenueCounters>;
+  /** Per venue, the limits of its scopes (Xetra markets), created at a scope's first request. */
+  private scopes: Record<MockVenueName, Map<string, ScopeLimits>> = freshScopes();
   private readonly pending = new Set<Pending>();
   private readonly startedAtMs: number;
   private resetAtMs: number;
@@ -134,6 +138,7 @@ export class MockVenueServer implements MockVenue {
 
   reset(): void {
     this.counters = freshCounters();
+    this.scopes = freshScopes();
     for (const v of MOCK_VENUES) this.limiters[v].reset();
     this.resetAtMs = this.clock.now();
   }
@@ -167,6 +172,8 @@ export class MockVenueServer implements MockVenue {
         latency: c.latency(),
         windows: l.history(),
       };
+      if (this.scopes[v].size > 0)
+        venues[v].scopes = Object.fromEntries([...this.scopes[v]].sort(([a], [b]) => a.localeCompare(b)).map(([s, x]) => [s, x.stats(now)]));
     }
     return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues };
   }
@@ -187,6 +194,7 @@ export class MockVenueServer implements MockVenue {
     this.current = scenario;
     for (const v of MOCK_VENUES) {
       this.limiters[v].update(effectiveLimit(v, scenario.venues?.[v]?.limit));
+      for (const s of this.scopes[v].values()) s.limiter.update(effectiveLimit(v, scenario.venues?.[v]?.limit));
       this.emulations[v].invalidate();
     }
   }
@@ -253,10 +261,17 @@ export class MockVenueServer implements MockVenue {
       send(routed);
       return;
     }
-    const decision = limiter.decide(nowMs, routed.weight);
+    const scope = routed.scope === undefined ? undefined : this.scopeLimits(venue, routed.scope, ctx.limit);
+    if (scope) scope.requests += 1;
+    const decision = scope ? scope.limiter.decide(nowMs, routed.weight) : limiter.decide(nowMs, routed.weight);
+    if (scope && decision.kind === 'accept') {
+      scope.accepted(nowMs);
+      limiter.record(nowMs, routed.weight);
+    }
     switch (decision.kind) {
       case 'reject':
         c.overLimitRequests += 1;
+        if (scope) scope.overLimitRequests += 1;
         send(emulation.tooManyRequests(ctx, decision.retryAfterMs, 'limit'));
         return;
       case 'ban':
@@ -273,6 +288,15 @@ export class MockVenueServer implements MockVenue {
         }
         return;
     }
+  }
+
+  private scopeLimits(venue: MockVenueName, scope: string, limit: EffectiveLimit): ScopeLimits {
+    let s = this.scopes[venue].get(scope);
+    if (!s) {
+      s = new ScopeLimits(limit);
+      this.scopes[venue].set(scope, s);
+    }
+    return s;
   }
 
   private serve(ctx: RequestContext, c: VenueCounters, res: ServerResponse, route: Route, emulation: VenueEmulation, arrival: number): void {
@@ -385,6 +409,10 @@ export async function startMockVenue(options: MockVenueOptions = {}): Promise<Mo
 
 function freshCounters(): Record<MockVenueName, VenueCounters> {
   return Object.fromEntries(MOCK_VENUES.map((v) => [v, new VenueCounters()])) as Record<MockVenueName, VenueCounters>;
+}
+
+function freshScopes(): Record<MockVenueName, Map<string, ScopeLimits>> {
+  return Object.fromEntries(MOCK_VENUES.map((v) => [v, new Map<string, ScopeLimits>()])) as Record<MockVenueName, Map<string, ScopeLimits>>;
 }
 
 function inWindows(windows: readonly TimeWindow[] | undefined, nowMs: number): boolean {

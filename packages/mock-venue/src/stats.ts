@@ -23,7 +23,10 @@ export interface VenueStats {
   limit: number;
   /** Length of the clock-aligned window (`start = floor(now / windowMs) * windowMs`). */
   windowMs: number;
-  /** Largest accepted weight in any one aligned window. Never above `limit` while the limiter is enabled. */
+  /**
+   * Largest accepted weight in any one aligned window. Never above `limit` while the limiter is enabled,
+   * except on a venue limited per scope (Xetra), whose venue figures add up its scopes: see `scopes`.
+   */
   maxWindowWeight: number;
   /** Accepted weight in the current window. */
   currentWindowWeight: number;
@@ -58,6 +61,24 @@ export interface VenueStats {
   latency: LatencySummary;
   /** Accepted weight of the latest aligned windows (up to 64, oldest first; may include booked future windows). */
   windows: Array<{ startMs: number; weight: number }>;
+  /** Venues limited per scope (Xetra: per market): each scope's own accounting, by scope name. */
+  scopes?: Record<string, ScopeStats>;
+}
+
+/** One scope (Xetra market) of a venue limited per scope: the venue's limit applies to each scope alone. */
+export interface ScopeStats {
+  requests: number;
+  weightUsed: number;
+  limit: number;
+  windowMs: number;
+  /** Largest accepted weight in any one aligned window of this scope; never above `limit` while the limiter is enabled. */
+  maxWindowWeight: number;
+  currentWindowWeight: number;
+  /** Requests of this scope answered 429 by its limiter. */
+  overLimitRequests: number;
+  windows: Array<{ startMs: number; weight: number }>;
+  /** Arrival times (epoch ms, the emulation's clock) of the latest 2048 accepted requests, in arrival order. */
+  arrivals: number[];
 }
 
 /** `GET /_mock/stats`. */

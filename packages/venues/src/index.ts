@@ -8,4 +8,4 @@ export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binan
 export { LimitlessAdapter, LIMITLESS_MAX_PAGE_SIZE, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
 export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
-export { XetraAdapter, XETRA_MARKETS, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
+export { XetraAdapter, XETRA_DEFAULTS, XETRA_MARKETS, xetraBackoffMs, type XetraAdapterOptions } from './xetra/xetra-adapter.js';

@@ -3,6 +3,9 @@ import {
   type Connector,
   type ConnectorInput,
   DEFAULT_MAX_INFLIGHT,
+  PACED_VENUES,
+  PACINGS,
+  type Pacing,
   effectiveLimit,
   formatDurationMs,
   parseOrThrow,
@@ -23,6 +26,7 @@ interface UpsertOptions {
   freeze?: number;
   freezeMax?: number;
   freezeReset?: number;
+  pacing?: Pacing;
   json?: boolean;
 }
 
@@ -49,9 +53,17 @@ export function registerConnectors(program: Command): void {
     )
     .option('--freeze-max <duration>', 'cap of the freeze escalation after repeated 429s (default 15m)', duration('--freeze-max'))
     .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
+    .option(
+      '--pacing <pacing>',
+      "venues budgeted per market (xetra): even spaces each market's requests period/limit apart, burst allows the limit back to back (default even)",
+      oneOf('--pacing', PACINGS),
+    )
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
+      if (opts.pacing !== undefined && !PACED_VENUES.includes(name)) {
+        throw new ValidationError('--pacing', `a venue budgeted per market (${PACED_VENUES.join(', ')})`, name);
+      }
       const saved = await withStore(cmd, async (store) => {
         const existing = await store.connectors.get(name);
         if (!existing) {
@@ -72,6 +84,7 @@ export function registerConnectors(program: Command): void {
           ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
           ...(opts.freezeMax !== undefined ? { freezeMaxMs: opts.freezeMax } : {}),
           ...(opts.freezeReset !== undefined ? { freezeResetMs: opts.freezeReset } : {}),
+          ...(opts.pacing !== undefined ? { pacing: opts.pacing } : {}),
         };
         return store.connectors.upsert(input);
       });
@@ -124,7 +137,7 @@ export function registerConnectors(program: Command): void {
 
 function printConnectors(list: Connector[]): void {
   printTable(
-    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'BASE URL'],
+    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'PACING', 'BASE URL'],
     list.map((c) => [
       c.venue,
       c.status,
@@ -133,6 +146,7 @@ function printConnectors(list: Connector[]): void {
       effectiveLimit(c.rateLimit),
       formatDurationMs(c.rateLimit.periodMs),
       c.maxInflight,
+      c.pacing ?? '-',
       c.baseUrl,
     ]),
   );

@@ -25,6 +25,11 @@ export interface RequestContext {
 /** A recognised endpoint: its weight, and the handler that builds the answer once the limiter accepts. */
 export interface Route {
   weight: number;
+  /**
+   * The part of the venue with a limit of its own (Xetra: the market): the request is decided by that
+   * scope's limiter, which allows the venue's whole limit per scope, instead of the venue's.
+   */
+  scope?: string;
   handle(): Reply;
 }
 

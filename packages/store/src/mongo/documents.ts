@@ -1,8 +1,8 @@
 import type { Collection, Db } from 'mongodb';
 import type { Backfill, BackfillChunk, Connector, Gap, Job, RateLimitPolicyName, ConnectorStatus } from '@tickfleet/core';
 
-/** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
-export type ConnectorDoc = Omit<Connector, 'freezeResetMs'> & { _id: string; freezeResetMs?: number | null };
+/** Mongo stores an absent `freezeResetMs` or `pacing` as null (a $setOnInsert of undefined). */
+export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'pacing'> & { _id: string; freezeResetMs?: number | null; pacing?: Connector['pacing'] | null };
 export type JobDoc = Job & { _id: string };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
@@ -75,6 +75,7 @@ export function toConnector(d: ConnectorDoc): Connector {
     // Documents written before the escalation settings existed carry neither field.
     freezeMaxMs: d.freezeMaxMs ?? 900_000,
     ...(d.freezeResetMs != null ? { freezeResetMs: d.freezeResetMs } : {}),
+    ...(d.pacing != null ? { pacing: d.pacing } : {}),
     aimd: d.aimd,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,

@@ -94,6 +94,10 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE connectors ADD COLUMN freeze_max_ms INTEGER NOT NULL DEFAULT 900000;
   ALTER TABLE connectors ADD COLUMN freeze_reset_ms INTEGER;
   `,
+  // Per-scope pacing of venues budgeted per market (Xetra): 'even' | 'burst'; null: even.
+  `
+  ALTER TABLE connectors ADD COLUMN pacing TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,4 +1,4 @@
-import type { Backfill, BackfillStatus, Connector, ConnectorStatus, Gap, GapKind, Job, JobType, RateLimitPolicyName, Timeframe } from '@tickfleet/core';
+import type { Backfill, BackfillStatus, Connector, ConnectorStatus, Gap, GapKind, Job, JobType, Pacing, RateLimitPolicyName, Timeframe } from '@tickfleet/core';
 
 export interface ConnectorRow {
   venue: string;
@@ -12,6 +12,7 @@ export interface ConnectorRow {
   freeze_ms: number;
   freeze_max_ms: number;
   freeze_reset_ms: number | null;
+  pacing: Pacing | null;
   aimd: string;
   created_at: number;
   updated_at: number;
@@ -27,6 +28,7 @@ export function toConnector(r: ConnectorRow): Connector {
     freezeMs: r.freeze_ms,
     freezeMaxMs: r.freeze_max_ms,
     ...(r.freeze_reset_ms !== null ? { freezeResetMs: r.freeze_reset_ms } : {}),
+    ...(r.pacing !== null ? { pacing: r.pacing } : {}),
     aimd: JSON.parse(r.aimd) as Connector['aimd'],
     createdAt: r.created_at,
     updatedAt: r.updated_at,
