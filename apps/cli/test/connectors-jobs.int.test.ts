@@ -56,6 +56,33 @@ describe('tickfleet connectors and jobs', () => {
     expect(JSON.parse((await cli('connectors', 'resume', 'binance', '--json')).stdout).status).toBe('active');
   });
 
+  it("sets a xetra connector's per-market pacing: burst on create, even on update, other fields kept", async () => {
+    const created = await cli(
+      'connectors',
+      'upsert',
+      'xetra',
+      '--base-url',
+      'https://mfs.deutsche-boerse.com/api',
+      '--limit',
+      '5',
+      '--period',
+      '2s',
+      '--pacing',
+      'burst',
+      '--json',
+    );
+    expect(created.stderr).toBe('');
+    expect(JSON.parse(created.stdout)).toMatchObject({ venue: 'xetra', pacing: 'burst', rateLimit: { limit: 5, periodMs: 2000 } });
+    const updated = JSON.parse((await cli('connectors', 'upsert', 'xetra', '--pacing', 'even', '--json')).stdout);
+    expect(updated).toMatchObject({ pacing: 'even', baseUrl: 'https://mfs.deutsche-boerse.com/api', rateLimit: { limit: 5, periodMs: 2000 } });
+    // an update without --pacing keeps it
+    expect(JSON.parse((await cli('connectors', 'upsert', 'xetra', '--limit', '4', '--json')).stdout)).toMatchObject({
+      pacing: 'even',
+      rateLimit: { limit: 4 },
+    });
+    expect((await cli('connectors', 'list')).stdout).toMatch(/^VENUE.*\bPACING\b.*\nxetra\s.*\beven\b/s);
+  });
+
   it('adds jobs, prints the id, lists, shows, disables and enables them', async () => {
     await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000');
     const added = await cli('jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--since', '2024-01-01', '--priority', '5');
@@ -88,6 +115,11 @@ describe('tickfleet connectors and jobs', () => {
       /invalid --policy: expected one of fixed-window, gcra/,
     ],
     [['connectors', 'upsert', 'kraken', '--limit', '5'], /invalid --base-url/],
+    [['connectors', 'upsert', 'xetra', '--base-url', 'https://x.io', '--limit', '5', '--pacing', 'jittery'], /invalid --pacing: expected one of even, burst/],
+    [
+      ['connectors', 'upsert', 'binance', '--base-url', 'https://x.io', '--limit', '5', '--pacing', 'even'],
+      /invalid --pacing: expected a venue budgeted per market \(xetra\), got "binance"/,
+    ],
     [['connectors', 'pause', 'nosuch'], /invalid venue: expected an existing connector/],
     [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '7m'], /invalid --timeframe: expected one of 1m, 3m/],
     [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT'], /invalid --timeframe/],

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
-import { aimdLimitsFor, BudgetGate, FleetVenueControl, FreezeWatch, startConcurrency, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
+import { aimdLimitsFor, BudgetGate, FleetVenueControl, FreezeWatch, ScopedBudgets, startConcurrency, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
@@ -112,6 +112,8 @@ export class FleetWorker {
       metrics: this.metrics,
       freezes: this.freezeWatch,
       fallback: this.fallback,
+      // Xetra's markets each have a budget of their own, in the fleet Redis next to the venue's freeze.
+      scopes: new ScopedBudgets(connection, { connectors: options.store.connectors, prefix: this.prefix, clock: this.clock }),
       logger: options.logger,
     });
     await this.refreshConnectors();

@@ -388,7 +388,7 @@ export class UnitExecutor {
     if (!isFileSource(adapter)) throw new TransientError(job.venue, `${job.venue} publishes no files`);
     const dayMs = unit.fromMs ?? alignDown(this.options.clock.now(), '1d');
     const date = new Date(dayMs).toISOString().slice(0, 10);
-    const files = (await adapter.listFiles(date, { signal }))
+    const files = (await adapter.listFiles(date, { signal, markets: [job.symbol] }))
       .filter((f) => f.market === job.symbol)
       .sort((a, b) => (a.minuteMs ?? 0) - (b.minuteMs ?? 0) || a.name.localeCompare(b.name));
     let records = 0;

@@ -208,6 +208,9 @@ export class VenueRunner {
       rateLimitWindowMs: connector.rateLimit.periodMs,
       // The fleet-wide cap: Finnhub spaces requests by it to stay under its per-second cap.
       maxInflight: connector.maxInflight,
+      // Adapters that pace in-process (Xetra, per market) leave it to the gate, which paces each
+      // market fleet-wide with the connector's limit and pacing.
+      pacing: 'off',
       ...this.options.adapterOptions,
     });
   }

@@ -86,6 +86,8 @@ describe('fleet: order-book polling and daily files', () => {
     const atCursor = (tradesInFile(xetraFileName('DETR', cursor), DEFAULT_SEED) ?? []).map((t) => t.transIdCode);
     expect(atCursor.length).toBeGreaterThan(0);
     for (const id of atCursor) expect(stored.has(id)).toBe(true);
+    // The unit listed and downloaded only its own market (one listing, not one per market).
+    expect(Object.keys((await fleet.mockStats('xetra')).scopes ?? {})).toEqual(['DETR']);
 
     // Heartbeat lines (every 5 s in tests) carry the per-venue counters.
     await waitFor(() => /"venue":"polymarket".*"msg":"venue heartbeat"/.test(worker.output()), 'a polymarket heartbeat line', { timeoutMs: 60_000 });

@@ -2,6 +2,7 @@ import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, t
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
+import type { ScopedBudgets } from './scoped-budgets.js';
 import type { FallbackBudget } from './store-outage-fallback.js';
 
 /** What the gate needs to know about fleet-wide venue state (`FleetVenueControl` reads the freeze record). */
@@ -49,6 +50,11 @@ export interface BudgetGateOptions {
   freezes: FreezeSource;
   clock: Clock;
   metrics: BudgetGateMetrics;
+  /**
+   * Budgets of venues limited per scope (Xetra's markets): a request that names a `scope` spends
+   * from that scope's budget instead of the venue's. Without them, every request spends from its venue's.
+   */
+  scopes?: Pick<ScopedBudgets, 'acquire'>;
   /** Fallback while the store is unreachable; without one, an unreachable store fails the request. */
   fallback?: FallbackBudget;
   /**
@@ -104,7 +110,7 @@ export class BudgetGate {
    * may go, throws BudgetExhaustedError (yield the unit until its `retryAtMs`) or
    * RequestTooHeavyError (the request can never fit the venue's window).
    */
-  async beforeRequest({ venue, weight }: BeforeRequestInfo): Promise<void> {
+  async beforeRequest({ venue, weight, scope }: BeforeRequestInfo): Promise<void> {
     const { clock, freezes } = this.options;
     for (;;) {
       // Both marks live in Redis (a FreezeWatch keeps them between announced changes): read together.
@@ -118,7 +124,9 @@ export class BudgetGate {
         await sleep(band.toMs - now);
         continue;
       }
-      const result = await this.acquire(venue, weight, fleetFallbackUntil);
+      const scopes = this.options.scopes;
+      const result =
+        scope !== undefined && scopes ? await this.acquireScoped(scopes, venue, scope, weight) : await this.acquire(venue, weight, fleetFallbackUntil);
       if (result.ok) return;
       const waitMs = result.retryAtMs - clock.now();
       if (waitMs > this.maxInlineWaitMs) {
@@ -166,6 +174,38 @@ export class BudgetGate {
     const { fallback, freezes } = this.options;
     if (!fallback || fallback.isActive(venue)) return 0;
     return freezes.fleetFallbackUntil ? freezes.fleetFallbackUntil(venue) : fallback.fleetFallbackUntil(venue);
+  }
+
+  /**
+   * A scope's budget (no fixed window, so no boundary guard): a refusal carries the scope's next
+   * free time. While Redis is unreachable the worker budgets on its fallback share of the venue.
+   */
+  private async acquireScoped(
+    scopes: Pick<ScopedBudgets, 'acquire'>,
+    venue: string,
+    scope: string,
+    weight: number,
+  ): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
+    const { fallback, metrics } = this.options;
+    try {
+      const r = await scopes.acquire(venue, scope, weight);
+      if (fallback?.isActive(venue)) {
+        // Redis answers again: the scopes' budgets are shared once more.
+        fallback.deactivate(venue);
+        metrics.fallbackActive.set({ venue }, 0);
+      }
+      if (r.ok) {
+        metrics.budgetLimit.set({ venue }, r.limit);
+        return { ok: true };
+      }
+      if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
+      if (r.reason !== 'exhausted') throw new BudgetExhaustedError(venue, Math.max(r.retryAtMs, this.options.clock.now() + PAUSED_RECHECK_MS));
+      return { ok: false, retryAtMs: r.retryAtMs };
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
+      metrics.fallbackActive.set({ venue }, 1);
+      return await fallback.tryAcquire(venue, weight);
+    }
   }
 
   private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {

@@ -28,6 +28,7 @@ export {
   type ControlStep,
 } from './fleet-venue-control.js';
 export { FreezeWatch, type FreezeWatchOptions } from './freeze-watch.js';
+export { DEFAULT_PACING, ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
 export { OutcomeReporter, type OutcomeReporterOptions } from './outcome-reporter.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';

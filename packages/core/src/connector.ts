@@ -105,6 +105,18 @@ export type BookCooldownSettings = z.infer<typeof BookCooldownSettings>;
 export const DEFAULT_BOOK_COOLDOWN: BookCooldownSettings = Object.freeze({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
 
 /**
+ * How requests of a venue budgeted per scope (Xetra: one budget per market) are spread over the
+ * period, fleet-wide: `even` spaces them `periodMs / limit` apart (no bursts, the proactive-limiter
+ * design's default), `burst` lets up to the limit go back to back, then none until the oldest of
+ * them is a whole period old (a strict sliding window).
+ */
+export const PACINGS = ['even', 'burst'] as const;
+export const Pacing = z.enum(PACINGS);
+export type Pacing = z.infer<typeof Pacing>;
+/** Venues whose limit applies per scope (Xetra: per market), the only ones a `pacing` means anything to. */
+export const PACED_VENUES: readonly string[] = Object.freeze(['xetra']);
+
+/**
  * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
  * venue. Polygon serves one slow request at a time on its plans, so one unit; Alpaca, Finnhub and
  * FRED get two (the per-vendor executor design's caps, ready for when those venues land). A venue
@@ -143,12 +155,18 @@ export const Connector = z
      * next 429 is frozen for `freezeMs` again. Absent: `freezeMs`.
      */
     freezeResetMs: z.number().int().positive().optional(),
+    /** Venues budgeted per scope (Xetra's markets): how each scope's requests are spread. Absent: `even`. */
+    pacing: Pacing.optional(),
     aimd: AimdSettings.default(() => AimdSettings.parse({})),
     bookCooldown: BookCooldownSettings.default({ ...DEFAULT_BOOK_COOLDOWN }),
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })
   .refine((c) => c.freezeMaxMs >= c.freezeMs, { message: 'a cap at least freezeMs (--freeze-max >= --freeze)', path: ['freezeMaxMs'] })
+  .refine((c) => c.pacing === undefined || PACED_VENUES.includes(c.venue), {
+    message: `a pacing only for a venue budgeted per market (${PACED_VENUES.join(', ')})`,
+    path: ['pacing'],
+  })
   .transform(({ maxInflight, ...c }) => ({ ...c, maxInflight: maxInflight ?? defaultMaxInflight(c.venue) }));
 export type Connector = z.infer<typeof Connector>;
 /** What a caller gives to create or update a connector; defaults fill the rest. */

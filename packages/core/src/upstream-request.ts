@@ -9,6 +9,11 @@ export interface BeforeRequestInfo {
   endpoint: string;
   /** Weight this request costs in the venue's budget. */
   weight: number;
+  /**
+   * The part of the venue with a limit of its own (Xetra: the market, `DETR`): the request is spent
+   * from that scope's budget instead of the venue's. Absent for venues with one limit.
+   */
+  scope?: string;
   /** The abort signal the caller passed with the call that sends it: lets a caller tell whose request it is (the worker counts weight per unit by it). */
   signal?: AbortSignal;
 }

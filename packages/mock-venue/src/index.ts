@@ -19,7 +19,7 @@ export {
   type StreamVenueName,
   type EffectiveLimit,
 } from './scenario.js';
-export type { LatencySummary, MockVenueStats, StreamStats, VenueStats } from './stats.js';
+export type { LatencySummary, MockVenueStats, ScopeStats, StreamStats, VenueStats } from './stats.js';
 export {
   candleAt,
   candleValuesAt,

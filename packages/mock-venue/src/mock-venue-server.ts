@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
 import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
+import { ScopeLimits } from './internal/scope-limits.js';
 import { VenueCounters } from './internal/venue-counters.js';
 import { isRoute, type RequestContext, type Route, type VenueEmulation } from './internal/venue-emulation.js';
 import { SlidingWindowLimiter } from './internal/sliding-window-limiter.js';
@@ -12,6 +13,7 @@ import {
   DEFAULT_SEED,
   effectiveLimit,
   gammaLimit,
+  type EffectiveLimit,
   mergeScenario,
   MOCK_VENUES,
   parseScenario,
@@ -105,6 +107,8 @@ export class MockVenueServer implements MockVenue {
   /** Polymarket's Gamma API limit, apart from its CLOB limit (`limiters.polymarket`). */
   private readonly gamma = new SlidingWindowLimiter(gammaLimit(undefined), 'delay');
   private counters: Record<MockVenueName, VenueCounters>;
+  /** Per venue, the limits of its scopes (Xetra markets), created at a scope's first request. */
+  private scopes: Record<MockVenueName, Map<string, ScopeLimits>> = freshScopes();
   private readonly pending = new Set<Pending>();
   private readonly startedAtMs: number;
   private resetAtMs: number;
@@ -157,6 +161,7 @@ export class MockVenueServer implements MockVenue {
 
   reset(): void {
     this.counters = freshCounters();
+    this.scopes = freshScopes();
     for (const v of MOCK_VENUES) {
       this.limiters[v].reset();
       this.emulations[v].reset?.();
@@ -196,6 +201,8 @@ export class MockVenueServer implements MockVenue {
         windows: l.history(),
         ...(this.emulations[v].extraStats ? { extra: this.emulations[v].extraStats() } : {}),
       };
+      if (this.scopes[v].size > 0)
+        venues[v].scopes = Object.fromEntries([...this.scopes[v]].sort(([a], [b]) => a.localeCompare(b)).map(([s, x]) => [s, x.stats(now)]));
     }
     const clob = this.limiters.polymarket;
     if (clob instanceof SlidingWindowLimiter) venues.polymarket.groups = { clob: groupStats(clob, now), gamma: groupStats(this.gamma, now) };
@@ -219,6 +226,7 @@ export class MockVenueServer implements MockVenue {
     this.current = scenario;
     for (const v of MOCK_VENUES) {
       this.limiters[v].update(effectiveLimit(v, scenario.venues?.[v]?.limit));
+      for (const s of this.scopes[v].values()) s.limiter.update(effectiveLimit(v, scenario.venues?.[v]?.limit));
       this.emulations[v].invalidate();
     }
     this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
@@ -292,10 +300,17 @@ export class MockVenueServer implements MockVenue {
       send(routed);
       return;
     }
-    const decision = (routed.limitGroup === 'gamma' ? this.gamma : limiter).decide(nowMs, routed.weight);
+    const scope = routed.scope === undefined ? undefined : this.scopeLimits(venue, routed.scope, ctx.limit);
+    if (scope) scope.requests += 1;
+    const decision = scope ? scope.limiter.decide(nowMs, routed.weight) : (routed.limitGroup === 'gamma' ? this.gamma : limiter).decide(nowMs, routed.weight);
+    if (scope && decision.kind === 'accept') {
+      scope.accepted(nowMs);
+      if (limiter instanceof WindowLimiter) limiter.record(nowMs, routed.weight);
+    }
     switch (decision.kind) {
       case 'reject':
         c.overLimitRequests += 1;
+        if (scope) scope.overLimitRequests += 1;
         send(emulation.tooManyRequests(ctx, decision.retryAfterMs, 'limit'));
         return;
       case 'ban':
@@ -312,6 +327,15 @@ export class MockVenueServer implements MockVenue {
         }
         return;
     }
+  }
+
+  private scopeLimits(venue: MockVenueName, scope: string, limit: EffectiveLimit): ScopeLimits {
+    let s = this.scopes[venue].get(scope);
+    if (!s) {
+      s = new ScopeLimits(limit);
+      this.scopes[venue].set(scope, s);
+    }
+    return s;
   }
 
   private serve(ctx: RequestContext, c: VenueCounters, res: ServerResponse, route: Route, emulation: VenueEmulation, arrival: number): void {
@@ -438,6 +462,10 @@ function groupStats(l: SlidingWindowLimiter, nowMs: number): LimitGroupStats {
 
 function freshCounters(): Record<MockVenueName, VenueCounters> {
   return Object.fromEntries(MOCK_VENUES.map((v) => [v, new VenueCounters()])) as Record<MockVenueName, VenueCounters>;
+}
+
+function freshScopes(): Record<MockVenueName, Map<string, ScopeLimits>> {
+  return Object.fromEntries(MOCK_VENUES.map((v) => [v, new Map<string, ScopeLimits>()])) as Record<MockVenueName, Map<string, ScopeLimits>>;
 }
 
 function inWindows(windows: readonly TimeWindow[] | undefined, nowMs: number): boolean {

@@ -40,7 +40,10 @@ export interface VenueStats {
   limit: number;
   /** Length of the window: clock-aligned (`start = floor(now / windowMs) * windowMs`), sliding on Polymarket. */
   windowMs: number;
-  /** Largest accepted weight in any one window (any sliding window on Polymarket). Never above `limit` while the limiter is enabled. */
+  /**
+   * Largest accepted weight in any one window (any sliding window on Polymarket). Never above `limit` while the limiter is enabled,
+   * except on a venue limited per scope (Xetra), whose venue figures add up its scopes: see `scopes`.
+   */
   maxWindowWeight: number;
   /** Accepted weight in the current window. */
   currentWindowWeight: number;
@@ -83,6 +86,24 @@ export interface VenueStats {
   groups?: Record<'clob' | 'gamma', LimitGroupStats>;
   /** Counters of limits a venue enforces besides its window (Finnhub: `maxPerSecond`, `burstRejected`, `burstLimitPerSecond`). */
   extra?: Record<string, number>;
+  /** Venues limited per scope (Xetra: per market): each scope's own accounting, by scope name. */
+  scopes?: Record<string, ScopeStats>;
+}
+
+/** One scope (Xetra market) of a venue limited per scope: the venue's limit applies to each scope alone. */
+export interface ScopeStats {
+  requests: number;
+  weightUsed: number;
+  limit: number;
+  windowMs: number;
+  /** Largest accepted weight in any one aligned window of this scope; never above `limit` while the limiter is enabled. */
+  maxWindowWeight: number;
+  currentWindowWeight: number;
+  /** Requests of this scope answered 429 by its limiter. */
+  overLimitRequests: number;
+  windows: Array<{ startMs: number; weight: number }>;
+  /** Arrival times (epoch ms, the emulation's clock) of the latest 2048 accepted requests, in arrival order. */
+  arrivals: number[];
 }
 
 /** `GET /_mock/stats`. */

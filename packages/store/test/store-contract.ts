@@ -89,6 +89,15 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await store.connectors.get('polygon')).toEqual(again);
       });
 
+      it("keeps a xetra connector's per-market pacing across upserts that do not name one", async () => {
+        expect((await store.connectors.upsert(connector('xetra'))).pacing).toBeUndefined();
+        expect((await store.connectors.upsert(connector('xetra', { pacing: 'burst' }))).pacing).toBe('burst');
+        const again = await store.connectors.upsert(connector('xetra', { maxInflight: 2 }));
+        expect(again).toMatchObject({ pacing: 'burst', maxInflight: 2 });
+        expect(await store.connectors.get('xetra')).toEqual(again);
+        await expect(store.connectors.upsert(connector('binance', { pacing: 'even' }))).rejects.toThrow(/pacing/);
+      });
+
       it('keeps status across upserts that do not name one', async () => {
         await store.connectors.upsert(connector('kraken'));
         await store.connectors.setStatus('kraken', 'paused');

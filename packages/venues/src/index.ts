@@ -23,4 +23,4 @@ export { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-ad
 export { PolygonAuthError } from './polygon/polygon-auth-error.js';
 export { PolygonPlanError } from './polygon/polygon-plan-error.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
-export { XetraAdapter, XETRA_MARKETS, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
+export { XetraAdapter, XETRA_DEFAULTS, XETRA_MARKETS, xetraBackoffMs, type XetraAdapterOptions } from './xetra/xetra-adapter.js';

@@ -98,8 +98,14 @@ export interface FileRef {
   minuteMs?: number;
 }
 
+/** Options of `FileSource.listFiles`. */
+export interface ListFilesOptions extends FetchOptions {
+  /** Only these markets (Xetra: `DETR`); absent: every market the adapter was configured with. */
+  markets?: readonly string[];
+}
+
 export interface FileSource {
-  listFiles(date: string, options?: FetchOptions): Promise<FileRef[]>;
+  listFiles(date: string, options?: ListFilesOptions): Promise<FileRef[]>;
   fetchFile(ref: FileRef, options?: FetchOptions): Promise<{ trades: Trade[]; envelopes: Envelope[] }>;
 }
 

@@ -45,6 +45,8 @@ export interface HttpRequest {
   signal?: AbortSignal | undefined;
   /** Extra request headers (credentials of venues that take them in headers, e.g. Alpaca's `APCA-API-KEY-ID`); never logged. */
   headers?: Record<string, string>;
+  /** The part of the venue with a limit of its own (Xetra: the market); handed to `beforeRequest`. */
+  scope?: string;
 }
 
 export interface HttpResponse {
@@ -89,7 +91,13 @@ export class VenueHttpClient {
   /** Sends the request; resolves only for 2xx, throws typed errors otherwise. */
   async get(req: HttpRequest): Promise<HttpResponse> {
     req.signal?.throwIfAborted();
-    await this.hooks.beforeRequest?.({ venue: this.venue, endpoint: req.endpoint, weight: req.weight, ...(req.signal ? { signal: req.signal } : {}) });
+    await this.hooks.beforeRequest?.({
+      venue: this.venue,
+      endpoint: req.endpoint,
+      weight: req.weight,
+      ...(req.scope !== undefined ? { scope: req.scope } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const sentAtMs = this.clock.now();

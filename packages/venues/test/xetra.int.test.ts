@@ -33,7 +33,7 @@ describe('XetraAdapter against the xetra emulation over HTTP', () => {
 
   const date = new Date(Date.now() - 90 * MINUTE_MS).toISOString().slice(0, 10);
 
-  it('lists a date across markets and downloads files into exactly the venue trades, paced under the limit', async () => {
+  it('lists a date across markets and downloads files into exactly the venue trades, each market paced under its limit', async () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { xetra: { limit: { requests: 5, windowMs: 500 } } } } });
     const adapter = new XetraAdapter({ baseUrl: mock.baseUrl('xetra'), markets: ['DETR', 'DGAT'], paceRequests: 5, paceIntervalMs: 500 });
     const t0 = Date.now();
@@ -54,7 +54,9 @@ describe('XetraAdapter against the xetra emulation over HTTP', () => {
     const stats = mock.stats().venues.xetra;
     expect(stats.requests).toBe(11);
     expect(stats.responses429).toBe(0);
-    expect(stats.maxWindowWeight).toBeLessThanOrEqual(5);
+    // each market paced under its own limit
+    expect(Object.keys(stats.scopes ?? {})).toEqual(['DETR', 'DGAT']);
+    for (const market of Object.values(stats.scopes ?? {})) expect(market.maxWindowWeight).toBeLessThanOrEqual(5);
   });
 
   it('falls back to exponential backoff when the venue is stricter than the pacing, and still gets every file', async () => {

@@ -4,6 +4,9 @@ import {
   type ConnectorInput,
   DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
+  PACED_VENUES,
+  PACINGS,
+  type Pacing,
   effectiveLimit,
   formatDurationMs,
   parseOrThrow,
@@ -29,6 +32,7 @@ interface UpsertOptions {
   cooldownMinPolls?: number;
   cooldownWindow?: number;
   cooldown?: number;
+  pacing?: Pacing;
   json?: boolean;
 }
 
@@ -68,9 +72,17 @@ export function registerConnectors(program: Command): void {
     .option('--cooldown-min-polls <n>', 'order books: polls a window needs before it can cool the venue down (default 5)', positiveInt('--cooldown-min-polls'))
     .option('--cooldown-window <duration>', 'order books: the window failures are counted in, one polling interval (default 5s)', duration('--cooldown-window'))
     .option('--cooldown <duration>', "order books: how long the venue's book polls pause once cooled down (default 30s)", duration('--cooldown'))
+    .option(
+      '--pacing <pacing>',
+      "venues budgeted per market (xetra): even spaces each market's requests period/limit apart, burst allows the limit back to back (default even)",
+      oneOf('--pacing', PACINGS),
+    )
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
+      if (opts.pacing !== undefined && !PACED_VENUES.includes(name)) {
+        throw new ValidationError('--pacing', `a venue budgeted per market (${PACED_VENUES.join(', ')})`, name);
+      }
       const saved = await withStore(cmd, async (store) => {
         const existing = await store.connectors.get(name);
         if (!existing) {
@@ -103,6 +115,7 @@ export function registerConnectors(program: Command): void {
                 },
               }
             : {}),
+          ...(opts.pacing !== undefined ? { pacing: opts.pacing } : {}),
         };
         return store.connectors.upsert(input);
       });
@@ -155,7 +168,7 @@ export function registerConnectors(program: Command): void {
 
 function printConnectors(list: Connector[]): void {
   printTable(
-    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'BASE URL'],
+    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'PACING', 'BASE URL'],
     list.map((c) => [
       c.venue,
       c.status,
@@ -164,6 +177,7 @@ function printConnectors(list: Connector[]): void {
       effectiveLimit(c.rateLimit),
       formatDurationMs(c.rateLimit.periodMs),
       c.maxInflight,
+      c.pacing ?? '-',
       c.baseUrl,
     ]),
   );

@@ -27,6 +27,11 @@ export interface Route {
   weight: number;
   /** Set when the endpoint has a limit of its own apart from the venue's (Polymarket's Gamma API). */
   limitGroup?: 'gamma';
+  /**
+   * The part of the venue with a limit of its own (Xetra: the market): the request is decided by that
+   * scope's limiter, which allows the venue's whole limit per scope, instead of the venue's.
+   */
+  scope?: string;
   handle(): Reply;
 }
 

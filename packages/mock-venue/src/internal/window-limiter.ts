@@ -107,6 +107,11 @@ export class WindowLimiter implements VenueLimiter {
     return { kind: 'reject', retryAfterMs };
   }
 
+  /** Counts weight another limiter (a scope's) accepted, so the venue's totals include it; decides nothing. */
+  record(nowMs: number, weight: number): void {
+    this.book(this.windowStart(nowMs), weight);
+  }
+
   /** Ban end (epoch ms) while a ban is in force, else null. */
   bannedUntil(nowMs: number): number | null {
     return this.banUntilMs > nowMs ? this.banUntilMs : null;

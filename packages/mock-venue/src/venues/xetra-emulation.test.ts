@@ -47,17 +47,28 @@ describe('xetra emulation', () => {
     expect(mv.stats().venues.xetra.responses4xx).toBe(3);
   });
 
-  test('pacing: 5 requests per 2 s window, then 429 until the next window', async () => {
+  test('limits per market: 5 requests per 2 s window for each market on its own, then 429 until its next window', async () => {
     mv.patchScenario({ venues: { xetra: { limit: { requests: 5, windowMs: 2000 } } } });
     // NOW is 10:30:20.000, the start of a 2 s window
     for (let i = 0; i < 5; i++) expect((await get(`${base}/DETR-posttrade`)).status).toBe(200);
     const r = await get(`${base}/DETR-posttrade`);
     expect(r.status).toBe(429);
     expect(JSON.parse(r.body.toString())).toEqual({ message: 'Too Many Requests' });
+    // DETR is spent, the other markets are not: a DETR file download counts against DETR, DFRA's listing against DFRA.
+    const detrFile = xetraFileName('DETR', Date.UTC(2024, 0, 15, 10, 29));
+    expect((await get(`${base}/download/${detrFile}`)).status).toBe(429);
+    for (let i = 0; i < 5; i++) expect((await get(`${base}/DFRA-posttrade`)).status).toBe(200);
+    expect((await get(`${base}/DFRA-posttrade`)).status).toBe(429);
     clock.advance(1999);
     expect((await get(`${base}/DETR-posttrade`)).status).toBe(429);
     clock.advance(1);
     expect((await get(`${base}/DETR-posttrade`)).status).toBe(200);
-    expect(mv.stats().venues.xetra).toMatchObject({ requests: 8, weightUsed: 6, maxWindowWeight: 5, overLimitRequests: 2, responses429: 2 });
+    const { scopes, ...venue } = mv.stats().venues.xetra;
+    // the venue's figures add up its markets
+    expect(venue).toMatchObject({ requests: 15, weightUsed: 11, overLimitRequests: 4, responses429: 4 });
+    expect(scopes?.DETR).toMatchObject({ requests: 9, weightUsed: 6, maxWindowWeight: 5, overLimitRequests: 3, limit: 5, windowMs: 2000 });
+    expect(scopes?.DFRA).toMatchObject({ requests: 6, weightUsed: 5, maxWindowWeight: 5, overLimitRequests: 1 });
+    expect(scopes?.DETR?.arrivals).toEqual([...Array(5).fill(NOW), NOW + 2000]);
+    expect(Object.keys(scopes ?? {})).toEqual(['DETR', 'DFRA']);
   });
 });

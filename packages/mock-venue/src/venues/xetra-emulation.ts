@@ -11,6 +11,10 @@ const FILE_CACHE_ENTRIES = 256;
 /**
  * Deutsche Börse post-trade files (`GET /{SOURCE}-posttrade`, `GET /download/{file}`): one gzip of
  * newline-delimited JSON records per minute with trades. Simplification: trading runs 24/7.
+ *
+ * Limits are per market (DETR, DFRA, DGAT, DEUR): a listing or a download counts against the market
+ * it names (a download's market is its file name's prefix), each market allowed the scenario's
+ * whole limit (default 5 per 2 s) on its own, counted in `stats().venues.xetra.scopes`.
  */
 export class XetraEmulation implements VenueEmulation {
   private readonly files = new Map<string, Buffer>();
@@ -21,11 +25,12 @@ export class XetraEmulation implements VenueEmulation {
     const list = /^\/([A-Z]{4})-posttrade$/.exec(ctx.path);
     if (list && isXetraSource(list[1] ?? '')) {
       const source = list[1] ?? '';
-      return { weight: 1, handle: () => this.list(ctx, source) };
+      return { weight: 1, scope: source, handle: () => this.list(ctx, source) };
     }
     if (ctx.path.startsWith('/download/')) {
       const fileName = decodeURIComponent(ctx.path.slice('/download/'.length));
-      return { weight: 1, handle: () => this.download(ctx, fileName) };
+      const market = parseXetraFileName(fileName)?.source;
+      return { weight: 1, ...(market ? { scope: market } : {}), handle: () => this.download(ctx, fileName) };
     }
     return notFound();
   }

@@ -11,6 +11,7 @@ export interface NormalizedConnector {
     freezeMs: boolean;
     freezeMaxMs: boolean;
     freezeResetMs: boolean;
+    pacing: boolean;
     aimd: boolean;
     bookCooldown: boolean;
   };
@@ -29,6 +30,7 @@ export function normalizeConnector(input: ConnectorInput): NormalizedConnector {
       freezeMs: raw.freezeMs !== undefined,
       freezeMaxMs: raw.freezeMaxMs !== undefined,
       freezeResetMs: raw.freezeResetMs !== undefined,
+      pacing: raw.pacing !== undefined,
       aimd: raw.aimd !== undefined,
       bookCooldown: raw.bookCooldown !== undefined,
     },

@@ -11,11 +11,12 @@ import {
   type Universe,
 } from '@tickfleet/core';
 
-/** Mongo stores an absent `freezeResetMs` as null (a $setOnInsert of undefined). */
-export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown'> & {
+/** Mongo stores an absent `freezeResetMs` or `pacing` as null (a $setOnInsert of undefined). */
+export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'pacing'> & {
   _id: string;
   freezeResetMs?: number | null;
   bookCooldown?: Connector['bookCooldown'];
+  pacing?: Connector['pacing'] | null;
 };
 export type JobDoc = Job & { _id: string };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
@@ -93,6 +94,7 @@ export function toConnector(d: ConnectorDoc): Connector {
     // Documents written before the escalation settings existed carry neither field.
     freezeMaxMs: d.freezeMaxMs ?? 900_000,
     ...(d.freezeResetMs != null ? { freezeResetMs: d.freezeResetMs } : {}),
+    ...(d.pacing != null ? { pacing: d.pacing } : {}),
     aimd: d.aimd,
     // Documents written before the cooldown settings existed carry none.
     bookCooldown: d.bookCooldown ?? { ...DEFAULT_BOOK_COOLDOWN },

@@ -30,6 +30,7 @@ export class MongoConnectorsRepo implements ConnectorsRepo {
     put(given.freezeMs, 'freezeMs', v.freezeMs);
     put(given.freezeMaxMs, 'freezeMaxMs', v.freezeMaxMs);
     put(given.freezeResetMs, 'freezeResetMs', v.freezeResetMs ?? null);
+    put(given.pacing, 'pacing', v.pacing ?? null);
     put(given.aimd, 'aimd', v.aimd);
     put(given.bookCooldown, 'bookCooldown', v.bookCooldown);
     const doc = await this.c.connectors.findOneAndUpdate({ _id: v.venue }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });

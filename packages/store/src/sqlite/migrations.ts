@@ -113,6 +113,10 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE jobs ADD COLUMN per_cycle INTEGER;
   `,
+  // Per-scope pacing of venues budgeted per market (Xetra): 'even' | 'burst'; null: even.
+  `
+  ALTER TABLE connectors ADD COLUMN pacing TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -8,6 +8,7 @@ import {
   type GapKind,
   type Job,
   type JobType,
+  type Pacing,
   type RateLimitPolicyName,
   type Timeframe,
 } from '@tickfleet/core';
@@ -24,6 +25,7 @@ export interface ConnectorRow {
   freeze_ms: number;
   freeze_max_ms: number;
   freeze_reset_ms: number | null;
+  pacing: Pacing | null;
   aimd: string;
   book_cooldown: string | null;
   created_at: number;
@@ -40,6 +42,7 @@ export function toConnector(r: ConnectorRow): Connector {
     freezeMs: r.freeze_ms,
     freezeMaxMs: r.freeze_max_ms,
     ...(r.freeze_reset_ms !== null ? { freezeResetMs: r.freeze_reset_ms } : {}),
+    ...(r.pacing !== null ? { pacing: r.pacing } : {}),
     aimd: JSON.parse(r.aimd) as Connector['aimd'],
     bookCooldown: r.book_cooldown === null ? { ...DEFAULT_BOOK_COOLDOWN } : (JSON.parse(r.book_cooldown) as Connector['bookCooldown']),
     createdAt: r.created_at,

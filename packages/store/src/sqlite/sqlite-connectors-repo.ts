@@ -5,7 +5,7 @@ import { normalizeConnector } from '../internal/inputs.js';
 import { bit, toConnector, type ConnectorRow } from './rows.js';
 
 const COLUMNS =
-  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, aimd, book_cooldown, created_at, updated_at';
+  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, pacing, aimd, book_cooldown, created_at, updated_at';
 
 export class SqliteConnectorsRepo implements ConnectorsRepo {
   private readonly upsertStmt: Statement;
@@ -21,7 +21,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
     // caller left out keep their stored values (`CASE WHEN :g_x`), budget state is never touched.
     this.upsertStmt = db.prepare(`
       INSERT INTO connectors (${COLUMNS})
-      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :aimd, :bookCooldown, :now, :now)
+      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :pacing, :aimd, :bookCooldown, :now, :now)
       ON CONFLICT (venue) DO UPDATE SET
         status       = CASE WHEN :g_status      THEN excluded.status       ELSE status       END,
         base_url     = excluded.base_url,
@@ -33,6 +33,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
         freeze_ms    = CASE WHEN :g_freezeMs    THEN excluded.freeze_ms    ELSE freeze_ms    END,
         freeze_max_ms   = CASE WHEN :g_freezeMaxMs   THEN excluded.freeze_max_ms   ELSE freeze_max_ms   END,
         freeze_reset_ms = CASE WHEN :g_freezeResetMs THEN excluded.freeze_reset_ms ELSE freeze_reset_ms END,
+        pacing          = CASE WHEN :g_pacing        THEN excluded.pacing          ELSE pacing          END,
         aimd         = CASE WHEN :g_aimd        THEN excluded.aimd         ELSE aimd         END,
         book_cooldown = CASE WHEN :g_bookCooldown THEN excluded.book_cooldown ELSE book_cooldown END,
         updated_at   = excluded.updated_at
@@ -56,6 +57,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       freezeMs: c.freezeMs,
       freezeMaxMs: c.freezeMaxMs,
       freezeResetMs: c.freezeResetMs ?? null,
+      pacing: c.pacing ?? null,
       aimd: JSON.stringify(c.aimd),
       bookCooldown: JSON.stringify(c.bookCooldown),
       now: this.clock.now(),
@@ -66,6 +68,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       g_freezeMs: bit(given.freezeMs),
       g_freezeMaxMs: bit(given.freezeMaxMs),
       g_freezeResetMs: bit(given.freezeResetMs),
+      g_pacing: bit(given.pacing),
       g_aimd: bit(given.aimd),
       g_bookCooldown: bit(given.bookCooldown),
     }) as ConnectorRow;

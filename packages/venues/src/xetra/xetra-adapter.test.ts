@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { MalformedPayloadError, RateLimitedError, UnrecoverableError, ValidationError } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { BeforeRequestInfo } from '../types.js';
-import { XetraAdapter } from './xetra-adapter.js';
+import { XETRA_DEFAULTS, XetraAdapter, xetraBackoffMs } from './xetra-adapter.js';
 import { caught } from '../../test/async-helpers.js';
 
 describe('XetraAdapter against documented samples', () => {
@@ -76,37 +76,83 @@ describe('XetraAdapter against documented samples', () => {
     expect(await caught(() => adapter.fetchFile(ref))).toBeInstanceOf(UnrecoverableError);
   });
 
-  it('backs off on 429 and retries through the budget hook, then gives up with RateLimitedError', async () => {
+  it("has the design's defaults: 5 requests per 2 s per market, evenly 400 ms apart, 429 retries after 2 s, 4 s, 8 s", () => {
+    expect(XETRA_DEFAULTS).toMatchObject({ requests: 5, periodMs: 2000, pacing: 'even', spacingMs: 400, maxAttempts: 4, backoffBaseMs: 2000 });
+    expect(XETRA_DEFAULTS.periodMs / XETRA_DEFAULTS.requests).toBe(XETRA_DEFAULTS.spacingMs);
+    expect(xetraBackoffMs()).toEqual([2000, 4000, 8000]);
+    expect(xetraBackoffMs({ maxAttempts: 6, backoffBaseMs: 2000, backoffMaxMs: 10_000 })).toEqual([2000, 4000, 8000, 10_000, 10_000]);
+    expect(() => new XetraAdapter({ baseUrl: server.url, pacing: 'jittery' as 'even' })).toThrow(/invalid pacing/);
+  });
+
+  it('backs off on 429 by the computed sequence through the budget hook (which sees the market), then hands over a RateLimitedError', async () => {
     let answered = 0;
     route = () => (++answered <= 2 ? { status: 429, body: '{"message":"Too Many Requests"}' } : { body: fixture('xetra/list.json') });
     const before: BeforeRequestInfo[] = [];
-    const adapter = new XetraAdapter({ baseUrl: server.url, markets: ['DETR'], backoffBaseMs: 20, hooks: { beforeRequest: async (i) => void before.push(i) } });
+    const waits: number[] = [];
+    const adapter = new XetraAdapter({
+      baseUrl: server.url,
+      markets: ['DETR'],
+      backoffBaseMs: 20,
+      pacing: 'off',
+      hooks: { beforeRequest: async (i) => void before.push(i) },
+      onBackoff: ({ waitMs }) => void waits.push(waitMs),
+    });
     const files = await adapter.listFiles('2025-10-31');
     expect(files).toHaveLength(2);
-    expect(before).toEqual([1, 2, 3].map(() => ({ venue: 'xetra', endpoint: 'list', weight: 1 })));
+    expect(before).toEqual([1, 2, 3].map(() => ({ venue: 'xetra', endpoint: 'list', weight: 1, scope: 'DETR' })));
+    expect(waits).toEqual([20, 40]);
 
+    // Always 429: the first request and three retries after base, 2x base and 4x base (the design's
+    // 2 s, 4 s, 8 s at the defaults), then the error the worker answers with a venue freeze. The
+    // venue gave no Retry-After, so the freeze is the connector's.
     route = () => ({ status: 429, body: '' });
-    const stubborn = new XetraAdapter({ baseUrl: server.url, markets: ['DETR'], backoffBaseMs: 10, maxAttempts: 3 });
+    waits.length = 0;
+    const stubborn = new XetraAdapter({
+      baseUrl: server.url,
+      markets: ['DETR'],
+      backoffBaseMs: 10,
+      pacing: 'off',
+      onBackoff: ({ waitMs }) => void waits.push(waitMs),
+    });
     const n = server.requests.length;
     const err = await caught(() => stubborn.listFiles('2025-10-31'));
     expect(err).toBeInstanceOf(RateLimitedError);
-    expect(server.requests.length - n).toBe(3);
+    expect((err as RateLimitedError).fromVenue).toBe(false);
+    expect(server.requests.length - n).toBe(4);
+    expect(waits).toEqual(xetraBackoffMs({ backoffBaseMs: 10 }));
+    expect(waits).toEqual([10, 20, 40]);
   });
 
-  it('paces requests proactively: no more than paceRequests in any paceIntervalMs', async () => {
+  it('paces each market on its own: even spaces one market window/requests apart, burst allows requests per window', async () => {
     route = () => ({ body: fixture('xetra/list.json') });
-    const sentAt: number[] = [];
-    const adapter = new XetraAdapter({
-      baseUrl: server.url,
-      markets: ['DETR', 'DFRA', 'DGAT', 'DEUR'],
-      paceRequests: 2,
-      paceIntervalMs: 300,
-      hooks: { beforeRequest: async () => void sentAt.push(performance.now()) },
-    });
-    await Promise.all([adapter.listFiles('2025-10-31'), adapter.listFiles('2025-10-30')]);
-    expect(sentAt).toHaveLength(8);
-    sentAt.sort((a, b) => a - b);
-    // any 3 consecutive starts span at least one pacing interval (small slack for timer granularity)
-    for (let i = 2; i < sentAt.length; i++) expect(sentAt[i]! - sentAt[i - 2]!).toBeGreaterThanOrEqual(290);
+    const starts = (pacing: 'even' | 'burst') => {
+      const byMarket = new Map<string, number[]>();
+      const adapter = new XetraAdapter({
+        baseUrl: server.url,
+        markets: ['DETR', 'DFRA'],
+        pacing,
+        paceRequests: 2,
+        paceIntervalMs: 300,
+        paceSlackMs: 0,
+        hooks: { beforeRequest: async (i) => void byMarket.set(i.scope!, [...(byMarket.get(i.scope!) ?? []), performance.now()]) },
+      });
+      return { adapter, byMarket };
+    };
+    const even = starts('even');
+    await Promise.all([0, 1, 2].map((d) => even.adapter.listFiles(`2025-10-2${d}`)));
+    for (const m of ['DETR', 'DFRA']) {
+      const t = even.byMarket.get(m)!;
+      expect(t).toHaveLength(3);
+      // starts of one market at least 150 ms apart (small slack for timer granularity)
+      for (let i = 1; i < t.length; i++) expect(t[i]! - t[i - 1]!).toBeGreaterThanOrEqual(145);
+    }
+    const burst = starts('burst');
+    await Promise.all([0, 1, 2, 3].map((d) => burst.adapter.listFiles(`2025-10-2${d}`)));
+    for (const m of ['DETR', 'DFRA']) {
+      const t = burst.byMarket.get(m)!;
+      expect(t).toHaveLength(4);
+      // any 3 consecutive starts of one market span at least the window
+      for (let i = 2; i < t.length; i++) expect(t[i]! - t[i - 2]!).toBeGreaterThanOrEqual(295);
+    }
   });
 });

@@ -1,10 +1,20 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
-import { MalformedPayloadError, RateLimitedError, systemClock, ValidationError, type Clock, type Envelope, type Trade, tradeEnvelope } from '@tickfleet/core';
+import {
+  MalformedPayloadError,
+  type Pacing,
+  RateLimitedError,
+  systemClock,
+  ValidationError,
+  type Clock,
+  type Envelope,
+  type Trade,
+  tradeEnvelope,
+} from '@tickfleet/core';
 import PQueue from 'p-queue';
 import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { FetchOptions, FileRef, FileSource, VenueAdapter, VenueAdapterOptions } from '../types.js';
+import type { FetchOptions, FileRef, FileSource, ListFilesOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
 import { VenueHttpClient, type HttpRequest, type HttpResponse } from '../venue-http-client.js';
 import { XetraFileList, XetraTradeRecord } from './xetra-schemas.js';
 
@@ -13,10 +23,45 @@ const gunzip = promisify(gunzipCb);
 /** Deutsche Börse post-trade sources: Xetra, Börse Frankfurt, Tradegate, and the fourth published feed. */
 export const XETRA_MARKETS = ['DETR', 'DFRA', 'DGAT', 'DEUR'] as const;
 
+/**
+ * The proactive-limiter design's figures (docs/mock-venue.md, `proactive-rate-limiting.md`): 5
+ * requests per 2 s per market, spaced evenly 400 ms apart (150 a minute, ~12 minutes for 1,800
+ * files), and after a 429 anyway retries 2 s, 4 s and 8 s later before the venue is frozen.
+ */
+export const XETRA_DEFAULTS = Object.freeze({
+  requests: 5,
+  periodMs: 2000,
+  pacing: 'even' as Pacing,
+  /** `periodMs / requests`: the gap between two requests of one market under even pacing. */
+  spacingMs: 400,
+  /** Requests per call when the venue answers 429: the first and three retries. */
+  maxAttempts: 4,
+  backoffBaseMs: 2000,
+});
+
+/**
+ * The waits before each retry after a 429 without a longer `Retry-After`: `baseMs * 2^(n-1)` for
+ * retry n, capped at `maxMs`, one fewer than `maxAttempts` (the last 429 is handed to the worker,
+ * which freezes the venue). With the defaults: [2000, 4000, 8000].
+ */
+export function xetraBackoffMs(options: { maxAttempts?: number; backoffBaseMs?: number; backoffMaxMs?: number } = {}): number[] {
+  const attempts = options.maxAttempts ?? XETRA_DEFAULTS.maxAttempts;
+  const base = options.backoffBaseMs ?? XETRA_DEFAULTS.backoffBaseMs;
+  const max = options.backoffMaxMs ?? 30_000;
+  return Array.from({ length: attempts - 1 }, (_, i) => Math.min(max, base * 2 ** i));
+}
+
 export interface XetraAdapterOptions extends VenueAdapterOptions {
   /** Markets whose files `listFiles` lists. @defaultValue ['DETR', 'DFRA', 'DGAT', 'DEUR'] */
   markets?: readonly string[];
-  /** Requests allowed per `paceIntervalMs` (proactive pacing; the service publishes no limit). @defaultValue 5 */
+  /**
+   * In-process pacing of each market (the service publishes no limit; each market is paced on its
+   * own): `even` spaces requests `paceIntervalMs / paceRequests` apart, `burst` allows `paceRequests`
+   * back to back in any rolling `paceIntervalMs`, `off` leaves pacing to the caller's `beforeRequest`
+   * hook (the fleet's budget gate paces each market fleet-wide). @defaultValue 'even'
+   */
+  pacing?: Pacing | 'off';
+  /** Requests allowed per `paceIntervalMs` and market. @defaultValue 5 */
   paceRequests?: number;
   /** @defaultValue 2000 */
   paceIntervalMs?: number;
@@ -29,10 +74,12 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
   paceSlackMs?: number;
   /** Requests per call including the first, when the service answers 429. @defaultValue 4 */
   maxAttempts?: number;
-  /** First backoff after a 429; doubles each attempt (Retry-After wins when longer). @defaultValue 1000 */
+  /** First backoff after a 429; doubles each attempt (Retry-After wins when longer). @defaultValue 2000 */
   backoffBaseMs?: number;
   /** @defaultValue 30000 */
   backoffMaxMs?: number;
+  /** Told of every wait after a 429 before the request is retried (for logs and metrics). */
+  onBackoff?: (info: { scope: string | undefined; attempt: number; waitMs: number }) => void;
   /**
    * NDJSON lines parsed (JSON.parse + validation, ~10 µs each) between yields to the event loop, so one
    * chunk holds the loop for about 5 ms. @defaultValue 500
@@ -44,10 +91,12 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
  * Deutsche Börse post-trade files (mfs.deutsche-boerse.com/api): `GET /{MARKET}-posttrade` lists a
  * market's minute files, `GET /download/{file}` returns one gzip of NDJSON trade records.
  *
- * Pacing is proactive: at most 5 requests in any rolling 2 s (+ slack; a strict sliding window), which the
- * earlier collector measured as 150 req/min, ~12 min for an 1800-file day with no 429s. Exponential
- * backoff on 429 is only the safety net, bounded to `maxAttempts`, after which a RateLimitedError
- * hands the wait to the worker.
+ * Pacing is proactive and per market (each market has a limit of its own): by default requests of
+ * one market leave evenly spaced, 5 per 2 s (+ slack), which the earlier collector measured as 150
+ * req/min, ~12 min for an 1800-file day with no 429s. Every request names its market as the budget
+ * `scope`, so the fleet's gate spends it from that market's fleet-wide budget. Exponential backoff on
+ * 429 (2 s, 4 s, 8 s) is only the safety net, after which a RateLimitedError hands the wait to the
+ * worker, which freezes the venue fleet-wide.
  */
 export class XetraAdapter implements VenueAdapter, FileSource {
   readonly venue = 'xetra';
@@ -56,25 +105,35 @@ export class XetraAdapter implements VenueAdapter, FileSource {
   private readonly baseUrl: string;
   private readonly clock: Clock;
   private readonly http: VenueHttpClient;
-  private readonly pacer: PQueue;
+  /** One in-process pacer per market (absent with `pacing: 'off'`). */
+  private readonly pacers = new Map<string, PQueue>();
+  private readonly pacing: Pacing | 'off';
+  private readonly paceRequests: number;
+  private readonly paceWindowMs: number;
   private readonly maxAttempts: number;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
+  /** The wait before retry n (index n - 1): {@link xetraBackoffMs} of the options. */
+  private readonly backoffs: readonly number[];
   private readonly parseChunkLines: number;
+  private readonly onBackoff: XetraAdapterOptions['onBackoff'];
 
   constructor(options: XetraAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.clock = options.clock ?? systemClock;
     this.markets = options.markets ?? XETRA_MARKETS;
     for (const m of this.markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
-    this.pacer = new PQueue({
-      intervalCap: intOption('paceRequests', options.paceRequests, 5, 1, 10_000),
-      interval: intOption('paceIntervalMs', options.paceIntervalMs, 2000, 1, 3_600_000) + intOption('paceSlackMs', options.paceSlackMs, 50, 0, 60_000),
-      strict: true,
-    });
-    this.maxAttempts = intOption('maxAttempts', options.maxAttempts, 4, 1, 20);
-    this.backoffBaseMs = intOption('backoffBaseMs', options.backoffBaseMs, 1000, 1, 600_000);
+    const pacing = options.pacing ?? XETRA_DEFAULTS.pacing;
+    if (pacing !== 'even' && pacing !== 'burst' && pacing !== 'off') throw new ValidationError('pacing', 'even, burst or off', pacing);
+    this.pacing = pacing;
+    this.paceRequests = intOption('paceRequests', options.paceRequests, XETRA_DEFAULTS.requests, 1, 10_000);
+    this.paceWindowMs =
+      intOption('paceIntervalMs', options.paceIntervalMs, XETRA_DEFAULTS.periodMs, 1, 3_600_000) + intOption('paceSlackMs', options.paceSlackMs, 50, 0, 60_000);
+    this.maxAttempts = intOption('maxAttempts', options.maxAttempts, XETRA_DEFAULTS.maxAttempts, 1, 20);
+    this.backoffBaseMs = intOption('backoffBaseMs', options.backoffBaseMs, XETRA_DEFAULTS.backoffBaseMs, 1, 600_000);
     this.backoffMaxMs = intOption('backoffMaxMs', options.backoffMaxMs, 30_000, 1, 3_600_000);
+    this.backoffs = xetraBackoffMs({ maxAttempts: this.maxAttempts, backoffBaseMs: this.backoffBaseMs, backoffMaxMs: this.backoffMaxMs });
+    this.onBackoff = options.onBackoff;
     this.parseChunkLines = intOption('parseChunkLines', options.parseChunkLines, 500, 1, 1_000_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
@@ -95,13 +154,21 @@ export class XetraAdapter implements VenueAdapter, FileSource {
   }
 
   /** Files of `date` (UTC `YYYY-MM-DD`) across the configured markets, sorted by market then minute. */
-  async listFiles(date: string, options: FetchOptions = {}): Promise<FileRef[]> {
+  async listFiles(date: string, options: ListFilesOptions = {}): Promise<FileRef[]> {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !Number.isFinite(Date.parse(`${date}T00:00:00Z`))) {
       throw new ValidationError('date', 'a date YYYY-MM-DD', date);
     }
+    const markets = options.markets ?? this.markets;
+    for (const m of markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
     const out: FileRef[] = [];
-    for (const market of this.markets) {
-      const res = await this.request({ endpoint: 'list', weight: this.weights.list, url: `${this.baseUrl}/${market}-posttrade`, signal: options.signal });
+    for (const market of markets) {
+      const res = await this.request({
+        endpoint: 'list',
+        weight: this.weights.list,
+        url: `${this.baseUrl}/${market}-posttrade`,
+        signal: options.signal,
+        scope: market,
+      });
       const list = parsePayload(this.venue, 'list', res.body, XetraFileList);
       const prefix = `${market}-posttrade-${date}T`;
       for (const name of list.CurrentFiles) {
@@ -115,7 +182,7 @@ export class XetraAdapter implements VenueAdapter, FileSource {
         });
       }
     }
-    return out.sort((a, b) => this.markets.indexOf(a.market) - this.markets.indexOf(b.market) || a.name.localeCompare(b.name));
+    return out.sort((a, b) => markets.indexOf(a.market) - markets.indexOf(b.market) || a.name.localeCompare(b.name));
   }
 
   /** Downloads one file, gunzips it off the event loop (zlib thread pool) and parses it in chunks. */
@@ -125,6 +192,7 @@ export class XetraAdapter implements VenueAdapter, FileSource {
       weight: this.weights.download,
       url: `${this.baseUrl}/download/${encodeURIComponent(ref.name)}`,
       signal: options.signal,
+      scope: ref.market,
     });
     let text: string;
     try {
@@ -165,6 +233,23 @@ export class XetraAdapter implements VenueAdapter, FileSource {
     return { trades, envelopes };
   }
 
+  /**
+   * The market's in-process pacer. Even: one request per `(paceIntervalMs + paceSlackMs) / requests`
+   * (410 ms at the defaults); burst: `requests` per rolling window plus slack (PQueue's strict mode).
+   */
+  private pacer(market: string): PQueue | undefined {
+    if (this.pacing === 'off') return undefined;
+    let pacer = this.pacers.get(market);
+    if (!pacer) {
+      pacer =
+        this.pacing === 'even'
+          ? new PQueue({ intervalCap: 1, interval: Math.ceil(this.paceWindowMs / this.paceRequests), strict: true })
+          : new PQueue({ intervalCap: this.paceRequests, interval: this.paceWindowMs, strict: true });
+      this.pacers.set(market, pacer);
+    }
+    return pacer;
+  }
+
   private toTrade(ref: FileRef, record: XetraTradeRecord): Trade {
     const tradeId =
       record.transIdCode ??
@@ -186,16 +271,24 @@ export class XetraAdapter implements VenueAdapter, FileSource {
 
   /** One paced request with bounded exponential backoff on 429; each attempt passes the budget hooks again. */
   private async request(req: HttpRequest): Promise<HttpResponse> {
+    const pacer = this.pacer(req.scope ?? '');
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pacer.add(() => this.http.get(req), req.signal ? { signal: req.signal } : {});
+        if (!pacer) return await this.http.get(req);
+        return await pacer.add(() => this.http.get(req), req.signal ? { signal: req.signal } : {});
       } catch (err) {
         if (!(err instanceof RateLimitedError)) throw err;
-        const backoffMs = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** (attempt - 1));
-        const waitMs = Math.max(backoffMs, err.retryAtMs - this.clock.now());
         if (attempt >= this.maxAttempts) {
-          throw new RateLimitedError(this.venue, this.clock.now() + waitMs, `${this.venue} still rate limited after ${attempt} attempts`, { cause: err });
+          // Handed to the worker, which freezes the venue fleet-wide: until the venue's Retry-After
+          // when it gave one, else for the connector's freeze (escalated on repeats).
+          const waitMs = Math.max(this.backoffBaseMs, err.retryAtMs - this.clock.now());
+          throw new RateLimitedError(this.venue, this.clock.now() + waitMs, `${this.venue} still rate limited after ${attempt} attempts`, {
+            cause: err,
+            fromVenue: err.fromVenue,
+          });
         }
+        const waitMs = Math.max(this.backoffs[attempt - 1] ?? this.backoffMaxMs, err.retryAtMs - this.clock.now());
+        this.onBackoff?.({ scope: req.scope, attempt, waitMs });
         await sleep(waitMs, req.signal);
       }
     }

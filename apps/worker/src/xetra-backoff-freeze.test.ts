@@ -1,0 +1,83 @@
+import { alignDown } from '@tickfleet/core';
+import { FleetVenueControl } from '@tickfleet/budget';
+import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { createRedisConnection, VenueQueues, type RedisClient } from '@tickfleet/queues';
+import { openSink, Pipeline } from '@tickfleet/sinks';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry } from '@tickfleet/telemetry';
+import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { FleetWorker } from './fleet-worker.js';
+
+const DAY = 86_400_000;
+
+/**
+ * A Xetra market that keeps answering 429, through a real FleetWorker (in-process, real Redis,
+ * SQLite store and sink, the emulation over HTTP): the adapter retries the download three times
+ * after its backoff (shortened here from the design's 2 s / 4 s / 8 s, whose computed values the
+ * adapter's own test asserts), then the worker freezes the venue fleet-wide for the connector's
+ * `freezeMs` (the emulation's 429 has no Retry-After), through the same record every worker reads.
+ */
+describe('worker: Xetra 429 backoff, then a venue freeze', () => {
+  let redis: TestRedis;
+  let dir: TempDir;
+  let mock: MockVenue;
+  let store: StateStore;
+  let conn: RedisClient;
+  let worker: FleetWorker | undefined;
+  let pipeline: Pipeline | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = tempDir();
+    // One request per market per 10 minutes: the listing passes, every download after it is refused.
+    mock = await startMockVenue({ scenario: { venues: { xetra: { limit: { requests: 1, windowMs: 600_000 } } } } });
+    store = await openStore(dir.sqliteUrl());
+    conn = createRedisConnection(redis.url);
+  });
+  afterAll(async () => {
+    await worker?.stop(1000);
+    await pipeline?.close();
+    await store.close();
+    conn.disconnect();
+    await mock.stop();
+    await redis.stop();
+    dir.remove();
+  });
+
+  it('retries a refused download three times, then freezes the venue for the connector freeze; only the unit’s market is asked', async () => {
+    const prefix = redis.namespace();
+    await store.connectors.upsert({
+      venue: 'xetra',
+      baseUrl: mock.baseUrl('xetra'),
+      rateLimit: { limit: 5, periodMs: 2000, headroom: 1 },
+      maxInflight: 1,
+      freezeMs: 30_000,
+      freezeMaxMs: 60_000,
+    });
+    const job = await store.jobs.upsert({ venue: 'xetra', type: 'files', symbol: 'DETR', nextRunAt: Date.now() + DAY });
+    const logger = createLogger({ role: 'worker', level: 'silent' });
+    const registry = createRegistry('worker', { defaultMetrics: false });
+    pipeline = new Pipeline({ sink: await openSink(dir.sqliteUrl('data.db')), logger, registry });
+    worker = new FleetWorker({ redisUrl: redis.url, store, pipeline, logger, registry, prefix, adapterOptions: { xetra: { backoffBaseMs: 50 } } });
+    await worker.start();
+
+    // Yesterday: a whole day of closed minutes the emulation lists.
+    const dayMs = alignDown(Date.now(), '1d') - DAY;
+    const queues = new VenueQueues(conn, { prefix });
+    await queues.enqueue([{ kind: 'daily-files', venue: 'xetra', jobId: job.id, fromMs: dayMs, toMs: dayMs + DAY, dueAt: Date.now(), enqueuedAt: Date.now() }]);
+    const control = new FleetVenueControl(conn, { prefix });
+    const frozenAt = Date.now();
+    const freeze = await waitFor(() => control.freezeOf('xetra'), 'xetra frozen after its 429s', { timeoutMs: 60_000, intervalMs: 50 });
+
+    expect(freeze.cause).toBe('429');
+    // The connector's freeze (no Retry-After from the venue), counted from the fourth 429.
+    expect(freeze.untilMs).toBeGreaterThanOrEqual(frozenAt + 30_000 - 1000);
+    expect(freeze.untilMs).toBeLessThanOrEqual(Date.now() + 30_000);
+    const stats = mock.stats().venues.xetra;
+    // One listing (accepted), then the first download and its three retries (all 429).
+    expect(Object.keys(stats.scopes ?? {})).toEqual(['DETR']);
+    expect(stats.scopes?.DETR).toMatchObject({ requests: 5, weightUsed: 1, overLimitRequests: 4 });
+    expect(stats.responses429).toBe(4);
+    await queues.close();
+  }, 90_000);
+});

@@ -1,0 +1,110 @@
+import { type Clock, type Connector, type Pacing, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { PAUSED_RETRY_MS } from './acquire-math.js';
+import type { AcquireResult } from './budget-types.js';
+import type { ConnectorLookup } from './redis-budgets.js';
+
+const COMMANDS = new URL('./commands/', import.meta.url);
+
+/** Pacing of a scope whose connector names none: the proactive-limiter design's default. */
+export const DEFAULT_PACING: Pacing = 'even';
+
+/** A scope (Xetra market) name: what goes into its Redis key. */
+const SCOPE = /^[A-Za-z0-9_-]{1,32}$/;
+
+export interface ScopedBudgetsOptions {
+  /** The venues' connectors (`store.connectors`): each scope of a venue gets its connector's limit and pacing. */
+  connectors: ConnectorLookup;
+  /** Key prefix, the fleet's (`TICKFLEET_PREFIX`). @defaultValue QUEUE_PREFIX */
+  prefix?: string;
+  clock?: Clock;
+  /** How long a connector read from the store is reused (a new limit or pacing applies within this long). @defaultValue 1000 */
+  connectorCacheMs?: number;
+}
+
+/**
+ * Budgets of a venue's scopes: one fleet-wide budget per (venue, scope), each with the venue's whole
+ * limit (`limit * headroom` per `periodMs`), for venues whose limit applies per part of the API
+ * (Xetra: per market, DETR, DFRA, DGAT, DEUR). A venue's own budget is keyed by its name alone; a
+ * scope's lives next to it under the venue's hash tag, `<prefix>:venue:{<venue>}:budget:scope:<scope>:…`,
+ * so venues without scopes are untouched and on a Redis Cluster a scope shares its venue's slot.
+ *
+ * Kept in the fleet's Redis (the one every worker already shares for queues and freezes), one Lua
+ * step per decision (`acquireScoped-2.lua`), so two workers never both take the last slot. The
+ * connector's `pacing` chooses the shape: `even` spaces grants `periodMs / (limit * headroom)` apart
+ * (5 per 2 s: 400 ms), `burst` allows `floor(limit * headroom)` back to back in any rolling period.
+ * Decisions use the caller's clock, as the SQLite budgets do. Any Redis failure is a
+ * StoreUnavailableError, which the BudgetGate answers with the worker's fallback share.
+ */
+export class ScopedBudgets {
+  private readonly prefix: string;
+  private readonly clock: Clock;
+  private readonly connectorCacheMs: number;
+  private readonly acquireCmd: LuaCommand;
+  private readonly connectorCache = new Map<string, { connector: Connector | null; readAtMs: number }>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: ScopedBudgetsOptions,
+  ) {
+    this.prefix = options.prefix ?? QUEUE_PREFIX;
+    this.clock = options.clock ?? systemClock;
+    this.connectorCacheMs = options.connectorCacheMs ?? 1000;
+    this.acquireCmd = luaCommand(redis, COMMANDS, 'acquireScoped-2.lua');
+  }
+
+  /** Spends `weight` from the budget of `scope` of `venue` in one atomic step. */
+  async acquire(venue: string, scope: string, weight: number): Promise<AcquireResult> {
+    if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
+    if (!SCOPE.test(scope)) throw new ValidationError('scope', 'letters, digits, _ or - (at most 32), such as DETR', scope);
+    const connector = await this.connector(venue);
+    const now = this.clock.now();
+    if (!connector) return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    const { limit, periodMs, headroom } = connector.rateLimit;
+    const perPeriod = limit * headroom;
+    const cap = Math.max(1, Math.floor(perPeriod + 1e-9));
+    if (connector.status !== 'active') return { ok: false, reason: connector.status, retryAtMs: now + PAUSED_RETRY_MS, limit: cap, atMs: now };
+    const pacing = connector.pacing ?? DEFAULT_PACING;
+    // Even pacing spends one weight unit per interval, so any weight fits; a sliding window holds at most `cap`.
+    if (pacing === 'burst' && weight > cap) return { ok: false, reason: 'too-heavy', retryAtMs: now, limit: cap, atMs: now };
+    const keys = [this.key(venue, scope, pacing), this.key(venue, scope, 'seq')];
+    const [ok, value] = (await this.call(() => this.acquireCmd(keys, [now, weight, Math.max(perPeriod, 1e-6), periodMs, pacing]))) as [number, string];
+    if (ok === 1) return { ok: true, used: Number(value), limit: cap, atMs: now };
+    return { ok: false, reason: 'exhausted', retryAtMs: Math.ceil(Number(value)), limit: cap, atMs: now };
+  }
+
+  /** The interval between two grants of one scope under even pacing: `periodMs / (limit * headroom)`. */
+  static spacingMs(connector: Pick<Connector, 'rateLimit'>): number {
+    const { limit, periodMs, headroom } = connector.rateLimit;
+    return periodMs / (limit * headroom);
+  }
+
+  private key(venue: string, scope: string, part: Pacing | 'seq'): string {
+    return venueKey(this.prefix, venue, `budget:scope:${scope}:${part}`);
+  }
+
+  private async connector(venue: string): Promise<Connector | null> {
+    const cached = this.connectorCache.get(venue);
+    const local = this.clock.now();
+    if (cached && local - cached.readAtMs < this.connectorCacheMs) return cached.connector;
+    try {
+      const connector = await this.options.connectors.get(venue);
+      this.connectorCache.set(venue, { connector, readAtMs: local });
+      return connector;
+    } catch (err) {
+      // The store is away but Redis may not be: the limits last read keep the scopes coordinated.
+      if (cached && err instanceof StoreUnavailableError) return cached.connector;
+      throw err;
+    }
+  }
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    if (this.redis.status !== 'ready') throw new StoreUnavailableError(`the fleet Redis is not connected (${this.redis.status}): scoped budgets unavailable`);
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw err;
+      throw new StoreUnavailableError(`scoped budget in the fleet Redis failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+}
