@@ -1,6 +1,15 @@
 import { hostname } from 'node:os';
 import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
-import { aimdLimitsFor, BudgetGate, FleetVenueControl, FreezeWatch, ScopedBudgets, startConcurrency, StoreOutageFallback, WorkerHeartbeat } from '@tickfleet/budget';
+import {
+  aimdLimitsFor,
+  BudgetGate,
+  FleetVenueControl,
+  FreezeWatch,
+  ScopedBudgets,
+  startConcurrency,
+  StoreOutageFallback,
+  WorkerHeartbeat,
+} from '@tickfleet/budget';
 import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';

@@ -21,7 +21,15 @@ import type { QueuedUnit } from '@tickfleet/queues';
 import type { GapLedger, Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { isBookSource, isCandleSource, isFileSource, isMultiSymbolCandleSource, isOptionChainSource, isSeriesSource, type VenueAdapter } from '@tickfleet/venues';
+import {
+  isBookSource,
+  isCandleSource,
+  isFileSource,
+  isMultiSymbolCandleSource,
+  isOptionChainSource,
+  isSeriesSource,
+  type VenueAdapter,
+} from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';

@@ -95,7 +95,6 @@ function payloadSchemaOf(
       return PollErrorRecord;
     case 'options':
       return OptionContract;
-    case 'files':
     case 'series':
       return SeriesObservation;
     case 'files':

@@ -1,4 +1,15 @@
-import type { AfterResponseInfo, BeforeRequestInfo, BookSnapshot, Candle, Clock, Envelope, OptionContract, SeriesObservation, Timeframe, Trade } from '@tickfleet/core';
+import type {
+  AfterResponseInfo,
+  BeforeRequestInfo,
+  BookSnapshot,
+  Candle,
+  Clock,
+  Envelope,
+  OptionContract,
+  SeriesObservation,
+  Timeframe,
+  Trade,
+} from '@tickfleet/core';
 
 export type { AfterResponseInfo, BeforeRequestInfo } from '@tickfleet/core';
 

@@ -56,7 +56,8 @@ export function readerOf(sink: Sink): DataReader {
 /** Every stored stream `data` reads: candles, and the envelope channels. */
 const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'series', 'markets', 'poll_stats', 'poll_errors'] as const;
 type DataChannel = (typeof DATA_CHANNELS)[number];
-const CHANNEL_HELP = 'candles | trades | book | options (option-chain contracts) | series (economic series, e.g. fred DGS10: observations, nulls, revisions) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
+const CHANNEL_HELP =
+  'candles | trades | book | options (option-chain contracts) | series (economic series, e.g. fred DGS10: observations, nulls, revisions) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
 
 interface RangeOptions {
   timeframe: Timeframe;
@@ -65,10 +66,6 @@ interface RangeOptions {
   to?: number;
   sink: string;
   json?: boolean;
-}
-
-interface CountOptions extends RangeOptions {
-  channel: 'candles' | 'series';
 }
 
 interface ExportOptions extends RangeOptions {
@@ -83,7 +80,9 @@ export function registerData(program: Command): void {
   sinkOption(
     data
       .command('count <venue> [symbol]')
-      .description('count stored candles of a series (count, expected by the venue trading calendar, first, last, open gaps, missing candles), or the records of another channel')
+      .description(
+        'count stored candles of a series (count, expected by the venue trading calendar, first, last, open gaps, missing candles), or the records of another channel',
+      )
       .option('--channel <channel>', CHANNEL_HELP, oneOf('--channel', DATA_CHANNELS), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
       .option('--from <date>', 'first open time for candles, receive time otherwise (ISO date, inclusive)', isoDate('--from'))

@@ -16,7 +16,16 @@ import {
   VenueName,
   DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isBookSource, isCandleSource, isFileSource, isOptionChainSource, isSeriesSource } from '@tickfleet/venues';
+import {
+  ADAPTER_VENUES,
+  createVenueAdapter,
+  hasVenueAdapter,
+  isBookSource,
+  isCandleSource,
+  isFileSource,
+  isOptionChainSource,
+  isSeriesSource,
+} from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
