@@ -57,8 +57,23 @@ describe('tickfleet up --demo', () => {
       const days = await waitFor(polygonDays, 'demo Polygon day bars in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
       expect(days.count).toBe(days.expected);
 
+      // Alpaca day bars (per-day units), Finnhub option chains over a universe, FRED's Treasury curve.
+      const records = async (args: string[]): Promise<number> => {
+        const r = await runCli(['data', 'count', ...args, '--json'], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
+        if (r.code !== 0) return 0;
+        const c = JSON.parse(r.stdout) as { count?: number; records?: number };
+        return c.count ?? c.records ?? 0;
+      };
+      for (const [what, args] of [
+        ['Alpaca day bars', ['alpaca', 'AAPL', '--timeframe', '1d']],
+        ['Finnhub option contracts', ['finnhub', '--channel', 'options']],
+        ['FRED Treasury yields', ['fred', 'DGS10', '--channel', 'series']],
+      ] as const) {
+        await waitFor(async () => (await records([...args])) > 0, `demo ${what} in the sink`, { timeoutMs: 60_000, intervalMs: 1000 });
+      }
+
       const status = (await (await fetch(`${fleet.dashboardUrl}/api/status`)).json()) as { venues: Array<{ venue: string }> };
-      expect(status.venues.map((v) => v.venue).sort()).toEqual(['binance', 'limitless', 'polygon', 'polymarket', 'xetra']);
+      expect(status.venues.map((v) => v.venue).sort()).toEqual(['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra']);
 
       const cliStatus = await runCli(['status', '--json'], { cwd: dir.path, env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined } });
       expect(cliStatus.code).toBe(0);

@@ -40,7 +40,17 @@ export function registerUp(program: Command): void {
 }
 
 async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
-  const config = cliEnv('TICKFLEET_PREFIX', 'REDIS_URL', 'TICKFLEET_SINK_URL', 'LOG_LEVEL', 'POLYGON_API_KEY');
+  const config = cliEnv(
+    'TICKFLEET_PREFIX',
+    'REDIS_URL',
+    'TICKFLEET_SINK_URL',
+    'LOG_LEVEL',
+    'POLYGON_API_KEY',
+    'FINNHUB_API_KEY',
+    'FRED_API_KEY',
+    'ALPACA_API_KEY_ID',
+    'ALPACA_API_SECRET_KEY',
+  );
   const logger = createLogger({ role: 'up', level: config.LOG_LEVEL });
   const store = storeUrl(cmd);
   const sink = opts.sink ?? config.TICKFLEET_SINK_URL;
@@ -92,7 +102,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
       TICKFLEET_SINK_URL: sink,
       TICKFLEET_HEALTH_HOST: '127.0.0.1',
       [PARENT_PID_ENV]: String(process.pid),
-      POLYGON_API_KEY: config.POLYGON_API_KEY ?? (opts.demo ? 'demo' : ''),
+      // The demo's emulations take any well-formed key; a configured key is passed on as is.
+      POLYGON_API_KEY: config.POLYGON_API_KEY ?? (opts.demo ? DEMO_KEYS.POLYGON_API_KEY : ''),
+      FINNHUB_API_KEY: config.FINNHUB_API_KEY ?? (opts.demo ? DEMO_KEYS.FINNHUB_API_KEY : ''),
+      FRED_API_KEY: config.FRED_API_KEY ?? (opts.demo ? DEMO_KEYS.FRED_API_KEY : ''),
+      ALPACA_API_KEY_ID: config.ALPACA_API_KEY_ID ?? (opts.demo ? DEMO_KEYS.ALPACA_API_KEY_ID : ''),
+      ALPACA_API_SECRET_KEY: config.ALPACA_API_SECRET_KEY ?? (opts.demo ? DEMO_KEYS.ALPACA_API_SECRET_KEY : ''),
     });
 
     if (opts.demo) {
@@ -208,12 +223,25 @@ function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   });
 }
 
+/** Keys the demo's emulations accept (FRED's must be 32 lower-case alphanumerics, Alpaca's id upper-case). */
+const DEMO_KEYS = {
+  POLYGON_API_KEY: 'demo',
+  FINNHUB_API_KEY: 'demo',
+  FRED_API_KEY: 'demodemodemodemodemodemodemodemo',
+  ALPACA_API_KEY_ID: 'PKDEMODEMODEMO',
+  ALPACA_API_SECRET_KEY: 'demo-secret-key',
+} as const;
+
 /**
  * The demo fleet: each venue emulation with its real published limits, candle jobs that start a
  * few hours back (so history arrives at once, then live candles every minute), Polymarket and
- * Limitless discovery feeding order-book polling, and Xetra's post-trade files.
+ * Limitless discovery feeding order-book polling, Xetra's post-trade files, Alpaca day bars (per-day
+ * units), Finnhub option chains over a small universe and FRED's Treasury curve.
  */
-async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string): Promise<void> {
+async function seedDemo(
+  store: StateStore,
+  baseUrl: (venue: 'alpaca' | 'binance' | 'finnhub' | 'fred' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string,
+): Promise<void> {
   const now = Date.now();
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
   await store.connectors.upsert({ venue: 'polygon', baseUrl: baseUrl('polygon'), rateLimit: { limit: 5, periodMs: 60_000 }, maxInflight: 1 });
@@ -221,6 +249,10 @@ async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'limitle
   // Limitless publishes no numeric limit; this is the emulation's opaque one (docs/mock-venue.md).
   await store.connectors.upsert({ venue: 'limitless', baseUrl: baseUrl('limitless'), rateLimit: { limit: 100, periodMs: 10_000 }, maxInflight: 2 });
   await store.connectors.upsert({ venue: 'xetra', baseUrl: baseUrl('xetra'), rateLimit: { limit: 5, periodMs: 2000, headroom: 1 }, maxInflight: 1 });
+  await store.connectors.upsert({ venue: 'alpaca', baseUrl: baseUrl('alpaca'), rateLimit: { limit: 200, periodMs: 60_000 } });
+  await store.connectors.upsert({ venue: 'finnhub', baseUrl: baseUrl('finnhub'), rateLimit: { limit: 60, periodMs: 60_000 } });
+  await store.connectors.upsert({ venue: 'fred', baseUrl: baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
+  if (!(await store.universes.get('finnhub', 'megacaps'))) await store.universes.set('finnhub', 'megacaps', ['AAPL', 'MSFT', 'NVDA']);
   const jobs = [
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
@@ -230,6 +262,9 @@ async function seedDemo(store: StateStore, baseUrl: (venue: 'binance' | 'limitle
     { venue: 'polymarket', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'limitless', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'xetra', type: 'files', symbol: 'DETR', timeframe: null, since: null },
+    { venue: 'alpaca', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d', since: now - 30 * DAY },
+    { venue: 'finnhub', type: 'options', symbol: '@megacaps', timeframe: null, since: null },
+    { venue: 'fred', type: 'series', symbol: 'treasury-curve', timeframe: null, since: now - 30 * DAY },
   ] as const;
   for (const j of jobs) {
     const existing = await store.jobs.get(jobId({ venue: j.venue, type: j.type, symbol: j.symbol, timeframe: j.timeframe ?? undefined }));
