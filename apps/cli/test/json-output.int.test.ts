@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { tradeEnvelope } from '@tickfleet/core';
 import { candleEnvelope, SqliteSink, Spool } from '@tickfleet/sinks';
@@ -17,6 +19,8 @@ const JOB = 'binance:BTC/USDT:1m:ohlcv';
 /** Stored candles of JOB, minute offsets from T0: a hole at minutes 3 and 4. */
 const STORED_MINUTES = [0, 1, 2, 5, 6];
 const SPOOLED_TRADES = 20;
+/** A JSONL sink root in the earlier `<stream>/date=…` layout, seeded before the cases run. */
+let legacyJsonlRoot = '';
 
 /** What the cases learn from earlier ones (they run in CASES order). */
 interface Seen {
@@ -192,6 +196,11 @@ const CASES: Record<string, JsonCase> = {
       expect(s.oldestReceivedAtMs).toBe(T0);
     },
   },
+  // A JSONL root in the earlier layout (seeded below): two venues' trades in one file.
+  'data migrate-jsonl': {
+    runs: () => [['data', 'migrate-jsonl', legacyJsonlRoot]],
+    check: (out) => expect(asObject(out)).toMatchObject({ streams: ['trades'], files: 1, records: { binance: 2, polymarket: 1 } }),
+  },
   'spool replay': {
     runs: () => [['spool', 'replay']],
     check: (out) => expect(asObject(out)).toMatchObject({ records: SPOOLED_TRADES, inserted: SPOOLED_TRADES, bytesLeft: 0 }),
@@ -261,6 +270,18 @@ describe('--json output of every command that declares it', () => {
         ),
       );
       await spool.close();
+      legacyJsonlRoot = fleet.dir.file('jsonl-legacy');
+      const legacy = join(legacyJsonlRoot, 'trades', 'date=2024-01-01');
+      mkdirSync(legacy, { recursive: true });
+      const lines = [
+        ['binance', 'BTC/USDT', 'a'],
+        ['polymarket', 'TOKEN1', 'b'],
+        ['binance', 'BTC/USDT', 'c'],
+      ].map(([venue, symbol, id]) => {
+        const e = tradeEnvelope({ venue: venue!, symbol: symbol!, tradeId: id!, timeMs: T0, price: '1', size: '1' }, `trade:${id}`, T0);
+        return JSON.stringify({ key: `mid:${e.messageId}`, ...e });
+      });
+      writeFileSync(join(legacy, 'part-111-1.jsonl'), `${lines.join('\n')}\n`);
     }, 180_000);
     afterAll(async () => {
       await fleet?.close();

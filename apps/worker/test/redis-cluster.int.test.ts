@@ -28,7 +28,8 @@ describe('fleet on Redis Cluster', () => {
     const since = alignDown(Date.now() - 6 * HOUR, '1m');
     for (const s of ['BTC/USDT', 'ETH/USDT'])
       await fleet.ok('jobs', 'add', 'binance', 'ohlcv', s, '--timeframe', '1m', '--since', new Date(since).toISOString());
-    await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'AAPL', '--timeframe', '1m', '--since', new Date(since).toISOString());
+    // Polygon trades in US sessions only (none on a holiday, a weekend or at night): day bars of the last weeks always exist.
+    await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(Date.now() - 14 * DAY).toISOString());
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const bf = JSON.parse(await fleet.backfill('binance', 'SOL/USDT', '1m', to - 3 * DAY, to, '--json')) as { id: string };
 
