@@ -69,6 +69,8 @@ export interface UnitExecutorOptions {
   activeSets: ActiveSets;
 }
 
+/** How far back a per-day unit's gap scan reaches: past a weekend and a holiday to the previous stored bar. */
+const SCAN_BACK_MS = 5 * 86_400_000;
 /**
  * Runs one unit of work against a venue adapter. Records reach the sink pipeline (durably: the
  * sink or the spool) before the job's cursor advances, and the cursor only moves forward, so a
@@ -205,6 +207,12 @@ export class UnitExecutor {
       }
     }
     for (const job of owing) await this.options.store.jobs.advanceCursor(job.id, dayCursor);
+    // The gap ledger checks each single-symbol job's day against the calendar (a halted symbol, a
+    // venue hole); a job over a universe has no one series the ledger could hold.
+    // A hole shows between two stored bars, so the range reaches back over a long weekend to the
+    // job's earlier bars: a missing day is found once a later day is stored (at the next unit).
+    const scan = { fromMs: unit.fromMs - SCAN_BACK_MS, toMs: unit.toMs };
+    for (const job of owing) if (universeOf(job.symbol) === null) await this.options.gapLedger?.scan(job.id, scan);
     return { outcome: 'ok', records, detail: `${session.date}: ${symbols.length} symbols, ${owing.length} jobs` };
   }
 

@@ -1,4 +1,4 @@
-import { jobId } from '@tickfleet/core';
+import { jobId, usEquitySessions } from '@tickfleet/core';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
@@ -28,9 +28,14 @@ function heartbeats(worker: FleetProcess): Partial<Record<Venue, { ok: number; s
  */
 describe('fleet: four vendors side by side (per-vendor executors)', () => {
   let fleet: FleetHarness;
+  /** A session whose AAPL day bar Alpaca does not have (a venue hole): the gap ledger must name it. */
+  const holeDay = usEquitySessions(Date.now() - 12 * DAY, Date.now() - 5 * DAY)[0]!;
   beforeAll(async () => {
     fleet = await FleetHarness.start({
-      venues: { polygon: { latencyMs: { min: 3000, max: 8000 }, limit: { requests: 5, windowMs: 60_000 } } },
+      venues: {
+        polygon: { latencyMs: { min: 3000, max: 8000 }, limit: { requests: 5, windowMs: 60_000 } },
+        alpaca: { holes: { ranges: [{ symbol: 'AAPL', timeframe: '1d', fromMs: holeDay.dayStartMs, toMs: holeDay.dayStartMs + 1 }] } },
+      },
     });
   });
   afterAll(() => fleet.stop());
@@ -80,6 +85,17 @@ describe('fleet: four vendors side by side (per-vendor executors)', () => {
         { timeoutMs: 120_000, intervalMs: 200 },
       );
       const polygonDone = fleet.mock.stats().venues.polygon.responses2xx;
+      // Per-day units feed the gap ledger: Alpaca's missing AAPL day bar is its one open gap.
+      const aaplGaps = await waitFor(
+        () =>
+          fleet.withStore(async (s) => {
+            const gaps = await s.gaps.list({ jobId: ids.alpacaDay, open: true });
+            return gaps.length > 0 ? gaps : undefined;
+          }),
+        'the alpaca hole on the gap ledger',
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
+      expect(aaplGaps.map((g) => [g.fromMs, g.toMs])).toEqual([[holeDay.dayStartMs, holeDay.dayStartMs + DAY]]);
       // Polygon was still at it: its own requests are few (5 a minute at most), far from done.
       expect(polygonBusy).toBeGreaterThan(0);
       expect(polygonDone).toBeLessThan(30);
