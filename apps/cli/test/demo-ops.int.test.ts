@@ -18,6 +18,9 @@ type QueryResult = { status: string; data: { result: Array<{ metric: Record<stri
  * (Debian's package) scrapes every role and loads the alert rules, and headless Chromium looks at
  * the dashboard the way an operator would.
  */
+/** Every venue `up --demo` seeds. */
+const DEMO_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'];
+
 describe('operations surface on a running demo fleet', () => {
   let dir: TempDir;
   let up: ChildProcess;
@@ -119,13 +122,7 @@ describe('operations surface on a running demo fleet', () => {
     expect(Number((await series('sum(tickfleet_units_total{venue="binance",outcome="ok"})'))[0]!.value[1])).toBeGreaterThan(0);
     expect(Number((await series('max(tickfleet_budget_limit{venue="binance"})'))[0]!.value[1])).toBe(5700);
     expect(Number((await series('sum(tickfleet_sink_inserted_total)'))[0]!.value[1])).toBeGreaterThan(0);
-    expect((await series('tickfleet_venue_runnable_units')).map((r) => r.metric.venue).sort()).toEqual([
-      'binance',
-      'limitless',
-      'polygon',
-      'polymarket',
-      'xetra',
-    ]);
+    expect((await series('tickfleet_venue_runnable_units')).map((r) => r.metric.venue).sort()).toEqual(DEMO_VENUES);
     expect(await series('histogram_quantile(0.95, sum by (le, venue) (rate(tickfleet_request_duration_seconds_bucket[1m])))')).not.toHaveLength(0);
 
     // The rules load and evaluate; the no-leader expression finds a leader (empty result).
@@ -158,13 +155,7 @@ describe('operations surface on a running demo fleet', () => {
         throw new Error(`${err.message}\n${fleetDiagnostics()}`);
       });
       await page.locator('tr[data-venue="binance"]').waitFor();
-      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual([
-        'binance',
-        'limitless',
-        'polygon',
-        'polymarket',
-        'xetra',
-      ]);
+      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(DEMO_VENUES);
       const cell = (venue: string, field: string) => page.locator(`tr[data-venue="${venue}"] [data-field="${field}"]`);
       expect(await cell('binance', 'status').textContent()).toBe('active');
       expect(await cell('binance', 'budget-limit').textContent()).toBe('5700');
