@@ -18,7 +18,7 @@ export {
 export type { RetryOptions } from './internal/sink-health.js';
 export { openSink, type OpenSinkOptions } from './open-sink.js';
 export { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
-export { MongoSink, type MongoSinkOptions } from './adapters/mongo-sink.js';
+export type { MongoSinkOptions } from './adapters/mongo-sink.js';
 export { JsonlSink, utcDate, type JsonlSinkOptions } from './adapters/jsonl-sink.js';
 export { migrateJsonlLayout, type JsonlMigration } from './adapters/jsonl-migrate.js';
 export { Batcher, type BatcherOptions } from './batcher.js';

@@ -18,5 +18,5 @@ export type {
 } from './state-store.js';
 export { openStore, type OpenStoreOptions } from './open-store.js';
 export { SqliteStateStore, type SqliteStoreOptions } from './sqlite/sqlite-state-store.js';
-export { MongoStateStore, type MongoStoreOptions } from './mongo/mongo-state-store.js';
-export { CLOCK_SKEW_TOLERANCE_MS, PAUSED_RETRY_MS } from '@tickfleet/budget';
+export type { MongoStoreOptions } from './mongo/mongo-state-store.js';
+export { CLOCK_SKEW_TOLERANCE_MS, PAUSED_RETRY_MS } from '@tickfleet/budget/acquire-math';

@@ -2,7 +2,6 @@ import { type Clock, systemClock } from '@tickfleet/core';
 import type { StateStore } from './state-store.js';
 import { parseStoreUrl } from './internal/store-url.js';
 import { SqliteStateStore } from './sqlite/sqlite-state-store.js';
-import { MongoStateStore } from './mongo/mongo-state-store.js';
 
 export interface OpenStoreOptions {
   /**
@@ -40,12 +39,15 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   switch (target.kind) {
     case 'sqlite':
       return SqliteStateStore.open(target.path, { clock, ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }) });
-    case 'mongodb':
+    case 'mongodb': {
+      // Loaded only for a MongoDB store: the driver costs every SQLite process (each CLI call) ~0.25 s of startup.
+      const { MongoStateStore } = await import('./mongo/mongo-state-store.js');
       return MongoStateStore.open(target.url, {
         database: target.database,
         clock,
         collectionPrefix: options.collectionPrefix ?? '',
         serverSelectionTimeoutMs: options.serverSelectionTimeoutMs ?? 10_000,
       });
+    }
   }
 }

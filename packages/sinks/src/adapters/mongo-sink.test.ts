@@ -1,6 +1,7 @@
 import { SinkUnavailableError } from '@tickfleet/core';
 import { freePort } from '@tickfleet/testkit';
-import { MongoSink, PipelineMetrics, type SinkState } from '../index.js';
+import { PipelineMetrics, type SinkState } from '../index.js';
+import { MongoSink } from './mongo-sink.js';
 import { trades } from '../../test/fixtures/envelopes.js';
 
 // Needs a server this test can stop and start on a fixed port: the in-repo wire server, so it does

@@ -1,6 +1,7 @@
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type Document } from 'mongodb';
 import { type Clock, StoreUnavailableError, ValidationError } from '@tickfleet/core';
-import { type AcquireResult, type BudgetUsage, type BudgetsRepo, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget';
+import type { AcquireResult, BudgetUsage, BudgetsRepo } from '@tickfleet/budget';
+import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
 import type { BudgetDoc, MongoCollections } from './documents.js';
 
 /** Server time of the decision, never earlier than this venue's previous decision. */

@@ -1,15 +1,8 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationError } from '@tickfleet/core';
-import {
-  type AcquireResult,
-  type BudgetUsage,
-  type BudgetsRepo,
-  CLOCK_SKEW_TOLERANCE_MS,
-  onCallerClock,
-  PAUSED_RETRY_MS,
-  toAcquireResult,
-  toBudgetUsage,
-} from '@tickfleet/budget';
+import type { AcquireResult, BudgetUsage, BudgetsRepo } from '@tickfleet/budget';
+// The policy math alone: the budget barrel also loads BullMQ, which a store-only process never needs.
+import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
 
 /*
  * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every
