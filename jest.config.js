@@ -14,5 +14,5 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json', diagnostics: false }],
   },
   testTimeout: 60_000,
-  maxWorkers: 3,
+  maxWorkers: 2,
 };

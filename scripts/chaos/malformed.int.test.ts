@@ -52,7 +52,7 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
         throw new Error(`${sent} sent so far`);
       },
       `${MALFORMED_TARGET} malformed payloads sent`,
-      { timeoutMs: 150_000, intervalMs: 250 },
+      { timeoutMs: 300_000, intervalMs: 250 },
     );
     const storm = await venue.stats();
     await venue.patch({ venues: { binance: { malformedRate: 0 } } });
@@ -66,7 +66,7 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
           return (await Promise.all(jobIds.map((id) => store.jobs.get(id)))).every((j) => (j?.cursor ?? 0) >= target);
         }),
       'every job caught up after the storm',
-      { timeoutMs: 120_000, intervalMs: 1000 },
+      { timeoutMs: 180_000, intervalMs: 1000 },
     );
 
     const stats = await venue.stats();
@@ -102,7 +102,7 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
     for (const w of workers) expect(w.child.exitCode).toBeNull();
     for (const w of workers) await fleet.stopCleanly(w);
     await fleet.stopCleanly(scheduler);
-  }, 300_000);
+  }, 600_000);
 });
 
 interface MockVenueProcess {
