@@ -22,5 +22,9 @@ describe('tickfleet jobs add alpaca', () => {
     expect(hourly.stderr).toMatch(/invalid symbol: expected one symbol for ohlcv jobs/);
     const badTicker = await cli('jobs', 'add', 'alpaca', 'ohlcv', 'BTC/USD', '--timeframe', '1d');
     expect(badTicker.stderr).toMatch(/invalid symbol: expected an Alpaca stock ticker such as AAPL or BRK\.B, got "BTC\/USD"/);
+    // One symbol, a timeframe Alpaca's per-day units do not collect: refused at once, not at run time.
+    const hourlyOne = await cli('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1h');
+    expect(hourlyOne.stderr).toMatch(/invalid --timeframe: expected a timeframe alpaca collects \(1d, 1m\), got "1h"/);
+    expect(JSON.parse((await cli('jobs', 'list', '--json')).stdout)).toHaveLength(2);
   });
 });

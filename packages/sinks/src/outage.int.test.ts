@@ -35,7 +35,9 @@ describe('outage end to end (real processes)', () => {
   it('SQLite locked by another process: the spool grows, the lock goes, replay drains, exact set', async () => {
     const db = dir.file('data.db');
     const spool = dir.file('spool');
-    const total = 1500;
+    // Enough records that plenty are still to come once the locker process (slow to start on a
+    // busy machine) holds the lock: the spool must grow by more than a segment during the outage.
+    const total = 3000;
     const producer = start('producer.ts', [
       '--sink',
       `sqlite://${db}`,
@@ -51,7 +53,7 @@ describe('outage end to end (real processes)', () => {
     await waitFor(() => pushed(producer) >= 200, 'producer under way');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
-    await waitFor(() => spoolBytes(spool) > 20_000 && listSegments(spool).length >= 2, 'spool growing during the outage');
+    await waitFor(() => spoolBytes(spool) > 20_000 && listSegments(spool).length >= 2, 'spool growing during the outage', { timeoutMs: 60_000 });
     expect(producer.lines.some((l) => / (unavailable|degraded) [1-9]/.test(l))).toBe(true);
     locker.child.kill('SIGTERM');
     await locker.exited;
@@ -60,7 +62,7 @@ describe('outage end to end (real processes)', () => {
     const sink = await openSink(`sqlite://${db}`);
     await expectExactly(sink, total);
     await sink.close();
-  });
+  }, 120_000);
 
   it('several local processes write one SQLite file concurrently (WAL, busy timeout): exact set', async () => {
     const db = dir.file('data.db');

@@ -6,6 +6,8 @@ import {
   type JobType,
   parseJobId,
   parseOrThrow,
+  calendarFor,
+  SESSION_DAY_VENUES,
   sessionDayVenueOf,
   type Timeframe,
   TIMEFRAMES,
@@ -88,7 +90,7 @@ export function registerJobs(program: Command): void {
             throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types}, and by alpaca ohlcv 1d/1m jobs)`, sym);
           }
         }
-        assertSupported(name, connector.baseUrl, jobType, sym);
+        assertSupported(name, connector.baseUrl, jobType, sym, opts.timeframe);
         return store.jobs.upsert({
           venue: name,
           type: jobType,
@@ -148,7 +150,10 @@ export function registerJobs(program: Command): void {
  * A job type the venue's adapter can collect (trade polling has no adapter yet); a series job's
  * symbol must name series the venue publishes (FRED: a series id or `treasury-curve`).
  */
-function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string): void {
+/** Candle timeframes a venue's adapter serves when not every one is (Alpaca: its per-day day and minute bars). */
+const VENUE_TIMEFRAMES: Readonly<Record<string, readonly Timeframe[]>> = { alpaca: SESSION_DAY_VENUES.alpaca!.timeframes };
+
+function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string, timeframe: Timeframe | undefined): void {
   if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
   const adapter = createVenueAdapter(venue, { baseUrl });
   const supported: JobType[] = [
@@ -160,6 +165,12 @@ function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: 
   ];
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
   if (type === 'series' && isSeriesSource(adapter)) adapter.seriesOf(symbol);
+  if (type !== 'ohlcv' || timeframe === undefined) return;
+  const allowed = VENUE_TIMEFRAMES[venue];
+  if (allowed && !allowed.includes(timeframe)) throw new ValidationError('--timeframe', `a timeframe ${venue} collects (${allowed.join(', ')})`, timeframe);
+  // Weekly bars of US equities have no grid on the trading calendar (Polygon's weeks start on a New York Sunday).
+  if (calendarFor(venue).name === 'us-equity' && timeframe === '1w')
+    throw new ValidationError('--timeframe', `a timeframe up to 1d for ${venue} (US-equity sessions)`, timeframe);
 }
 
 async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {
