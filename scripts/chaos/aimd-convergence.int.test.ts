@@ -17,8 +17,8 @@ describe('AIMD under an opaque limit that tightens', () => {
       maxInflight: 8,
       aimd: 'min=1,interval=1s,stable=2s,p95-low=3s,p95-high=10s',
       phases: [
-        { name: 'loose', limitPerSecond: 1000, requests: 60 },
-        { name: 'tight', limitPerSecond: 10, requests: 120 },
+        { name: 'loose', limitPerSecond: 1000, requests: 40 },
+        { name: 'tight', limitPerSecond: 10, requests: 90 },
       ],
       log: (line) => process.stdout.write(`${line}\n`),
     });

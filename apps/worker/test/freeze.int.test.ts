@@ -28,7 +28,7 @@ describe('fleet: a 429 storm freezes only its venue', () => {
 
   it('freezes binance for the storm, polygon goes on, and AIMD climbs back', async () => {
     await fleet.withStore(async (store) => {
-      const aimd = { min: 1, increaseAfterMs: 500, maxFailureRatio: 0.5, maxP95LatencyMs: 10_000 };
+      const aimd = { min: 1, increaseAfterMs: 500, stableMs: 500, maxFailureRatio: 0.5, maxP95LatencyMs: 10_000 };
       await store.connectors.upsert({
         venue: 'binance',
         baseUrl: fleet.mock.baseUrl('binance'),
