@@ -124,8 +124,8 @@ function weekday(year: number, month: number, day: number): number {
   return new Date(Date.UTC(year, month - 1, day)).getUTCDay();
 }
 
-/** The `n`-th `dow` of a month (n = -1: the last one). */
-function nthWeekday(year: number, month: number, dow: number, n: number): number {
+/** Day of the month of the `n`-th `dow` (0 Sunday .. 6 Saturday) of `month` (1-12); n = -1: the last one. */
+export function nthWeekday(year: number, month: number, dow: number, n: number): number {
   if (n > 0) {
     const first = weekday(year, month, 1);
     return 1 + ((dow - first + 7) % 7) + (n - 1) * 7;
@@ -135,8 +135,8 @@ function nthWeekday(year: number, month: number, dow: number, n: number): number
   return lastDay - ((last - dow + 7) % 7);
 }
 
-/** Easter Sunday (Gregorian, anonymous algorithm) as [month, day]. */
-function easter(year: number): [number, number] {
+/** Easter Sunday (Gregorian, anonymous algorithm: Meeus/Jones/Butcher) as [month 1-12, day]. */
+export function easter(year: number): [number, number] {
   const a = year % 19;
   const b = Math.floor(year / 100);
   const c = year % 100;

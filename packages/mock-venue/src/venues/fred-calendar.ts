@@ -7,6 +7,8 @@
  * (in some years SIFMA recommends an early close instead, when the jobs report falls on it), and
  * early closes (the eves of holidays) are ordinary days here, as they are in the H.15 data.
  */
+import { easter, nthWeekday as nthWeekdayOfMonth } from '@tickfleet/core';
+
 const DAY_MS = 86_400_000;
 
 /** Whether `dayMs` (UTC midnight) is a weekday on which the US bond market is closed. */
@@ -53,34 +55,17 @@ function observed(dayMs: number, fridayBefore: boolean): number | null {
   return dayMs;
 }
 
-/** The `n`th `weekday` (0 Sunday .. 6 Saturday) of `month` (0-based). */
+/** The `n`th `weekday` (0 Sunday .. 6 Saturday) of `month` (0-based), UTC midnight. */
 function nthWeekday(year: number, month: number, weekday: number, n: number): number {
-  const first = Date.UTC(year, month, 1);
-  const offset = (weekday - new Date(first).getUTCDay() + 7) % 7;
-  return first + (offset + 7 * (n - 1)) * DAY_MS;
+  return Date.UTC(year, month, nthWeekdayOfMonth(year, month + 1, weekday, n));
 }
 
 function lastWeekday(year: number, month: number, weekday: number): number {
-  const last = Date.UTC(year, month + 1, 0);
-  const back = (new Date(last).getUTCDay() - weekday + 7) % 7;
-  return last - back * DAY_MS;
+  return Date.UTC(year, month, nthWeekdayOfMonth(year, month + 1, weekday, -1));
 }
 
-/** Gregorian Easter Sunday (the anonymous Gregorian algorithm, Meeus/Jones/Butcher). */
+/** Gregorian Easter Sunday, UTC midnight. */
 function easterSunday(year: number): number {
-  const a = year % 19;
-  const b = Math.floor(year / 100);
-  const c = year % 100;
-  const d = Math.floor(b / 4);
-  const e = b % 4;
-  const f = Math.floor((b + 8) / 25);
-  const g = Math.floor((b - f + 1) / 3);
-  const h = (19 * a + b - d - g + 15) % 30;
-  const i = Math.floor(c / 4);
-  const k = c % 4;
-  const l = (32 + 2 * e + 2 * i - h - k) % 7;
-  const m = Math.floor((a + 11 * h + 22 * l) / 451);
-  const month = Math.floor((h + l - 7 * m + 114) / 31);
-  const day = ((h + l - 7 * m + 114) % 31) + 1;
+  const [month, day] = easter(year);
   return Date.UTC(year, month - 1, day);
 }
