@@ -32,12 +32,6 @@ export { DEFAULT_PACING, ScopedBudgets, type ScopedBudgetsOptions } from './scop
 export { OutcomeReporter, type OutcomeReporterOptions } from './outcome-reporter.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';
-export {
-  openRedisBudgets,
-  RedisBudgetsRepo,
-  type ConnectorLookup,
-  type OpenRedisBudgetsOptions,
-  type RedisBudgets,
-  type RedisBudgetsOptions,
-} from './redis-budgets.js';
+export type { ConnectorLookup } from './cached-connectors.js';
+export { openRedisBudgets, RedisBudgetsRepo, type OpenRedisBudgetsOptions, type RedisBudgets, type RedisBudgetsOptions } from './redis-budgets.js';
 export { openBudgets, type BudgetsHome, type OpenedBudgets } from './open-budgets.js';

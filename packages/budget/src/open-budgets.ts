@@ -1,6 +1,7 @@
 import type { Clock } from '@tickfleet/core';
 import type { BudgetsRepo } from './budget-types.js';
-import { openRedisBudgets, type ConnectorLookup } from './redis-budgets.js';
+import type { ConnectorLookup } from './cached-connectors.js';
+import { openRedisBudgets } from './redis-budgets.js';
 
 /** What a role opens its budgets from: the state store (its `budgets` and `connectors`). */
 export interface BudgetsHome {

@@ -1,15 +1,11 @@
-import { type Clock, type Connector, effectiveLimit, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
+import { type Clock, effectiveLimit, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
+import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 import { connectRedis, luaCommand, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
-
-/** Where the Redis budget reads a venue's limit, policy and status (the state store's `connectors`). */
-export interface ConnectorLookup {
-  get(venue: string): Promise<Connector | null>;
-}
 
 export interface RedisBudgetsOptions {
   /** The venues' connectors; `store.connectors` of the fleet's state store. */
@@ -59,14 +55,13 @@ export interface RedisBudgetsOptions {
 export class RedisBudgetsRepo implements BudgetsRepo {
   private readonly prefix: string;
   private readonly clock: Clock;
-  private readonly connectorCacheMs: number;
+  private readonly connectors: CachedConnectors;
   private readonly timeSyncMs: number;
   private readonly label: string;
   private readonly gcraCmd: LuaCommand;
   private readonly observeCmd: LuaCommand;
   /** One limiter per effective limit: the library's `points` is per limiter. */
   private readonly limiters = new Map<number, RateLimiterRedis>();
-  private readonly connectorCache = new Map<string, { connector: Connector | null; readAtMs: number }>();
   /** Redis server time minus this process's clock when beyond CLOCK_SKEW_TOLERANCE_MS, else 0. */
   private offsetMs = 0;
   private syncedAtMs = Number.NEGATIVE_INFINITY;
@@ -77,7 +72,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
-    this.connectorCacheMs = options.connectorCacheMs ?? 1000;
+    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
     this.timeSyncMs = options.timeSyncMs ?? 10_000;
     this.label = options.label ?? 'budget Redis';
     this.gcraCmd = luaCommand(redis, COMMANDS, 'acquireGcra-1.lua');
@@ -91,7 +86,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
 
   async acquire(venue: string, weight: number): Promise<AcquireResult> {
     if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
-    const connector = await this.connector(venue);
+    const connector = await this.connectors.get(venue);
     await this.syncClock();
     const now = this.now();
     if (!connector) return { ok: false, reason: 'unknown-venue', retryAtMs: this.clock.now() + PAUSED_RETRY_MS, limit: 0, atMs: now };
@@ -129,7 +124,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
 
   async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
     if (!Number.isInteger(usedWeight) || usedWeight < 0) throw new ValidationError('usedWeight', 'a non-negative integer', usedWeight);
-    const connector = await this.connector(venue);
+    const connector = await this.connectors.get(venue);
     if (!connector || connector.rateLimit.policy !== 'fixed-window') return;
     await this.syncClock();
     const now = this.now();
@@ -141,7 +136,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   }
 
   async usage(venue: string): Promise<BudgetUsage | null> {
-    const connector = await this.connector(venue);
+    const connector = await this.connectors.get(venue);
     if (!connector) return null;
     await this.syncClock();
     const now = this.now();
@@ -184,21 +179,6 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     }
     this.offsetMs = Math.abs(best.offsetMs) > CLOCK_SKEW_TOLERANCE_MS ? best.offsetMs : 0;
     this.syncedAtMs = best.atMs;
-  }
-
-  private async connector(venue: string): Promise<Connector | null> {
-    const cached = this.connectorCache.get(venue);
-    const local = this.clock.now();
-    if (cached && local - cached.readAtMs < this.connectorCacheMs) return cached.connector;
-    try {
-      const connector = await this.options.connectors.get(venue);
-      this.connectorCache.set(venue, { connector, readAtMs: local });
-      return connector;
-    } catch (err) {
-      // The store is away but Redis may not be: the limits last read keep the fleet coordinated.
-      if (cached && err instanceof StoreUnavailableError) return cached.connector;
-      throw err;
-    }
   }
 
   private limiter(points: number): RateLimiterRedis {

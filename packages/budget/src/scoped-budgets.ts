@@ -2,7 +2,7 @@ import { type Clock, type Connector, type Pacing, StoreUnavailableError, systemC
 import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { PAUSED_RETRY_MS } from './acquire-math.js';
 import type { AcquireResult } from './budget-types.js';
-import type { ConnectorLookup } from './redis-budgets.js';
+import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -39,9 +39,8 @@ export interface ScopedBudgetsOptions {
 export class ScopedBudgets {
   private readonly prefix: string;
   private readonly clock: Clock;
-  private readonly connectorCacheMs: number;
+  private readonly connectors: CachedConnectors;
   private readonly acquireCmd: LuaCommand;
-  private readonly connectorCache = new Map<string, { connector: Connector | null; readAtMs: number }>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -49,7 +48,7 @@ export class ScopedBudgets {
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
-    this.connectorCacheMs = options.connectorCacheMs ?? 1000;
+    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
     this.acquireCmd = luaCommand(redis, COMMANDS, 'acquireScoped-2.lua');
   }
 
@@ -57,7 +56,7 @@ export class ScopedBudgets {
   async acquire(venue: string, scope: string, weight: number): Promise<AcquireResult> {
     if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
     if (!SCOPE.test(scope)) throw new ValidationError('scope', 'letters, digits, _ or - (at most 32), such as DETR', scope);
-    const connector = await this.connector(venue);
+    const connector = await this.connectors.get(venue);
     const now = this.clock.now();
     if (!connector) return { ok: false, reason: 'unknown-venue', retryAtMs: now + PAUSED_RETRY_MS, limit: 0, atMs: now };
     const { limit, periodMs, headroom } = connector.rateLimit;
@@ -81,21 +80,6 @@ export class ScopedBudgets {
 
   private key(venue: string, scope: string, part: Pacing | 'seq'): string {
     return venueKey(this.prefix, venue, `budget:scope:${scope}:${part}`);
-  }
-
-  private async connector(venue: string): Promise<Connector | null> {
-    const cached = this.connectorCache.get(venue);
-    const local = this.clock.now();
-    if (cached && local - cached.readAtMs < this.connectorCacheMs) return cached.connector;
-    try {
-      const connector = await this.options.connectors.get(venue);
-      this.connectorCache.set(venue, { connector, readAtMs: local });
-      return connector;
-    } catch (err) {
-      // The store is away but Redis may not be: the limits last read keep the scopes coordinated.
-      if (cached && err instanceof StoreUnavailableError) return cached.connector;
-      throw err;
-    }
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {
