@@ -61,7 +61,7 @@ export function registerConnectors(program: Command): void {
     .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
     .option(
       '--aimd <settings>',
-      'adaptive concurrency (docs/reliability.md), e.g. min=1,max=8,interval=30s,stable=30s,max-failure-ratio=0.2,p95-low=2s,p95-high=10s,start=floor,restart-after=60s; given keys change, others stay',
+      'adaptive concurrency (docs/architecture.md, venue control), e.g. min=1,max=8,interval=30s,stable=30s,max-failure-ratio=0.2,p95-low=2s,p95-high=10s,start=floor,restart-after=60s; given keys change, others stay',
       aimdSettings('--aimd'),
     )
     .option(
