@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Candle } from '@tickfleet/core';
+import { retryWhileBusySync, type Candle } from '@tickfleet/core';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
 import { sleep } from '../internal/sleep.js';
@@ -54,7 +54,8 @@ export class SqliteSink extends RetryingSink implements Sink {
     this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
     // Opening and the schema below wait for a lock the blocking way (once, at start).
     this.db = new Database(path, { timeout: Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs) });
-    this.db.pragma('journal_mode = WAL');
+    const db = this.db;
+    retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs));
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);

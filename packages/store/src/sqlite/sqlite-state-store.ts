@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { type Clock, ConfigError, StoreUnavailableError } from '@tickfleet/core';
+import { type Clock, ConfigError, retryWhileBusySync, StoreUnavailableError } from '@tickfleet/core';
 import type { StateStore } from '../state-store.js';
 import { migrate, SCHEMA_VERSION } from './migrations.js';
 import { SqliteBackfillsRepo } from './sqlite-backfills-repo.js';
@@ -94,7 +94,7 @@ export class SqliteStateStore implements StateStore {
     try {
       // busy_timeout first: switching to WAL needs a lock another opener may hold.
       db.pragma(`busy_timeout = ${Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-      db.pragma('journal_mode = WAL');
+      retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
       db.pragma('synchronous = NORMAL');
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
