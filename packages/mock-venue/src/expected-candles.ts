@@ -1,5 +1,5 @@
 import type { Candle, Timeframe } from '@tickfleet/core';
-import { formatDecimal, gridCandles, type ExpectedCandlesOptions } from './data/candles.js';
+import { gridCandles, toCandle, type ExpectedCandlesOptions } from './data/candles.js';
 import { polygonFinalBars } from './venues/polygon-emulation-bars.js';
 
 /**
@@ -18,16 +18,5 @@ export function expectedCandles(
   options: ExpectedCandlesOptions = {},
 ): Candle[] {
   if (venue !== 'polygon') return gridCandles(venue, symbol, timeframe, fromMs, toMs, seed, options);
-  return polygonFinalBars(symbol, timeframe, fromMs, toMs, options.nowMs ?? Date.now(), seed, options.holes).map((v) => ({
-    venue,
-    symbol,
-    timeframe,
-    openTime: v.openTime,
-    open: formatDecimal(venue, v.open),
-    high: formatDecimal(venue, v.high),
-    low: formatDecimal(venue, v.low),
-    close: formatDecimal(venue, v.close),
-    volume: formatDecimal(venue, v.volume),
-    trades: v.trades,
-  }));
+  return polygonFinalBars(symbol, timeframe, fromMs, toMs, options.nowMs ?? Date.now(), seed, options.holes).map((v) => toCandle(venue, symbol, timeframe, v));
 }

@@ -89,7 +89,11 @@ export function formatDecimal(venue: string, value: number): string {
  * Holes are not applied here; see gridCandles and isHole.
  */
 export function candleAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): Candle {
-  const v = candleValuesAt(venue, symbol, timeframe, openTimeMs, seed);
+  return toCandle(venue, symbol, timeframe, candleValuesAt(venue, symbol, timeframe, openTimeMs, seed));
+}
+
+/** Candle values as the venue sends them (see formatDecimal): the record a sink holds for them. */
+export function toCandle(venue: string, symbol: string, timeframe: Timeframe, v: CandleValues): Candle {
   return {
     venue,
     symbol,
