@@ -37,6 +37,12 @@ async function fleetFallbacks(clock: Clock, limit: number, workerIds: readonly s
   return fallbacks;
 }
 
+/** Waits, when the real clock is within `marginMs` of a minute's end, until that minute has ended. */
+async function clearOfMinuteEnd(marginMs: number): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 60_000 - marginMs) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
+}
+
 /**
  * The budget gate against a real MongoDB store (the wire test server) that goes away: while the
  * store answers, every request is spent from the shared budget; once it cannot be reached, the
@@ -64,6 +70,10 @@ describe('BudgetGate', () => {
       const fallbackGauge = async (): Promise<number | undefined> =>
         (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
 
+      // MongoDB budgets count windows on the server's clock ($$NOW), which is real time: a grant in
+      // the last guard band of a real minute would have the gate wait for a window end that the
+      // manual clock never reaches. Start the grant clear of that band.
+      await clearOfMinuteEnd(boundaryGuardMs(60_000) + 2000);
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
       expect((await store.budgets.usage('binance'))?.used).toBe(2);
       expect(await fallbackGauge()).toBe(0);
