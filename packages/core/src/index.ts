@@ -8,6 +8,7 @@ export * from './job-id.js';
 export * from './connector.js';
 export * from './job.js';
 export * from './universe.js';
+export * from './stream.js';
 export * from './unit.js';
 export * from './envelope.js';
 export * from './records.js';

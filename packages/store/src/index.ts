@@ -14,6 +14,8 @@ export type {
   JobsRepo,
   JobStats,
   StateStore,
+  StreamFilter,
+  StreamsRepo,
   UniversesRepo,
 } from './state-store.js';
 export { openStore, type OpenStoreOptions } from './open-store.js';

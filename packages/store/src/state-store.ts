@@ -11,6 +11,8 @@ import type {
   Job,
   JobInput,
   JobStats,
+  StreamDefinition,
+  StreamInput,
   Universe,
 } from '@tickfleet/core';
 import type { BudgetsRepo } from '@tickfleet/budget';
@@ -137,6 +139,33 @@ export interface UniversesRepo {
   members(venue: string, name: string): Promise<string[]>;
 }
 
+export interface StreamFilter {
+  venue?: string;
+  enabled?: boolean;
+}
+
+export interface StreamsRepo {
+  /**
+   * Creates or replaces stream `input.name` (validated by parseStreamInput); `createdAt` survives a
+   * replace and an absent `enabled` keeps the stored value (true on create). A replace that
+   * changes nothing leaves the stream and streamsVersion() as they are, so holders do not
+   * reconnect for nothing.
+   */
+  upsert(input: StreamInput): Promise<StreamDefinition>;
+  get(name: string): Promise<StreamDefinition | null>;
+  /** Every stream, or those matching `filter`, ordered by name. */
+  list(filter?: StreamFilter): Promise<StreamDefinition[]>;
+  remove(name: string): Promise<boolean>;
+  /** Throws NotFoundError naming the stream when it does not exist; setting the current value changes nothing. */
+  setEnabled(name: string, enabled: boolean): Promise<StreamDefinition>;
+  /**
+   * A counter bumped by every change of the set (a stream added, replaced, enabled, disabled or
+   * removed): a holder that saw the same value has seen the current set. 0 for a store without
+   * streams.
+   */
+  streamsVersion(): Promise<number>;
+}
+
 /** The state store every scheduler, worker and CLI shares. Adapters: SQLite, MongoDB. */
 export interface StateStore {
   readonly kind: 'sqlite' | 'mongodb';
@@ -146,6 +175,7 @@ export interface StateStore {
   readonly backfills: BackfillsRepo;
   readonly gaps: GapsRepo;
   readonly universes: UniversesRepo;
+  readonly streams: StreamsRepo;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -8,6 +8,7 @@ import {
   type Job,
   type RateLimitPolicyName,
   type ConnectorStatus,
+  type StreamDefinition,
   type Universe,
 } from '@tickfleet/core';
 
@@ -26,6 +27,13 @@ export type BackfillChunkDoc = BackfillChunk & { _id: string };
 export type GapDoc = Gap & { _id: string };
 /** `_id` is `<venue>/<name>`. */
 export type UniverseDoc = Universe & { _id: string };
+/** `_id` is the stream's name. */
+export type StreamDoc = StreamDefinition & { _id: string };
+/** The one document `{ _id: 'streams' }` holding the version of the set of streams. */
+export interface StreamSetDoc {
+  _id: string;
+  version: number;
+}
 
 /**
  * One document per venue: a copy of the connector's policy and status (written by connector
@@ -55,6 +63,8 @@ export interface MongoCollections {
   backfillChunks: Collection<BackfillChunkDoc>;
   gaps: Collection<GapDoc>;
   universes: Collection<UniverseDoc>;
+  streams: Collection<StreamDoc>;
+  streamSet: Collection<StreamSetDoc>;
 }
 
 export function collections(db: Db, prefix: string): MongoCollections {
@@ -66,6 +76,8 @@ export function collections(db: Db, prefix: string): MongoCollections {
     backfillChunks: db.collection<BackfillChunkDoc>(`${prefix}backfill_chunks`),
     gaps: db.collection<GapDoc>(`${prefix}gaps`),
     universes: db.collection<UniverseDoc>(`${prefix}universes`),
+    streams: db.collection<StreamDoc>(`${prefix}streams`),
+    streamSet: db.collection<StreamSetDoc>(`${prefix}stream_set`),
   };
 }
 
@@ -152,6 +164,20 @@ export function toGap(d: GapDoc): Gap {
 
 export function toUniverse(d: UniverseDoc): Universe {
   return { venue: d.venue, name: d.name, symbols: d.symbols, createdAt: d.createdAt, updatedAt: d.updatedAt };
+}
+
+export function toStream(d: StreamDoc): StreamDefinition {
+  return {
+    name: d.name,
+    venue: d.venue,
+    symbols: d.symbols,
+    channels: d.channels,
+    bookDepth: d.bookDepth ?? null,
+    enabled: d.enabled,
+    version: d.version,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
 }
 
 /** Gap `_id`: one document per (jobId, fromMs, toMs). */

@@ -7,6 +7,7 @@ import { MongoBudgetsRepo, unavailableOnNetworkError } from './mongo-budgets-rep
 import { MongoConnectorsRepo } from './mongo-connectors-repo.js';
 import { MongoGapsRepo } from './mongo-gaps-repo.js';
 import { MongoJobsRepo } from './mongo-jobs-repo.js';
+import { MongoStreamsRepo } from './mongo-streams-repo.js';
 import { MongoUniversesRepo } from './mongo-universes-repo.js';
 
 export interface MongoStoreOptions {
@@ -27,6 +28,7 @@ export class MongoStateStore implements StateStore {
   readonly backfills: MongoBackfillsRepo;
   readonly gaps: MongoGapsRepo;
   readonly universes: MongoUniversesRepo;
+  readonly streams: MongoStreamsRepo;
 
   private constructor(
     private readonly client: MongoClient,
@@ -41,6 +43,7 @@ export class MongoStateStore implements StateStore {
     this.backfills = guardRepo(new MongoBackfillsRepo(c, options.clock));
     this.gaps = guardRepo(new MongoGapsRepo(c));
     this.universes = guardRepo(new MongoUniversesRepo(c, options.clock));
+    this.streams = guardRepo(new MongoStreamsRepo(c, options.clock));
   }
 
   /** Connects, then creates the indexes the queries need; a server that cannot be reached is StoreUnavailableError. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { openStore } from '../open-store.js';
 import { describeStoreContract } from '../../test/store-contract.js';
+import { describeStreamsContract } from '../../test/streams-contract.js';
 
 /**
  * Runs against a real MongoDB when MONGO_URL is set, else against the in-repo wire-protocol test
@@ -39,6 +40,7 @@ function dbUrl(): string {
 }
 
 describeStoreContract('mongodb', (ns) => openStore(dbUrl(), { collectionPrefix: `${ns}_` }));
+describeStreamsContract('mongodb', (ns) => openStore(dbUrl(), { collectionPrefix: `${ns}_` }));
 
 describe('mongodb store specifics', () => {
   it('creates the indexes it needs at open', async () => {

@@ -117,6 +117,26 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE connectors ADD COLUMN pacing TEXT;
   `,
+  // Stream definitions (symbols and channels as JSON arrays, read and written whole), and the
+  // version of the whole set, bumped in the same transaction as every change of it.
+  `
+  CREATE TABLE streams (
+    name       TEXT PRIMARY KEY,
+    venue      TEXT NOT NULL,
+    symbols    TEXT NOT NULL,
+    channels   TEXT NOT NULL,
+    book_depth INTEGER,
+    enabled    INTEGER NOT NULL,
+    version    INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE stream_set (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL
+  );
+  INSERT INTO stream_set (id, version) VALUES (1, 0);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,6 +9,7 @@ import { SqliteBudgetsRepo } from './sqlite-budgets-repo.js';
 import { SqliteConnectorsRepo } from './sqlite-connectors-repo.js';
 import { SqliteGapsRepo } from './sqlite-gaps-repo.js';
 import { SqliteJobsRepo } from './sqlite-jobs-repo.js';
+import { SqliteStreamsRepo } from './sqlite-streams-repo.js';
 import { SqliteUniversesRepo } from './sqlite-universes-repo.js';
 import { classifySqliteError, guardRepo, guardSqliteCall, type SqliteGuardOptions } from './sqlite-guard.js';
 
@@ -53,6 +54,7 @@ export class SqliteStateStore implements StateStore {
   readonly backfills: SqliteBackfillsRepo;
   readonly gaps: SqliteGapsRepo;
   readonly universes: SqliteUniversesRepo;
+  readonly streams: SqliteStreamsRepo;
   private readonly pingStmt: Database.Statement;
   private readonly guard: SqliteGuardOptions;
   /** Set when a call met a corrupted file; readiness fails until a quick_check passes again. */
@@ -73,6 +75,7 @@ export class SqliteStateStore implements StateStore {
     this.backfills = guardRepo(new SqliteBackfillsRepo(db, clock), this.guard);
     this.gaps = guardRepo(new SqliteGapsRepo(db), this.guard);
     this.universes = guardRepo(new SqliteUniversesRepo(db, clock), this.guard);
+    this.streams = guardRepo(new SqliteStreamsRepo(db, clock), this.guard);
     this.pingStmt = db.prepare('SELECT 1');
     this.lastCheckAt = performance.now();
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openStore } from '../open-store.js';
 import { describeStoreContract } from '../../test/store-contract.js';
+import { describeStreamsContract } from '../../test/streams-contract.js';
 import { SCHEMA_VERSION } from './migrations.js';
 
 let dir: TempDir;
@@ -14,6 +15,7 @@ beforeAll(() => {
 afterAll(() => dir.remove());
 
 describeStoreContract('sqlite', (ns) => openStore(dir.sqliteUrl(`${ns}.db`)));
+describeStreamsContract('sqlite', (ns) => openStore(dir.sqliteUrl(`${ns}.db`)));
 
 describe('sqlite store specifics', () => {
   it('creates parent directories, uses WAL and records the schema version', async () => {
