@@ -114,6 +114,26 @@ const CASES: Record<string, JsonCase> = {
     runs: () => [['universes', 'remove', 'binance', 'majors']],
     check: (out) => expect(asObject(out)).toEqual({ venue: 'binance', name: 'majors', removed: true }),
   },
+  'streams add': {
+    runs: () => [['streams', 'add', 'majors', '--venue', 'binance', '--symbols', 'BTC/USDT,ETH/USDT', '--channels', 'trades,book']],
+    check: (out) => expect(asObject(out)).toMatchObject({ name: 'majors', venue: 'binance', symbols: ['BTC/USDT', 'ETH/USDT'], bookDepth: 1000, version: 1 }),
+  },
+  'streams list': {
+    runs: () => [['streams', 'list']],
+    check: (out) => expect(asArray(out).map((s) => [s.name, s.enabled])).toEqual([['majors', true]]),
+  },
+  'streams show': {
+    runs: () => [['streams', 'show', 'majors']],
+    check: (out) => expect(asObject(out)).toMatchObject({ name: 'majors', channels: ['trades', 'book'] }),
+  },
+  'streams disable': {
+    runs: () => [['streams', 'disable', 'majors']],
+    check: (out) => expect(asObject(out)).toMatchObject({ name: 'majors', enabled: false, version: 2 }),
+  },
+  'streams enable': {
+    runs: () => [['streams', 'enable', 'majors']],
+    check: (out) => expect(asObject(out)).toMatchObject({ name: 'majors', enabled: true, version: 3 }),
+  },
   'gaps scan': {
     runs: () => [['gaps', 'scan', JOB]],
     check: (out) => expect(asObject(out)).toMatchObject({ jobId: JOB, recorded: 1, open: [{ fromMs: T0 + 3 * M, toMs: T0 + 5 * M }] }),
@@ -163,7 +183,14 @@ const CASES: Record<string, JsonCase> = {
       const binance = (status.venues as Obj[])[0] as { queue: { waiting: number; prioritized: number } };
       expect(binance.queue.waiting + binance.queue.prioritized).toBe(units);
       expect(status.totals).toEqual(expect.any(Object));
+      expect(status.streams).toEqual([
+        expect.objectContaining({ name: 'majors', venue: 'binance', symbolCount: 2, channels: ['trades', 'book'], enabled: true }),
+      ]);
     },
+  },
+  'streams remove': {
+    runs: () => [['streams', 'remove', 'majors']],
+    check: (out) => expect(asObject(out)).toEqual({ name: 'majors', removed: true }),
   },
   queues: {
     runs: () => [['queues']],

@@ -7,6 +7,7 @@ import { registerMockVenue } from './mock-venue.js';
 import { registerConnectors } from './connectors.js';
 import { registerJobs } from './jobs.js';
 import { registerUniverses } from './universes.js';
+import { registerStreams } from './streams.js';
 import { registerBackfill } from './backfill.js';
 import { registerStatus } from './status.js';
 import { registerQueues } from './queues.js';
@@ -34,6 +35,7 @@ export function registerCommands(program: Command): void {
   registerConnectors(program);
   registerJobs(program);
   registerUniverses(program);
+  registerStreams(program);
   registerBackfill(program);
   registerStatus(program);
   registerQueues(program);
