@@ -159,9 +159,11 @@ export interface StreamsRepo {
   /** Throws NotFoundError naming the stream when it does not exist; setting the current value changes nothing. */
   setEnabled(name: string, enabled: boolean): Promise<StreamDefinition>;
   /**
-   * A counter bumped by every change of the set (a stream added, replaced, enabled, disabled or
-   * removed): a holder that saw the same value has seen the current set. 0 for a store without
-   * streams.
+   * A counter moved by every change of the set (a stream added, replaced, enabled, disabled or
+   * removed) in the same write as the change: a holder that read the same value before and after
+   * listing has seen the current set. 0 for a store without streams. It is the sum of every
+   * stream's version, removed ones included (a removal leaves a tombstone), so a name added again
+   * goes on from its removed stream's version.
    */
   streamsVersion(): Promise<number>;
 }

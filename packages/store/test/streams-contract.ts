@@ -85,6 +85,12 @@ export function describeStreamsContract(name: string, open: OpenStoreInNamespace
       const missing = await streams.setEnabled('majors', true).catch((e: unknown) => e);
       expect(missing).toBeInstanceOf(NotFoundError);
       expect((missing as Error).message).toBe('stream "majors" not found');
+
+      // The name used again is a new stream whose version goes on: the set's version never goes back.
+      const again = await streams.upsert({ name: 'majors', venue: 'kraken', symbols: ['ETH/USD'] });
+      expect(again).toMatchObject({ venue: 'kraken', symbols: ['ETH/USD'], enabled: true, version: 5 });
+      expect(await streams.streamsVersion()).toBe(7);
+      expect((await other.streams.list()).map((s) => `${s.name}@${s.version}`)).toEqual(['kr@2', 'majors@5']);
     });
 
     it('refuses invalid definitions naming the field, storing nothing', async () => {

@@ -27,13 +27,8 @@ export type BackfillChunkDoc = BackfillChunk & { _id: string };
 export type GapDoc = Gap & { _id: string };
 /** `_id` is `<venue>/<name>`. */
 export type UniverseDoc = Universe & { _id: string };
-/** `_id` is the stream's name. */
-export type StreamDoc = StreamDefinition & { _id: string };
-/** The one document `{ _id: 'streams' }` holding the version of the set of streams. */
-export interface StreamSetDoc {
-  _id: string;
-  version: number;
-}
+/** `_id` is the stream's name; a removed stream stays as a tombstone (`removed`) so the set's version never goes back. */
+export type StreamDoc = StreamDefinition & { _id: string; removed?: boolean };
 
 /**
  * One document per venue: a copy of the connector's policy and status (written by connector
@@ -64,7 +59,6 @@ export interface MongoCollections {
   gaps: Collection<GapDoc>;
   universes: Collection<UniverseDoc>;
   streams: Collection<StreamDoc>;
-  streamSet: Collection<StreamSetDoc>;
 }
 
 export function collections(db: Db, prefix: string): MongoCollections {
@@ -77,7 +71,6 @@ export function collections(db: Db, prefix: string): MongoCollections {
     gaps: db.collection<GapDoc>(`${prefix}gaps`),
     universes: db.collection<UniverseDoc>(`${prefix}universes`),
     streams: db.collection<StreamDoc>(`${prefix}streams`),
-    streamSet: db.collection<StreamSetDoc>(`${prefix}stream_set`),
   };
 }
 

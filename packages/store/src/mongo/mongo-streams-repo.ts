@@ -4,17 +4,17 @@ import type { StreamFilter, StreamsRepo } from '../state-store.js';
 import { type MongoCollections, type StreamDoc, toStream } from './documents.js';
 
 const DUPLICATE_KEY = 11000;
-/** `_id` of the document holding the set's version. */
-const SET_ID = 'streams';
 /** Upsert attempts while other writers change the same stream between our read and our write. */
 const MAX_ATTEMPTS = 10;
+/** Live streams: removed ones stay as tombstones. */
+const LIVE = { removed: { $ne: true } } as const;
 
 /**
- * Streams in MongoDB. A replace is a compare-and-set on the stream's `version` (read, compare,
- * write where the version is still the one read), so concurrent writers never lose a change
- * silently. The set's version lives in its own document and is bumped right after each change:
- * MongoDB offers no transaction over both documents on a standalone server, so a writer killed
- * between the two leaves that one change unannounced until the next bump.
+ * Streams in MongoDB, one document per name ever used. Every change adds 1 to one document's
+ * version in the single-document write that makes it (a replace is a compare-and-set on the
+ * version read), and a removal only marks its document removed, so the set's version (the sum of
+ * all versions) moves with every change without a transaction over two documents, which a
+ * standalone server does not offer.
  */
 export class MongoStreamsRepo implements StreamsRepo {
   constructor(
@@ -25,42 +25,49 @@ export class MongoStreamsRepo implements StreamsRepo {
   async upsert(input: StreamInput): Promise<StreamDefinition> {
     const spec = parseStreamInput(input);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const current = await this.c.streams.findOne({ _id: spec.name });
+      const doc = await this.c.streams.findOne({ _id: spec.name });
       const now = this.clock.now();
       const fields = { venue: spec.venue, symbols: spec.symbols, channels: spec.channels, bookDepth: spec.bookDepth, updatedAt: now };
-      if (!current) {
-        const doc: StreamDoc = { _id: spec.name, name: spec.name, ...fields, enabled: spec.enabled ?? true, version: 1, createdAt: now };
+      if (!doc) {
+        const created: StreamDoc = { _id: spec.name, name: spec.name, ...fields, enabled: spec.enabled ?? true, removed: false, version: 1, createdAt: now };
         try {
-          await this.c.streams.insertOne(doc);
+          await this.c.streams.insertOne(created);
         } catch (err) {
           // Another writer created it between our read and our insert: compare against theirs.
           if ((err as { code?: unknown }).code === DUPLICATE_KEY) continue;
           throw err;
         }
-        await this.bump();
-        return toStream(doc);
+        return toStream(created);
       }
-      const stored = toStream(current);
-      if (sameStreamSpec(stored, spec) && (spec.enabled === undefined || spec.enabled === stored.enabled)) return stored;
-      const doc = await this.c.streams.findOneAndUpdate(
-        { _id: spec.name, version: stored.version },
-        { $set: { ...fields, enabled: spec.enabled ?? stored.enabled, version: stored.version + 1 } },
+      const live = doc.removed !== true;
+      const stored = toStream(doc);
+      if (live && sameStreamSpec(stored, spec) && (spec.enabled === undefined || spec.enabled === stored.enabled)) return stored;
+      // A name used again after its removal is a new stream (new createdAt) whose version goes on from the removed one's.
+      const updated = await this.c.streams.findOneAndUpdate(
+        { _id: spec.name, version: doc.version },
+        {
+          $set: {
+            ...fields,
+            enabled: spec.enabled ?? (live ? stored.enabled : true),
+            removed: false,
+            version: doc.version + 1,
+            ...(live ? {} : { createdAt: now }),
+          },
+        },
         { returnDocument: 'after' },
       );
-      if (!doc) continue;
-      await this.bump();
-      return toStream(doc);
+      if (updated) return toStream(updated);
     }
     throw new StoreUnavailableError(`stream ${JSON.stringify(spec.name)} was changed by other writers during ${MAX_ATTEMPTS} attempts to update it; try again`);
   }
 
   async get(name: string): Promise<StreamDefinition | null> {
-    const doc = await this.c.streams.findOne({ _id: name });
+    const doc = await this.c.streams.findOne({ _id: name, ...LIVE });
     return doc ? toStream(doc) : null;
   }
 
   async list(filter: StreamFilter = {}): Promise<StreamDefinition[]> {
-    const q: Filter<StreamDoc> = {};
+    const q: Filter<StreamDoc> = { ...LIVE };
     // A venue without streams matches nothing, as in the SQLite adapter.
     if (filter.venue !== undefined) q.venue = filter.venue as StreamDoc['venue'];
     if (filter.enabled !== undefined) q.enabled = filter.enabled;
@@ -68,21 +75,20 @@ export class MongoStreamsRepo implements StreamsRepo {
   }
 
   async remove(name: string): Promise<boolean> {
-    if ((await this.c.streams.deleteOne({ _id: name })).deletedCount === 0) return false;
-    await this.bump();
-    return true;
+    const res = await this.c.streams.updateOne(
+      { _id: name, ...LIVE },
+      { $set: { removed: true, symbols: [], updatedAt: this.clock.now() }, $inc: { version: 1 } },
+    );
+    return res.modifiedCount > 0;
   }
 
   async setEnabled(name: string, enabled: boolean): Promise<StreamDefinition> {
     const doc = await this.c.streams.findOneAndUpdate(
-      { _id: name, enabled: !enabled },
+      { _id: name, enabled: !enabled, ...LIVE },
       { $set: { enabled, updatedAt: this.clock.now() }, $inc: { version: 1 } },
       { returnDocument: 'after' },
     );
-    if (doc) {
-      await this.bump();
-      return toStream(doc);
-    }
+    if (doc) return toStream(doc);
     // No change: either it does not exist, or it already has that value.
     const current = await this.get(name);
     if (!current) throw new NotFoundError('stream', name);
@@ -90,10 +96,7 @@ export class MongoStreamsRepo implements StreamsRepo {
   }
 
   async streamsVersion(): Promise<number> {
-    return (await this.c.streamSet.findOne({ _id: SET_ID }))?.version ?? 0;
-  }
-
-  private async bump(): Promise<void> {
-    await this.c.streamSet.updateOne({ _id: SET_ID }, { $inc: { version: 1 } }, { upsert: true });
+    const docs = await this.c.streams.find({}, { projection: { version: 1 } }).toArray();
+    return docs.reduce((sum, d) => sum + d.version, 0);
   }
 }

@@ -117,8 +117,9 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE connectors ADD COLUMN pacing TEXT;
   `,
-  // Stream definitions (symbols and channels as JSON arrays, read and written whole), and the
-  // version of the whole set, bumped in the same transaction as every change of it.
+  // Stream definitions (symbols and channels as JSON arrays, read and written whole). A removed
+  // stream stays as a tombstone (removed = 1) so the set's version, the sum of every row's
+  // version, never goes back.
   `
   CREATE TABLE streams (
     name       TEXT PRIMARY KEY,
@@ -127,15 +128,11 @@ const MIGRATIONS: readonly string[] = [
     channels   TEXT NOT NULL,
     book_depth INTEGER,
     enabled    INTEGER NOT NULL,
+    removed    INTEGER NOT NULL DEFAULT 0,
     version    INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   ) WITHOUT ROWID;
-  CREATE TABLE stream_set (
-    id      INTEGER PRIMARY KEY CHECK (id = 1),
-    version INTEGER NOT NULL
-  );
-  INSERT INTO stream_set (id, version) VALUES (1, 0);
   `,
 ];
 

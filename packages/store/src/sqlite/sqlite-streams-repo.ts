@@ -18,6 +18,7 @@ interface StreamRow {
   channels: string;
   book_depth: number | null;
   enabled: number;
+  removed: number;
   version: number;
   created_at: number;
   updated_at: number;
@@ -37,45 +38,53 @@ function toStream(r: StreamRow): StreamDefinition {
   };
 }
 
-/** Streams in SQLite: each change of a stream and the bump of the set's version are one write transaction. */
+/**
+ * Streams in SQLite, one row per name ever used. Every change adds 1 to one row's version in the
+ * statement that makes it, and a removal only marks its row removed, so the set's version (the
+ * sum of all versions) moves with every change, atomically, exactly as in the MongoDB adapter.
+ */
 export class SqliteStreamsRepo implements StreamsRepo {
   private readonly upsertStmt: Statement;
-  private readonly getStmt: Statement;
+  private readonly rowStmt: Statement;
   private readonly listStmt: Statement;
   private readonly removeStmt: Statement;
   private readonly enableStmt: Statement;
-  private readonly bumpStmt: Statement;
   private readonly versionStmt: Statement;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
   ) {
+    // A name used again after its removal is a new stream (new createdAt) whose version goes on
+    // from the removed one's.
     this.upsertStmt = db.prepare(`
-      INSERT INTO streams (name, venue, symbols, channels, book_depth, enabled, version, created_at, updated_at)
-      VALUES (:name, :venue, :symbols, :channels, :bookDepth, :enabled, 1, :now, :now)
+      INSERT INTO streams (name, venue, symbols, channels, book_depth, enabled, removed, version, created_at, updated_at)
+      VALUES (:name, :venue, :symbols, :channels, :bookDepth, :enabled, 0, 1, :now, :now)
       ON CONFLICT (name) DO UPDATE SET venue = excluded.venue, symbols = excluded.symbols, channels = excluded.channels,
-        book_depth = excluded.book_depth, enabled = excluded.enabled, version = version + 1, updated_at = excluded.updated_at
+        book_depth = excluded.book_depth, enabled = excluded.enabled, version = version + 1, updated_at = excluded.updated_at,
+        created_at = CASE WHEN removed = 1 THEN excluded.created_at ELSE created_at END, removed = 0
       RETURNING *`);
-    this.getStmt = db.prepare('SELECT * FROM streams WHERE name = ?');
+    this.rowStmt = db.prepare('SELECT * FROM streams WHERE name = ?');
     this.listStmt = db.prepare(`
-      SELECT * FROM streams WHERE (:venue IS NULL OR venue = :venue) AND (:enabled IS NULL OR enabled = :enabled) ORDER BY name`);
-    this.removeStmt = db.prepare('DELETE FROM streams WHERE name = ?');
-    this.enableStmt = db.prepare('UPDATE streams SET enabled = :enabled, version = version + 1, updated_at = :now WHERE name = :name RETURNING *');
-    this.bumpStmt = db.prepare('UPDATE stream_set SET version = version + 1 WHERE id = 1');
-    this.versionStmt = db.prepare('SELECT version FROM stream_set WHERE id = 1').pluck();
+      SELECT * FROM streams WHERE removed = 0 AND (:venue IS NULL OR venue = :venue) AND (:enabled IS NULL OR enabled = :enabled) ORDER BY name`);
+    this.removeStmt = db.prepare(`UPDATE streams SET removed = 1, symbols = '[]', version = version + 1, updated_at = :now WHERE name = :name AND removed = 0`);
+    this.enableStmt = db.prepare(
+      'UPDATE streams SET enabled = :enabled, version = version + 1, updated_at = :now WHERE name = :name AND removed = 0 AND enabled <> :enabled',
+    );
+    this.versionStmt = db.prepare('SELECT COALESCE(SUM(version), 0) FROM streams').pluck();
   }
 
   async upsert(input: StreamInput): Promise<StreamDefinition> {
     const spec = parseStreamInput(input);
     const tx = this.db.transaction((): StreamRow => {
-      const current = this.getStmt.get(spec.name) as StreamRow | undefined;
+      const row = this.rowStmt.get(spec.name) as StreamRow | undefined;
+      const current = row && row.removed === 0 ? row : undefined;
       if (current) {
         const stored = toStream(current);
         if (sameStreamSpec(stored, spec) && (spec.enabled === undefined || spec.enabled === stored.enabled)) return current;
       }
       const enabled = spec.enabled ?? (current ? current.enabled === 1 : true);
-      const row = this.upsertStmt.get({
+      return this.upsertStmt.get({
         name: spec.name,
         venue: spec.venue,
         symbols: JSON.stringify(spec.symbols),
@@ -84,15 +93,13 @@ export class SqliteStreamsRepo implements StreamsRepo {
         enabled: enabled ? 1 : 0,
         now: this.clock.now(),
       }) as StreamRow;
-      this.bumpStmt.run();
-      return row;
     });
     return toStream(tx.immediate());
   }
 
   async get(name: string): Promise<StreamDefinition | null> {
-    const row = this.getStmt.get(name) as StreamRow | undefined;
-    return row ? toStream(row) : null;
+    const row = this.rowStmt.get(name) as StreamRow | undefined;
+    return row && row.removed === 0 ? toStream(row) : null;
   }
 
   async list(filter: StreamFilter = {}): Promise<StreamDefinition[]> {
@@ -101,24 +108,15 @@ export class SqliteStreamsRepo implements StreamsRepo {
   }
 
   async remove(name: string): Promise<boolean> {
-    const tx = this.db.transaction((): boolean => {
-      if (this.removeStmt.run(name).changes === 0) return false;
-      this.bumpStmt.run();
-      return true;
-    });
-    return tx.immediate();
+    return this.removeStmt.run({ name, now: this.clock.now() }).changes > 0;
   }
 
   async setEnabled(name: string, enabled: boolean): Promise<StreamDefinition> {
-    const tx = this.db.transaction((): StreamRow => {
-      const current = this.getStmt.get(name) as StreamRow | undefined;
-      if (!current) throw new NotFoundError('stream', name);
-      if ((current.enabled === 1) === enabled) return current;
-      const row = this.enableStmt.get({ name, enabled: enabled ? 1 : 0, now: this.clock.now() }) as StreamRow;
-      this.bumpStmt.run();
-      return row;
-    });
-    return toStream(tx.immediate());
+    // Setting the current value changes nothing (no update); then the row as it is, or NotFound.
+    this.enableStmt.run({ name, enabled: enabled ? 1 : 0, now: this.clock.now() });
+    const stream = await this.get(name);
+    if (!stream) throw new NotFoundError('stream', name);
+    return stream;
   }
 
   async streamsVersion(): Promise<number> {
