@@ -49,7 +49,8 @@ const PAIR = /^[A-Z0-9]{1,20}\/[A-Z0-9]{1,20}$/;
 
 /**
  * A stream: one long-lived venue connection serving a set of symbols and channels, held by one
- * worker at a time. `version` counts the changes of this definition (1 when created).
+ * worker at a time. `version` counts the changes of this name's definitions: 1 when created, and a
+ * name added again after its removal goes on from where the removed stream's ended.
  */
 export interface StreamDefinition {
   name: string;
