@@ -5,6 +5,8 @@ import { startRedis, startRedisCluster, waitFor, type TestRedis, type TestRedisC
 import { createRedisConnection } from './redis-connection.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { VenueQueues } from './venue-queues.js';
+import { StreamLeases } from './stream-leases.js';
+import { ConnectAttempts } from './connect-attempts.js';
 
 let redis: TestRedis;
 let conn: RedisClient;
@@ -208,5 +210,19 @@ describe('VenueQueues on a Redis Cluster', () => {
     const masters = (clusterConn as Cluster).nodes('master');
     const holding = await Promise.all(masters.map(async (node) => (await node.keys('clustertest:*')).length > 0));
     expect(holding.filter(Boolean).length).toBeGreaterThan(1);
+  });
+
+  // Here rather than in stream-leases.test.ts so the suite starts one cluster, not two.
+  it('runs the stream lease cycle and the connect-attempt log in their slots', async () => {
+    const streams = ['s1', 's2', 's3'];
+    const a = new StreamLeases(clusterConn, 'w-a', { prefix: 'clusterstreams' });
+    const b = new StreamLeases(clusterConn, 'w-b', { prefix: 'clusterstreams' });
+    for (const w of [a, b]) w.setStreams(streams, 1);
+    for (const w of [a, b, a, b]) await w.tick();
+    expect([a.held().size, b.held().size].sort()).toEqual([1, 2]);
+    expect([...(await a.holders()).keys()].sort()).toEqual(streams);
+    const bHeld = [...b.held().keys()].sort();
+    expect((await b.releaseAll()).sort()).toEqual(bHeld);
+    expect((await new ConnectAttempts(clusterConn, { prefix: 'clusterstreams' }).tryConnectAttempt('binance')).allowed).toBe(true);
   });
 });
