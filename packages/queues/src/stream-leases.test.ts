@@ -181,6 +181,28 @@ describe('StreamLeases', () => {
     expect(a.events.at(-1)).toEqual({ name: 's1', reason: 'expired' });
   });
 
+  it('once started, cycles on nudges too: a newcomer gets its share and a stopped worker hands over without waiting for a period', async () => {
+    const prefix = redis.namespace();
+    const errors: unknown[] = [];
+    // A period far longer than any wait below: only nudges can move streams here.
+    const options = { ttlMs: 600_000, onError: (err: unknown) => errors.push(err) };
+    const streams = names(4);
+    const a = worker(prefix, 'w-a', streams, options);
+    a.leases.start();
+    await waitFor(() => a.leases.held().size === 4, 'a took every stream');
+    const b = worker(prefix, 'w-b', streams, options);
+    b.leases.start();
+    await waitFor(() => a.leases.held().size === 2 && b.leases.held().size === 2, 'a shed half to b');
+    assertOneHolderAtMost([a, b]);
+    const bHeld = [...b.leases.held().keys()].sort();
+    expect((await b.leases.stop()).sort()).toEqual(bHeld);
+    await waitFor(() => a.leases.held().size === 4, "a took b's streams");
+    expect((await a.leases.stop()).sort()).toEqual(streams);
+    expect((await a.leases.holders()).size).toBe(0);
+    expect(a.events.filter((e) => e.reason === 'balance')).toHaveLength(2);
+    expect(errors).toEqual([]);
+  });
+
   it('keeps its keys under one hash tag and checks its inputs', async () => {
     const keys = streamLeaseKeys('tf:test');
     for (const key of Object.values(keys)) expect(key).toMatch(/^tf:test:streams:\{streams\}:/);
@@ -190,5 +212,7 @@ describe('StreamLeases', () => {
     expect(() => new StreamLeases(conn, 'w', { ttlMs: 3000, renewEveryMs: 3000 })).toThrow(/renewEveryMs/);
     expect(() => new StreamLeases(conn, 'w', { prefix: '{x}' })).toThrow(ValidationError);
     expect(() => new StreamLeases(conn, 'w').setStreams([''], 1)).toThrow(/stream name/);
+    await expect(new StreamLeases(conn, 'w').tick()).rejects.toThrow(/setStreams\(\) before the first cycle/);
+    expect(() => new StreamLeases(conn, 'w').start()).toThrow(/onError/);
   });
 });

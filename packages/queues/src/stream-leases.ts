@@ -27,7 +27,10 @@ export interface StreamLeasesOptions {
   onAcquired?: (name: string, token: number) => void;
   /** A stream is no longer this worker's: stop its session before it writes again. */
   onLost?: (name: string, reason: StreamLostReason) => void;
-  /** A cycle of the {@link StreamLeases.start} timer failed, or a callback threw. @defaultValue rethrown from tick() */
+  /**
+   * A cycle of the {@link StreamLeases.start} timer failed, or a callback threw. Required by start().
+   * @defaultValue none: a callback's error is rethrown from tick() / releaseAll()
+   */
   onError?: (err: unknown) => void;
 }
 
@@ -58,9 +61,9 @@ interface LocalLease {
 }
 
 /** Keys of the fleet's stream leases: one hash tag, so each cycle's script runs in one Cluster slot. */
-export function streamLeaseKeys(prefix: string): { members: string; leases: string; epochs: string } {
+export function streamLeaseKeys(prefix: string): { members: string; leases: string; epochs: string; nudge: string } {
   const base = `${assertPrefix(prefix)}:streams:{streams}`;
-  return { members: `${base}:workers`, leases: `${base}:leases`, epochs: `${base}:epochs` };
+  return { members: `${base}:workers`, leases: `${base}:leases`, epochs: `${base}:epochs`, nudge: `${base}:nudge` };
 }
 
 /**
@@ -84,6 +87,9 @@ export class StreamLeases {
   /** Serialises cycles and releaseAll, so their diffs against `local` never interleave. */
   private running: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
+  private subscriber: RedisClient | undefined;
+  /** Whether this worker announced itself since it (re)joined; see {@link nudge}. */
+  private announced = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -142,6 +148,8 @@ export class StreamLeases {
    * cannot be reached; the error of the failed call is thrown after.
    */
   tick(): Promise<LeaseCycle> {
+    // Before its set is known a worker would join as live yet take nothing, shrinking the others' share.
+    if (this.version === undefined) return Promise.reject(new ValidationError('stream set', 'setStreams() before the first cycle'));
     return this.serial(() => this.cycle());
   }
 
@@ -154,6 +162,8 @@ export class StreamLeases {
     return this.serial(async () => {
       const { members, leases } = streamLeaseKeys(this.prefix);
       const released = (await this.releaseCmd([members, leases], [this.workerId])) as string[];
+      this.announced = false;
+      this.nudge();
       const names = [...this.local.keys()];
       this.local.clear();
       const errors: unknown[] = [];
@@ -163,23 +173,59 @@ export class StreamLeases {
     });
   }
 
-  /** Runs a cycle every `renewEveryMs` until {@link stop}; failures go to `onError`. */
+  /**
+   * Runs a cycle every `renewEveryMs` until {@link stop}, and at once when another worker nudges
+   * (it released streams or joined): a subscriber connection (a duplicate of the client) listens.
+   * Failures go to `onError`, required here: nothing else would see them.
+   */
   start(): void {
     if (this.timer) return;
+    const onError = this.options.onError;
+    if (!onError) throw new ValidationError('onError', 'an onError callback for the failures of timed cycles');
+    let inFlight = false;
+    let again = false;
     const run = (): void => {
-      this.tick().then(
-        () => undefined,
-        (err: unknown) => this.options.onError?.(err),
-      );
+      // Cycles never stack up (a slow Redis); a nudge during a cycle runs one more after it.
+      if (inFlight) {
+        again = true;
+        return;
+      }
+      inFlight = true;
+      this.tick()
+        .then(
+          () => undefined,
+          (err: unknown) => onError(err),
+        )
+        .finally(() => {
+          inFlight = false;
+          if (again && this.timer) {
+            again = false;
+            run();
+          }
+        });
     };
     this.timer = setInterval(run, this.renewEveryMs);
-    run();
+    const { nudge } = streamLeaseKeys(this.prefix);
+    const subscriber = this.redis.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('message', (channel: string, from: string) => {
+      if (channel === nudge && from !== this.workerId) run();
+    });
+    // The first cycle announces this worker: it runs once the subscriber listens, so the holders'
+    // answering nudge (they shed their surplus) is not missed.
+    subscriber.subscribe(nudge).then(run, (err: unknown) => {
+      onError(err);
+      run();
+    });
   }
 
-  /** Stops the timer and releases every stream (see {@link releaseAll}). */
+  /** Stops the timer and the subscriber, and releases every stream (see {@link releaseAll}). */
   async stop(): Promise<string[]> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    subscriber?.disconnect();
     return this.releaseAll();
   }
 
@@ -232,11 +278,28 @@ export class StreamLeases {
     }
     for (const { name } of lost) this.local.delete(name);
     for (const [name, token] of held) this.local.set(name, { token, validUntil });
+    // Released streams wait for a taker, and a newcomer for the holders to shed their surplus:
+    // both tell the others to cycle now rather than at their next period.
+    if (balanced.length > 0 || removed.length > 0 || !this.announced) {
+      this.announced = true;
+      this.nudge();
+    }
     const errors: unknown[] = [];
     for (const { name, reason } of lost) this.call(() => this.options.onLost?.(name, reason), errors);
     for (const { name, token } of acquired) this.call(() => this.options.onAcquired?.(name, token), errors);
     this.raise(errors);
     return { live: Number(live), fairShare: Number(fairShare), held, acquired, lost };
+  }
+
+  /**
+   * Asks the started workers to run a cycle now. Best effort: a lost nudge only means the others
+   * act on their next timed cycle, as they would without one.
+   */
+  private nudge(): void {
+    this.redis.publish(streamLeaseKeys(this.prefix).nudge, this.workerId).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {

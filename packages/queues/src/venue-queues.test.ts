@@ -213,16 +213,23 @@ describe('VenueQueues on a Redis Cluster', () => {
   });
 
   // Here rather than in stream-leases.test.ts so the suite starts one cluster, not two.
-  it('runs the stream lease cycle and the connect-attempt log in their slots', async () => {
+  it('runs the stream lease cycle, its nudges and the connect-attempt log on the cluster', async () => {
     const streams = ['s1', 's2', 's3'];
-    const a = new StreamLeases(clusterConn, 'w-a', { prefix: 'clusterstreams' });
-    const b = new StreamLeases(clusterConn, 'w-b', { prefix: 'clusterstreams' });
+    const errors: unknown[] = [];
+    // A period far longer than the waits: streams move on nudges (pub/sub through the cluster).
+    const options = { prefix: 'clusterstreams', ttlMs: 600_000, onError: (err: unknown) => errors.push(err) };
+    const a = new StreamLeases(clusterConn, 'w-a', options);
+    const b = new StreamLeases(clusterConn, 'w-b', options);
     for (const w of [a, b]) w.setStreams(streams, 1);
-    for (const w of [a, b, a, b]) await w.tick();
-    expect([a.held().size, b.held().size].sort()).toEqual([1, 2]);
+    a.start();
+    await waitFor(() => a.held().size === 3, 'a took every stream');
+    b.start();
+    await waitFor(() => a.held().size === 2 && b.held().size === 1, 'a shed one stream to b');
     expect([...(await a.holders()).keys()].sort()).toEqual(streams);
-    const bHeld = [...b.held().keys()].sort();
-    expect((await b.releaseAll()).sort()).toEqual(bHeld);
+    await b.stop();
+    await waitFor(() => a.held().size === 3, "a took b's stream");
+    expect((await a.stop()).sort()).toEqual(streams);
+    expect(errors).toEqual([]);
     expect((await new ConnectAttempts(clusterConn, { prefix: 'clusterstreams' }).tryConnectAttempt('binance')).allowed).toBe(true);
   });
 });
