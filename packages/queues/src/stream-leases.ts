@@ -81,6 +81,7 @@ export class StreamLeases {
   private readonly clock: Clock;
   private readonly cycleCmd: LuaCommand;
   private readonly releaseCmd: LuaCommand;
+  private readonly readCmd: LuaCommand;
   private streams: string[] = [];
   private version: number | undefined;
   private readonly local = new Map<string, LocalLease>();
@@ -91,6 +92,10 @@ export class StreamLeases {
   /** Whether this worker announced itself since it (re)joined; see {@link nudge}. */
   private announced = false;
 
+  /**
+   * @param workerId - unique among live workers: two processes under one id would both act as the
+   *   holder of its streams (a restarted process under its old id takes its old leases back).
+   */
   constructor(
     private readonly redis: RedisClient,
     readonly workerId: string,
@@ -107,6 +112,7 @@ export class StreamLeases {
     this.clock = options.clock ?? systemClock;
     this.cycleCmd = luaCommand(redis, COMMANDS, 'cycleStreamLeases-3.lua');
     this.releaseCmd = luaCommand(redis, COMMANDS, 'releaseStreamLeases-2.lua');
+    this.readCmd = luaCommand(redis, COMMANDS, 'readStreamLeases-1.lua');
   }
 
   /**
@@ -155,7 +161,7 @@ export class StreamLeases {
 
   /**
    * Leaves the fleet's streams at once (graceful shutdown): drops this worker's membership and
-   * leases so the others take the streams on their next cycle, without waiting for the TTL.
+   * leases and nudges, so the others take the streams at once, without waiting for the TTL.
    * Reports every held stream lost (`released`). A later tick joins again.
    */
   releaseAll(): Promise<string[]> {
@@ -229,17 +235,13 @@ export class StreamLeases {
     return this.releaseAll();
   }
 
-  /** Every lease in Redis now, by stream name (expired ones excluded). */
+  /** Every lease in Redis now, by stream name (expired ones excluded, on the server's clock). */
   async holders(): Promise<Map<string, StreamHolder>> {
-    const { leases } = streamLeaseKeys(this.prefix);
-    // The server's clock, as the scripts use: a worker's own clock may be skewed.
-    const [time, flat] = await Promise.all([this.redis.time(), this.redis.hgetall(leases)]);
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const flat = (await this.readCmd([streamLeaseKeys(this.prefix).leases], [])) as string[];
     const out = new Map<string, StreamHolder>();
-    for (const [name, value] of Object.entries(flat)) {
-      const m = /^(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(value);
-      if (!m || Number(m[1]) <= now) continue;
-      out.set(name, { expiresAt: Number(m[1]), token: Number(m[2]), acquiredAt: Number(m[3]), worker: m[4]! });
+    for (let i = 0; i < flat.length; i += 2) {
+      const m = /^(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(flat[i + 1]!);
+      if (m) out.set(flat[i]!, { expiresAt: Number(m[1]), token: Number(m[2]), acquiredAt: Number(m[3]), worker: m[4]! });
     }
     return out;
   }
