@@ -203,6 +203,29 @@ describe('StreamLeases', () => {
     expect(errors).toEqual([]);
   });
 
+  it('nudges the started workers when a cycle finds a dead worker, so all take their grown share of its streams at once', async () => {
+    const prefix = redis.namespace();
+    const errors: unknown[] = [];
+    const streams = names(6);
+    // a and b cycle on nudges only (a period of 200 s); c has a short TTL and then dies.
+    const options = { ttlMs: 600_000, onError: (err: unknown) => errors.push(err) };
+    const a = worker(prefix, 'w-a', streams, options);
+    const b = worker(prefix, 'w-b', streams, options);
+    a.leases.start();
+    b.leases.start();
+    await waitFor(() => a.leases.held().size === 3 && b.leases.held().size === 3, 'a and b split the streams');
+    const c = worker(prefix, 'w-c', streams, { ttlMs: 300 });
+    await c.leases.tick(); // joins: a and b shed one stream each
+    await waitFor(async () => (await c.leases.tick()).held.size === 2, 'c took its share');
+    await waitFor(async () => ![...(await a.leases.holders()).values()].some((h) => h.worker === 'w-c'), "c's leases lapsed");
+    // One cycle of b drops c's membership and takes b's share; its nudge makes a take the rest.
+    expect((await b.leases.tick()).live).toBe(2);
+    await waitFor(() => a.leases.held().size === 3 && b.leases.held().size === 3, "a and b took c's streams");
+    assertOneHolderAtMost([a, b, c]);
+    await Promise.all([a.leases.stop(), b.leases.stop()]);
+    expect(errors).toEqual([]);
+  });
+
   it('keeps its keys under one hash tag and checks its inputs', async () => {
     const keys = streamLeaseKeys('tf:test');
     for (const key of Object.values(keys)) expect(key).toMatch(/^tf:test:streams:\{streams\}:/);

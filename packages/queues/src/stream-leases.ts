@@ -249,7 +249,7 @@ export class StreamLeases {
   private async cycle(): Promise<LeaseCycle> {
     const { members, leases, epochs } = streamLeaseKeys(this.prefix);
     const sentAt = this.clock.monotonic();
-    let reply: [number, number, number, Array<string | number>, string[], string[]];
+    let reply: [number, number, number, Array<string | number>, string[], string[], number];
     try {
       reply = (await this.cycleCmd([members, leases, epochs], [this.workerId, this.ttlMs, ...this.streams])) as typeof reply;
     } catch (err) {
@@ -263,7 +263,7 @@ export class StreamLeases {
       this.raise(errors);
       throw err;
     }
-    const [, live, fairShare, heldFlat, balanced, removed] = reply;
+    const [, live, fairShare, heldFlat, balanced, removed, reaped] = reply;
     // Redis set each expiry to its own now + ttl, and its now is no earlier than sentAt: acting
     // until sentAt + ttl by the local monotonic clock never outlives the lease.
     const validUntil = sentAt + this.ttlMs;
@@ -280,9 +280,10 @@ export class StreamLeases {
     }
     for (const { name } of lost) this.local.delete(name);
     for (const [name, token] of held) this.local.set(name, { token, validUntil });
-    // Released streams wait for a taker, and a newcomer for the holders to shed their surplus:
-    // both tell the others to cycle now rather than at their next period.
-    if (balanced.length > 0 || removed.length > 0 || !this.announced) {
+    // Released streams wait for a taker, a newcomer for the holders to shed their surplus, and a
+    // dead worker's streams (freed as its membership lapsed) for the others' grown shares: all
+    // tell the others to cycle now rather than at their next period.
+    if (balanced.length > 0 || removed.length > 0 || Number(reaped) > 0 || !this.announced) {
       this.announced = true;
       this.nudge();
     }

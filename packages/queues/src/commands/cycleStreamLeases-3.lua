@@ -24,7 +24,8 @@
     { server now ms, live workers, fair share,
       { name, epoch, name, epoch, ... } every lease the worker holds after the cycle,
       { names released to balance, newest acquired first },
-      { names released because they left the stream set } }
+      { names released because they left the stream set },
+      number of workers this cycle found dead (membership expired) and dropped }
 ]]
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,7 +33,7 @@ local me = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local total = #ARGV - 2
 
-redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local reaped = redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
 redis.call("ZADD", KEYS[1], now + ttl, me)
 local live = redis.call("ZCARD", KEYS[1])
 local share = math.ceil(total / live)
@@ -97,4 +98,4 @@ for i = 3, #ARGV do
   end
 end
 
-return { now, live, share, held, balanced, removed }
+return { now, live, share, held, balanced, removed, reaped }
