@@ -22,6 +22,7 @@ export interface StreamLeasesOptions {
   ttlMs?: number;
   /** How often {@link StreamLeases.start} runs a cycle. @defaultValue ttlMs / 3 */
   renewEveryMs?: number;
+  /** Only its monotonic time is used (see {@link StreamLeases.isHeld}): expiries are on the Redis server's clock. @defaultValue systemClock */
   clock?: Clock;
   /** A stream is now this worker's, under `token`: start its session. */
   onAcquired?: (name: string, token: number) => void;
