@@ -25,3 +25,5 @@ export {
 export { RedisMutex } from './redis-mutex.js';
 export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
 export { luaCommand, type LuaCommand } from './lua-command.js';
+export { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason, type LeaseCycle, type StreamHolder } from './stream-leases.js';
+export { ConnectAttempts, CONNECT_ATTEMPT_LIMITS, type ConnectAttempt, type ConnectAttemptLimit, type ConnectAttemptsOptions } from './connect-attempts.js';
