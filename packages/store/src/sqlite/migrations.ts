@@ -117,6 +117,10 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE connectors ADD COLUMN pacing TEXT;
   `,
+  // The last member stored of the day a sliced per-day universe job is collecting (null: none yet).
+  `
+  ALTER TABLE jobs ADD COLUMN member_cursor TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
