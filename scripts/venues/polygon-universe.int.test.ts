@@ -4,7 +4,7 @@ import { Scheduler } from '@tickfleet/scheduler';
 import { openSink, Pipeline, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { runCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { FleetWorker } from '@tickfleet/worker';
 
 const DAY = 86_400_000;
@@ -17,13 +17,15 @@ const MEMBERS = ['MSFT', 'AAPL', 'NVDA', 'AMZN', 'GOOG', 'META', 'TSLA'];
 const JOB = jobId({ venue: 'polygon', type: 'ohlcv', symbol: '@mix', timeframe: '1d' });
 /** Polygon has no GOOG bar for Monday the 22nd (a hole of the venue): the gap ledger finds it on GOOG's series. */
 const HOLE = { symbol: 'GOOG', fromMs: DAYS[1]!.dayStartMs, toMs: DAYS[1]!.dayStartMs + 1 };
+const GOOG = jobId({ venue: 'polygon', type: 'ohlcv', symbol: 'GOOG', timeframe: '1d' });
 
 /**
  * A Polygon day-bar job over a universe end to end (real Scheduler and FleetWorker in process,
  * redis-server, SQLite store and sink, the emulation over HTTP, a clock running in real time from a
  * pinned instant): each day is collected in slices of 3 members (one request per member), the job's
  * cursor passes a day only once every member's bar of it is stored, every request is made once, and
- * the gap ledger scans each member's series (a venue hole of one member is recorded on that member).
+ * the gap ledger scans each member's series (a venue hole of one member is recorded on that member,
+ * and `backfill --gaps` of that series tries it); `jobs add` takes the universe for day bars only.
  */
 describe('polygon: day bars over a universe, in slices', () => {
   let redis: TestRedis;
@@ -84,7 +86,7 @@ describe('polygon: day bars over a universe, in slices', () => {
     return times;
   };
 
-  it('collects each day in slices of 3 members, moves the cursor only past complete days, and scans every member for gaps', async () => {
+  it('collects each day in slices of 3 members, moves the cursor only past complete days, scans every member for gaps; backfill --gaps and jobs add take it', async () => {
     await store.universes.set('polygon', 'mix', MEMBERS);
     await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: '@mix', timeframe: '1d', since: SINCE });
     const holes = mock.scenario().venues!.polygon!.holes;
@@ -116,8 +118,28 @@ describe('polygon: day bars over a universe, in slices', () => {
     expect({ requests: stats.requests, ok: stats.responses2xx }).toEqual({ requests: MEMBERS.length * DAYS.length, ok: MEMBERS.length * DAYS.length });
     // the gap ledger holds each member's series: GOOG's Monday is a gap, no other member has one
     const gaps = await store.gaps.list({ open: true });
-    expect(gaps.map((g) => ({ jobId: g.jobId, fromMs: g.fromMs, kind: g.kind }))).toEqual([
-      { jobId: jobId({ venue: 'polygon', type: 'ohlcv', symbol: 'GOOG', timeframe: '1d' }), fromMs: DAYS[1]!.dayStartMs, kind: 'missing' },
+    expect(gaps.map((g) => ({ jobId: g.jobId, fromMs: g.fromMs, kind: g.kind, attempts: g.attempts }))).toEqual([
+      { jobId: GOOG, fromMs: DAYS[1]!.dayStartMs, kind: 'missing', attempts: 0 },
     ]);
+
+    // `backfill --gaps` takes the member's series (no job of its own: a disabled one is made for the
+    // backfill units); the venue still has no bar there, so the fill attempt is counted on the gap.
+    const env = { REDIS_URL: redis.url, POLYGON_API_KEY: 'test-key' };
+    const bf = await runCli(['--store', `sqlite://${dir.file('state.db')}`, 'backfill', '--gaps', GOOG, '--json'], { env });
+    expect(bf.stderr).toBe('');
+    expect(JSON.parse(bf.stdout)).toMatchObject({ jobId: GOOG });
+    await waitFor(async () => (await store.gaps.list({ jobId: GOOG }))[0]?.attempts === 1, 'the fill attempt recorded on the gap', { timeoutMs: 60_000 });
+    expect((await store.gaps.list({ jobId: GOOG }))[0]).toMatchObject({ kind: 'missing', filledAt: null });
+    expect(await store.jobs.get(GOOG)).toMatchObject({ enabled: false, cursor: null });
+    expect(mock.stats().venues.polygon!.requests).toBe(MEMBERS.length * DAYS.length + 1);
+
+    // `jobs add` takes a universe for Polygon day bars (the job as it is: adding it again keeps its progress), not for its other timeframes
+    const cli = (...args: string[]) => runCli(['--store', `sqlite://${dir.file('state.db')}`, ...args], { env });
+    const [again, hours] = await Promise.all([
+      cli('jobs', 'add', 'polygon', 'ohlcv', '@mix', '--timeframe', '1d', '--json'),
+      cli('jobs', 'add', 'polygon', 'ohlcv', '@mix', '--timeframe', '1h'),
+    ]);
+    expect(JSON.parse(again.stdout)).toMatchObject({ id: JOB, symbol: '@mix', cursor: last, memberCursor: null });
+    expect(hours.stderr).toMatch(/invalid symbol: expected one symbol for ohlcv jobs .*by polygon ohlcv 1d jobs/);
   }, 180_000);
 });
