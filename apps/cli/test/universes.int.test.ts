@@ -36,13 +36,6 @@ describe('tickfleet universes', () => {
     // A type that collects one symbol per job refuses a universe, naming the types that take one.
     const wrongType = await cli('jobs', 'add', 'binance', 'ohlcv', '@megacaps', '--timeframe', '1m');
     expect(wrongType.stderr).toMatch(/invalid symbol: expected one symbol for ohlcv jobs/);
-    // Polygon day bars take a universe (collected in slices of a few members); its other timeframes do not.
-    await cli('connectors', 'upsert', 'polygon', '--base-url', 'https://api.polygon.io', '--limit', '5');
-    await cli('universes', 'set', 'polygon', 'megacaps', 'AAPL', 'MSFT', 'NVDA', 'AMZN');
-    const polygonDays = await cli('jobs', 'add', 'polygon', 'ohlcv', '@megacaps', '--timeframe', '1d', '--json');
-    expect(JSON.parse(polygonDays.stdout)).toMatchObject({ id: 'polygon:@megacaps:1d:ohlcv', symbol: '@megacaps', memberCursor: null });
-    const polygonHours = await cli('jobs', 'add', 'polygon', 'ohlcv', '@megacaps', '--timeframe', '1h');
-    expect(polygonHours.stderr).toMatch(/invalid symbol: expected one symbol for ohlcv jobs .*by polygon ohlcv 1d jobs/);
 
     // A type that collects universes takes it; removing the universe waits until its job is disabled.
     await cli('connectors', 'upsert', 'finnhub', '--base-url', 'https://finnhub.io', '--limit', '60');
