@@ -7,7 +7,6 @@ import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { runCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { FleetWorker } from '@tickfleet/worker';
 
-const DAY = 86_400_000;
 /** Wednesday 2024-01-24 12:00Z: Tuesday's day bar is a full day old (final for Polygon), Wednesday's is not. */
 const PIN = Date.UTC(2024, 0, 24, 12);
 const SINCE = Date.UTC(2024, 0, 19);
