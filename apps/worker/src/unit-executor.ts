@@ -240,7 +240,7 @@ export class UnitExecutor {
       for (const job of owing) if (universeOf(job.symbol) === null) await ledger.scan(job.id, scan);
       const memberScan =
         tf === '1d' ? scan : { fromMs: usEquitySessions(unit.fromMs - SCAN_BACK_MS, unit.fromMs).at(-1)?.dayStartMs ?? scan.fromMs, toMs: unit.toMs };
-      if (process.env.NOSCAN === undefined) for (const symbol of memberSeries) await ledger.scan(jobId({ venue: unit.venue, type: 'ohlcv', symbol, timeframe: tf }), memberScan);
+      for (const symbol of memberSeries) await ledger.scan(jobId({ venue: unit.venue, type: 'ohlcv', symbol, timeframe: tf }), memberScan);
     }
     return { outcome: 'ok', records, detail: `${session.date}: ${symbols.length} symbols, ${owing.length} jobs` };
   }
