@@ -24,7 +24,7 @@ export const SchedulerEnv = z.object({
   TICKFLEET_SCHEDULER_FILES_DELAY_MS: duration().default(3_600_000),
   /** Alpaca minute bars of a job without `since` start this many days back (day bars: 30). */
   ALPACA_MINUTE_START_DAYS: positiveInt().default(DEFAULT_SESSION_DAY_STARTS.minuteStartDays),
-  /** Symbols per Polygon day-bar unit (one request per symbol; cap 1 in flight by default). */
+  /** Symbols (jobs, or members of a universe job's slice) per Polygon day-bar unit (one request per symbol; cap 1 in flight by default). */
   POLYGON_SYMBOLS_PER_UNIT: positiveInt().default(SESSION_DAY_VENUES.polygon!.symbolsPerUnit),
   /** Economic series (FRED) run once a day this long after UTC midnight. */
   TICKFLEET_SCHEDULER_SERIES_DELAY_MS: duration({ allowZero: true }).default(22 * 3_600_000),

@@ -386,4 +386,38 @@ describe('per-day units', () => {
     // the job owing Wednesday got no unit: its lease is free and it is due when Wednesday is final
     expect(await f.store.jobs.get(late.id)).toMatchObject({ lockedUntil: null, nextRunAt: Date.UTC(2024, 0, 25, 5, 0, 2) });
   });
+
+  it('plans a Polygon universe job one slice of 3 members at a time from its member cursor, the last slice with the day', async () => {
+    const f = await fixture();
+    const now = Date.UTC(2024, 0, 24, 12);
+    f.clock.set(now);
+    const tuesday = Date.UTC(2024, 0, 23, 5);
+    await f.store.universes.set('polygon', 'mix', ['G', 'B', 'F', 'A', 'E', 'C', 'D']);
+    const job = await f.store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: '@mix', timeframe: '1d', since: Date.UTC(2024, 0, 23) });
+    const single = await f.store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: 'SPY', timeframe: '1d', since: Date.UTC(2024, 0, 23) });
+    const s = f.scheduler();
+    const plan = async () => {
+      const units = await s.unitsFor([(await f.store.jobs.get(job.id))!, (await f.store.jobs.get(single.id))!], now);
+      return units.map((u) => ({ jobIds: u.jobIds, fromMs: u.fromMs, members: u.members, lastSlice: u.lastSlice, nextRunAt: u.nextRunAt }));
+    };
+    const dayFinal = Date.UTC(2024, 0, 25, 5, 0, 2);
+    // the universe job's slice is a unit of its own; the single job is planned as before
+    expect(await plan()).toEqual([
+      { jobIds: [job.id], fromMs: tuesday, members: ['A', 'B', 'C'], lastSlice: false, nextRunAt: now },
+      { jobIds: [single.id], fromMs: tuesday, members: undefined, lastSlice: undefined, nextRunAt: dayFinal },
+    ]);
+    await f.store.jobs.advanceMembers(job.id, { member: 'C' });
+    expect((await plan())[0]).toEqual({ jobIds: [job.id], fromMs: tuesday, members: ['D', 'E', 'F'], lastSlice: false, nextRunAt: now });
+    // members changed during the day: one sorting after the member cursor is in today's slices, one before it waits for the next day
+    await f.store.universes.set('polygon', 'mix', ['G', 'B', 'F', 'A', 'E', 'C', 'D', 'H', 'BB']);
+    await f.store.jobs.advanceMembers(job.id, { member: 'F' });
+    expect((await plan())[0]).toEqual({ jobIds: [job.id], fromMs: tuesday, members: ['G', 'H'], lastSlice: true, nextRunAt: dayFinal });
+    // members removed past the member cursor: the last slice names the last members again, only to close the day
+    await f.store.universes.set('polygon', 'mix', ['A', 'B', 'C', 'D']);
+    expect((await plan())[0]).toMatchObject({ members: ['B', 'C', 'D'], lastSlice: true, nextRunAt: dayFinal });
+    // the day done, the next slice is Wednesday's first (not final yet: the job is released until it is)
+    await f.store.jobs.advanceMembers(job.id, { dayCursor: tuesday });
+    expect((await plan()).map((u) => u.jobIds)).toEqual([[single.id]]);
+    expect(await f.store.jobs.get(job.id)).toMatchObject({ cursor: tuesday, memberCursor: null, nextRunAt: dayFinal });
+  });
 });

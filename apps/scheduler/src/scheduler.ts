@@ -3,6 +3,7 @@ import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
 import {
   DEFAULT_SESSION_DAY_STARTS,
   DEFAULT_UNIVERSE_PER_CYCLE,
+  MAX_UNIVERSE_SYMBOLS,
   nextSessionDay,
   parseJobId,
   sessionAfter,
@@ -371,7 +372,9 @@ export class Scheduler {
    * into one unit per day over up to the venue's symbols per unit (Alpaca: all of them, so one
    * request serves many jobs; Polygon: 3, so a unit's duration stays bounded). A
    * per-day job whose next day is not final yet gets no unit: its lease is freed with the time the
-   * day becomes final as its next due time (end-of-day gating).
+   * day becomes final as its next due time (end-of-day gating). A universe job of a venue whose
+   * units hold fewer symbols than a universe may (Polygon) gets a unit of its own per claim, one
+   * slice of its day: {@link universeSlice}.
    */
   async unitsFor(jobs: Job[], nowMs: number): Promise<QueuedUnit[]> {
     const units: QueuedUnit[] = [];
@@ -389,12 +392,17 @@ export class Scheduler {
         notYet.push(this.store.jobs.release(job.id, finalAt).catch((err: unknown) => this.logger.debug({ err, jobId: job.id }, 'could not release a job')));
         continue;
       }
+      // the jobs owe the next session at once when it is final already (a catch-up), else when it will be
+      const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session), perDay) + this.cadence.closeDelayMs);
+      const perUnit = this.symbolsPerUnit[job.venue] ?? perDay.symbolsPerUnit;
+      if (universeOf(job.symbol) !== null && perUnit < MAX_UNIVERSE_SYMBOLS) {
+        units.push(await this.universeSlice(job, session.dayStartMs, perUnit, nextRunAt, nowMs));
+        continue;
+      }
       const key = `${job.venue}|${job.timeframe}|${session.dayStartMs}`;
       let group = days.get(key);
       if (!group) {
-        // the jobs owe the next session at once when it is final already (a catch-up), else when it will be
-        const nextRunAt = Math.max(nowMs, sessionDayFinalAt(job.timeframe, sessionAfter(session), perDay) + this.cadence.closeDelayMs);
-        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit: this.symbolsPerUnit[job.venue] ?? perDay.symbolsPerUnit };
+        group = { jobs: [], dayStartMs: session.dayStartMs, nextRunAt, perUnit };
         days.set(key, group);
       }
       group.jobs.push(job);
@@ -417,6 +425,40 @@ export class Scheduler {
     }
     await Promise.all(notYet);
     return units;
+  }
+
+  /**
+   * The next slice of a per-day universe job's day (Polygon day bars over `@<name>`: one request per
+   * symbol, so a unit over a 500-member universe would run for hours at the venue's limit): the
+   * first `perUnit` members, in sorted order, after the job's member cursor, as the universe holds
+   * them now. Slices of one job run one after the other: each completes the job due at once, and the
+   * next claim plans the next slice from the member cursor the worker moved; the day's last slice
+   * moves the cursor past the day and takes the day's `nextRunAt`. So the cursor passes a day only
+   * once every slice of it is stored, and a member added or removed during a day counts from the
+   * next slice planned (one sorting before the member cursor waits for the next day).
+   */
+  private async universeSlice(job: Job, dayStartMs: number, perUnit: number, nextRunAt: number, nowMs: number): Promise<QueuedUnit> {
+    const unit: QueuedUnit = {
+      kind: 'session-day',
+      venue: job.venue,
+      jobId: job.id,
+      jobIds: [job.id],
+      fromMs: dayStartMs,
+      toMs: dayStartMs + 86_400_000,
+      nextRunAt,
+      priority: job.priority,
+      enqueuedAt: nowMs,
+    };
+    const members = (await this.store.universes.get(job.venue, universeOf(job.symbol)!))?.symbols;
+    // A universe that is gone still gets a unit (without members): its run fails naming the universe, visible on the job.
+    if (!members) return unit;
+    const sorted = [...members].sort();
+    const after = job.memberCursor;
+    const rest = after === null ? sorted : sorted.filter((s) => s > after);
+    if (rest.length > perUnit) return { ...unit, members: rest.slice(0, perUnit), lastSlice: false, nextRunAt: nowMs };
+    // The day's last slice; when members were removed and none is left after the member cursor it
+    // names the last ones again, which the worker finds stored already and only closes the day.
+    return { ...unit, members: rest.length > 0 ? rest : sorted.slice(-perUnit), lastSlice: true };
   }
 
   /**

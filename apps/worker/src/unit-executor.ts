@@ -4,6 +4,7 @@ import {
   type Clock,
   type Envelope,
   type Job,
+  jobId,
   lastClosedOpenTime,
   MalformedPayloadError,
   sessionDayCursor,
@@ -181,12 +182,26 @@ export class UnitExecutor {
     const dayCursor = sessionDayCursor(tf, session);
     // a job whose cursor is at or past the day already holds it (the unit ran before)
     const owing = jobs.filter((j) => j.timeframe === tf && (j.cursor === null || j.cursor < dayCursor));
-    // A job over a universe (`@name`) covers its members as they are now. Sorted, so the same
-    // symbols always make the same batches (Alpaca answers them sorted too).
+    // A slice of one universe job's day (Polygon) fetches the members the scheduler planned, less
+    // those a run of it already stored (the member cursor moved past them). Otherwise a job over a
+    // universe (`@name`) covers its members as they are now. Sorted, so the same symbols always
+    // make the same batches (Alpaca answers them sorted too).
     const members = new Set<string>();
+    /** Member series of universe jobs, each scanned by the gap ledger below. */
+    const memberSeries = new Set<string>();
+    const slice = unit.members;
     for (const job of owing) {
       const universe = universeOf(job.symbol);
-      for (const symbol of universe === null ? [job.symbol] : await this.options.store.universes.members(job.venue, universe)) members.add(symbol);
+      if (universe === null) {
+        members.add(job.symbol);
+        continue;
+      }
+      const after = job.memberCursor;
+      const ofJob = slice ? slice.filter((s) => after === null || s > after) : await this.universeMembers(job, universe);
+      for (const symbol of ofJob) {
+        members.add(symbol);
+        memberSeries.add(symbol);
+      }
     }
     const symbols = [...members].sort();
     const perRequest = isMultiSymbolCandleSource(adapter) ? adapter.maxSymbolsPerRequest : 1;
@@ -206,14 +221,36 @@ export class UnitExecutor {
         signal.throwIfAborted();
       }
     }
-    for (const job of owing) await this.options.store.jobs.advanceCursor(job.id, dayCursor);
-    // The gap ledger checks each single-symbol job's day against the calendar (a halted symbol, a
-    // venue hole); a job over a universe has no one series the ledger could hold.
-    // A hole shows between two stored bars, so the range reaches back over a long weekend to the
-    // job's earlier bars: a missing day is found once a later day is stored (at the next unit).
+    for (const job of owing) {
+      // a slice moves its job's member cursor; only the day's last slice moves the cursor past the day
+      if (slice) await this.options.store.jobs.advanceMembers(job.id, unit.lastSlice ? { dayCursor } : { member: slice.at(-1)! });
+      else await this.options.store.jobs.advanceCursor(job.id, dayCursor);
+    }
+    // The gap ledger checks the day against the calendar (a halted symbol, a venue hole) for each
+    // single-symbol job and each member of a universe job this unit fetched, on that member's
+    // series (`<venue>:<member>:<tf>:ohlcv`, the id a single job of it has; a slice scans its 3
+    // members only). A hole shows between two stored bars, so the range reaches back over a long
+    // weekend to the job's earlier bars: a missing day is found once a later day is stored (at the
+    // next unit). Minute bars of universe members reach back only to the previous session's start:
+    // 500 members' 5 days of minutes took 3-5 s to scan, the previous session 1.7 s (day bars: 0.1 s),
+    // so a member without a single bar in the whole previous session is left to `gaps scan`.
     const scan = { fromMs: unit.fromMs - SCAN_BACK_MS, toMs: unit.toMs };
-    for (const job of owing) if (universeOf(job.symbol) === null) await this.options.gapLedger?.scan(job.id, scan);
+    const ledger = this.options.gapLedger;
+    if (ledger) {
+      for (const job of owing) if (universeOf(job.symbol) === null) await ledger.scan(job.id, scan);
+      const memberScan =
+        tf === '1d' ? scan : { fromMs: usEquitySessions(unit.fromMs - SCAN_BACK_MS, unit.fromMs).at(-1)?.dayStartMs ?? scan.fromMs, toMs: unit.toMs };
+      for (const symbol of memberSeries) await ledger.scan(jobId({ venue: unit.venue, type: 'ohlcv', symbol, timeframe: tf }), memberScan);
+    }
     return { outcome: 'ok', records, detail: `${session.date}: ${symbols.length} symbols, ${owing.length} jobs` };
+  }
+
+  /** The current members of a universe job's universe; a universe that is gone fails the unit naming it. */
+  private async universeMembers(job: Job, universe: string): Promise<string[]> {
+    const found = await this.options.store.universes.get(job.venue, universe);
+    if (!found)
+      throw new UnrecoverableError(job.venue, `job ${job.id}: universe ${universeKey(job.venue, universe)} does not exist (tickfleet universes set …)`);
+    return found.symbols;
   }
 
   /** Catches a candle job up from its cursor to the last closed candle, page by page. */

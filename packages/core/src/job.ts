@@ -36,6 +36,12 @@ export const Job = z.object({
   since: z.number().int().nullable().default(null),
   /** Progress marker (for candles: open time of the last stored candle). Only moves forward. */
   cursor: z.number().int().nullable().default(null),
+  /**
+   * Per-day jobs over a universe planned in slices (Polygon day bars over `@<name>`): the last member
+   * (in sorted order) already stored of the session day after `cursor`; null when no slice of that
+   * day is stored yet. The cursor moves past the day only once its last slice is stored.
+   */
+  memberCursor: z.string().nullable().default(null),
   stats: JobStats.default({ runs: 0, failures: 0, lastRunAt: null, lastSuccessAt: null, lastErrorAt: null, lastError: null }),
   createdAt: z.number().int().optional(),
   updatedAt: z.number().int().optional(),

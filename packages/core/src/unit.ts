@@ -32,6 +32,13 @@ export const Unit = z.object({
    * `[fromMs, toMs)`); `jobId` is the first of them.
    */
   jobIds: z.array(z.string()).min(1).optional(),
+  /**
+   * `session-day` units of a universe job planned in slices (Polygon day bars over `@<name>`): the
+   * members this slice fetches, sorted, as the universe held them when the slice was planned.
+   */
+  members: z.array(z.string()).min(1).optional(),
+  /** Sliced `session-day` units: true on the day's last slice, whose completion moves the job's cursor past the day. */
+  lastSlice: z.boolean().optional(),
   /** Enqueue time, for queue-latency metrics. */
   enqueuedAt: z.number().int(),
 });

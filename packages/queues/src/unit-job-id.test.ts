@@ -31,6 +31,10 @@ describe('unitJobId', () => {
     expect(unitJobId({ ...day, jobIds: [...day.jobIds].reverse() })).toBe(id);
     expect(unitJobId({ ...day, jobIds: ['alpaca:A:1d:ohlcv'] })).not.toBe(id);
     expect(() => unitJobId({ ...day, jobIds: undefined })).toThrow(ValidationError);
+    // the slices of one universe job's day are distinct units
+    const slice = { ...day, jobIds: ['polygon:@megacaps:1d:ohlcv'], venue: 'polygon' };
+    expect(unitJobId({ ...slice, members: ['AAPL', 'AMZN'] })).not.toBe(unitJobId({ ...slice, members: ['GOOG', 'MSFT'] }));
+    expect(unitJobId({ ...slice, members: ['AAPL', 'AMZN'] })).not.toBe(unitJobId(slice));
   });
 
   it('rejects units it cannot name', () => {

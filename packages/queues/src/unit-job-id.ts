@@ -19,16 +19,17 @@ function escapeId(id: string): string {
  *   units of a universe job add their round-robin slot, `live|finnhub|@megacaps|-|options|<dueAt>|<slot>`;
  * - backfill chunks: `bf|<backfillId>|<fromMs>-<toMs>` — one unit per chunk of the range;
  * - per-day units: `day|<venue>|<fromMs>|<hash of the sorted job ids>` — one unit per day and set of
- *   jobs (a rescan that claims the same jobs owing the same day adds nothing).
+ *   jobs (a rescan that claims the same jobs owing the same day adds nothing); a slice of a universe
+ *   job's day hashes its members too, so each slice is its own unit.
  */
 export function unitJobId(
-  unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'jobIds' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs' | 'slot'> & Partial<Pick<QueuedUnit, 'venue'>>,
+  unit: Pick<QueuedUnit, 'kind' | 'jobId' | 'jobIds' | 'dueAt' | 'backfillId' | 'fromMs' | 'toMs' | 'slot'> & Partial<Pick<QueuedUnit, 'venue' | 'members'>>,
 ): string {
   if (unit.kind === 'session-day') {
     if (unit.venue === undefined || unit.fromMs === undefined || !unit.jobIds)
       throw new ValidationError('unit', 'a session-day unit with venue, fromMs and jobIds', unit);
     const jobs = createHash('sha256')
-      .update([...unit.jobIds].sort().join('\n'))
+      .update([...unit.jobIds].sort().join('\n') + (unit.members ? `\n@${unit.members.join(',')}` : ''))
       .digest('hex')
       .slice(0, 20);
     return `day|${unit.venue}|${unit.fromMs}|${jobs}`;

@@ -60,6 +60,14 @@ export interface JobsRepo {
   fail(id: string, error: string, retryAtMs: number): Promise<Job>;
   /** Moves the cursor forward only (never back); returns the stored cursor. */
   advanceCursor(id: string, cursor: number): Promise<number | null>;
+  /**
+   * Progress of a per-day universe job planned in slices (Polygon day bars over `@<name>`): either
+   * the last member stored of the day after the cursor (`member`, forward only, so a re-delivered
+   * earlier slice never moves it back), or, once the day's last slice is
+   * stored, the cursor moved forward to `dayCursor` and the member cursor cleared in the same write
+   * (two writes could leave a finished day's member cursor on the next day, skipping its members).
+   */
+  advanceMembers(id: string, progress: { member: string } | { dayCursor: number }): Promise<Job>;
   /** Releases a lease without recording a run (unit handed to the queue or abandoned). */
   release(id: string, nextRunAt?: number): Promise<void>;
   remove(id: string): Promise<boolean>;

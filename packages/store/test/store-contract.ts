@@ -259,6 +259,23 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         await expect(store.jobs.advanceCursor('binance:NOPE/USDT:1m:ohlcv', 1)).rejects.toBeInstanceOf(NotFoundError);
       });
 
+      it('advances a sliced universe job: member cursor within the day, then the day with the member cursor cleared', async () => {
+        await store.connectors.upsert(connector('polygon'));
+        const { id } = await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: '@megacaps', timeframe: '1d' });
+        expect((await store.jobs.get(id))?.memberCursor).toBeNull();
+        expect(await store.jobs.advanceMembers(id, { member: 'AMZN' })).toMatchObject({ cursor: null, memberCursor: 'AMZN' });
+        // forward only: a re-delivered earlier slice leaves it
+        expect(await store.jobs.advanceMembers(id, { member: 'AAPL' })).toMatchObject({ memberCursor: 'AMZN' });
+        // an update of the job keeps its progress, like its cursor
+        await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: '@megacaps', timeframe: '1d', priority: 5 });
+        expect((await store.jobs.get(id))?.memberCursor).toBe('AMZN');
+        expect(await store.jobs.advanceMembers(id, { dayCursor: T0 })).toMatchObject({ cursor: T0, memberCursor: null });
+        await store.jobs.advanceMembers(id, { member: 'MSFT' });
+        // the cursor still only moves forward
+        expect(await store.jobs.advanceMembers(id, { dayCursor: T0 - 86_400_000 })).toMatchObject({ cursor: T0, memberCursor: null });
+        await expect(store.jobs.advanceMembers('polygon:@gone:1d:ohlcv', { member: 'A' })).rejects.toBeInstanceOf(NotFoundError);
+      });
+
       it('fails: lease released, retry scheduled, failure recorded; release frees a lease', async () => {
         await store.connectors.upsert(connector('binance'));
         const { id } = await store.jobs.upsert(job('binance', 'BTC/USDT'));

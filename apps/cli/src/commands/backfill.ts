@@ -232,7 +232,7 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
   if (!connector) throw new ValidationError('venue', `an existing connector (create it with tickfleet connectors upsert ${req.venue} …)`, req.venue);
   if (!hasVenueAdapter(req.venue)) throw new ValidationError('venue', 'a venue with a candle adapter (binance, polygon)', req.venue);
   const adapter = createVenueAdapter(req.venue, { baseUrl: connector.baseUrl });
-  const existing = await store.jobs.get(req.jobId);
+  let existing = await store.jobs.get(req.jobId);
   if (req.timeframe === undefined && req.ranges !== 'gaps' && isSeriesSource(adapter)) {
     // Names a bad series id (ValidationError) before anything is stored.
     adapter.seriesOf(req.symbol);
@@ -248,7 +248,13 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
   }
   if (!isCandleSource(adapter) || req.timeframe === undefined) throw new ValidationError('venue', 'a venue with candles (binance, polygon)', req.venue);
   const timeframe = req.timeframe;
-  if (!existing && req.ranges === 'gaps') throw new ValidationError('--gaps', 'an existing job (see tickfleet jobs list)', req.jobId);
+  if (!existing && req.ranges === 'gaps') {
+    // A member of a universe job has gaps on its own series but no job: backfill units need one
+    // (they read its venue, symbol and timeframe), so a disabled job of that series is created.
+    if ((await store.gaps.list({ jobId: req.jobId, open: true })).length === 0)
+      throw new ValidationError('--gaps', 'an existing job, or a series with open gaps (see tickfleet jobs list, tickfleet gaps)', req.jobId);
+    existing = await store.jobs.upsert({ venue: req.venue, type: 'ohlcv', symbol: req.symbol, timeframe, enabled: false });
+  }
   let ranges: Array<{ fromMs: number; toMs: number }>;
   if (req.ranges === 'gaps') {
     const open = (await store.gaps.list({ jobId: req.jobId, open: true })).filter((g) => g.kind === 'missing');
@@ -273,7 +279,12 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
       `a range of at most ${maxUnits} units of ${adapter.maxCandlesPerPage} ${timeframe} candles (this one needs ${planned}: split it, or raise --max-units)`,
     );
   }
-  const chunks = ranges.flatMap((r) => chunkRange(r.fromMs, r.toMs, timeframe, adapter.maxCandlesPerPage));
+  // A gap starts on the venue's grid; chunkRange aligns a start up to the UTC grid, which would drop
+  // a US-equity day bar (New York midnight, 04:00Z or 05:00Z) starting a gap: its chunks start at
+  // the UTC day holding it instead.
+  const chunks = ranges.flatMap((r) =>
+    chunkRange(req.ranges === 'gaps' ? alignDown(r.fromMs, timeframe) : r.fromMs, r.toMs, timeframe, adapter.maxCandlesPerPage),
+  );
   if (chunks.length === 0) throw new ValidationError('--from', 'a range holding at least one candle open time');
   // A backfill of a job that does not exist yet creates it disabled: history only, no live
   // collection. Only now, so a refused range leaves no job behind.

@@ -82,12 +82,16 @@ export function registerJobs(program: Command): void {
               universeKey(name, universe),
             );
           }
-          // per-day candle jobs whose units take a whole universe (Alpaca day and minute bars: many
-          // symbols per request) collect a universe too
-          const perDay = (sessionDayVenueOf({ venue: name, type: jobType, timeframe: opts.timeframe ?? null })?.symbolsPerRequest ?? 0) > 1;
+          // per-day candle jobs collect a universe too: Alpaca's day and minute bars in units over the
+          // whole universe (many symbols per request), Polygon's day bars in slices of a few members
+          const perDay = sessionDayVenueOf({ venue: name, type: jobType, timeframe: opts.timeframe ?? null }) !== undefined;
           if (!UNIVERSE_JOB_TYPES.includes(jobType) && !perDay) {
             const types = UNIVERSE_JOB_TYPES.length > 0 ? UNIVERSE_JOB_TYPES.join(', ') : 'no job type of this version';
-            throw new ValidationError('symbol', `one symbol for ${jobType} jobs (a universe is collected by ${types}, and by alpaca ohlcv 1d/1m jobs)`, sym);
+            throw new ValidationError(
+              'symbol',
+              `one symbol for ${jobType} jobs (a universe is collected by ${types}, by alpaca ohlcv 1d/1m jobs and by polygon ohlcv 1d jobs)`,
+              sym,
+            );
           }
         }
         assertSupported(name, connector.baseUrl, jobType, sym, opts.timeframe);
@@ -188,8 +192,11 @@ function printJobs(list: Job[]): void {
       j.enabled ? 'yes' : 'no',
       j.priority,
       isoOrDash(j.nextRunAt || null),
-      // A universe job's cursor is its round-robin position, not a time.
-      universeOf(j.symbol) === null ? isoOrDash(j.cursor) : `slot ${j.cursor ?? 0}`,
+      // An options job's cursor over a universe is its round-robin position, not a time; a sliced
+      // per-day universe job shows the last member stored of the day it is collecting.
+      universeOf(j.symbol) === null || j.type !== 'options'
+        ? `${isoOrDash(j.cursor)}${j.memberCursor === null ? '' : ` +${j.memberCursor}`}`
+        : `slot ${j.cursor ?? 0}`,
       j.stats.runs,
       j.stats.failures,
       j.stats.lastError,

@@ -123,6 +123,8 @@ export function toJob(d: JobDoc): Job {
     cursor: d.cursor ?? null,
     // Documents written before universe jobs existed carry no perCycle.
     perCycle: d.perCycle ?? null,
+    // Documents written before sliced universe jobs existed carry no memberCursor.
+    memberCursor: d.memberCursor ?? null,
     stats: {
       runs: d.stats.runs,
       failures: d.stats.failures,

@@ -107,6 +107,15 @@ export class MongoJobsRepo implements JobsRepo {
     return this.found(id, doc).cursor;
   }
 
+  async advanceMembers(id: string, progress: { member: string } | { dayCursor: number }): Promise<Job> {
+    const now = this.clock.now();
+    const update =
+      'member' in progress
+        ? { $max: { memberCursor: progress.member }, $set: { updatedAt: now } }
+        : { $max: { cursor: progress.dayCursor }, $set: { memberCursor: null, updatedAt: now } };
+    return this.found(id, await this.c.jobs.findOneAndUpdate({ _id: id }, update, { returnDocument: 'after' }));
+  }
+
   async release(id: string, nextRunAt?: number): Promise<void> {
     const set: Record<string, unknown> = { lockedUntil: null, updatedAt: this.clock.now() };
     if (nextRunAt !== undefined) set.nextRunAt = nextRunAt;

@@ -134,6 +134,10 @@ const MIGRATIONS: readonly string[] = [
     updated_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // The last member stored of the day a sliced per-day universe job is collecting (null: none yet).
+  `
+  ALTER TABLE jobs ADD COLUMN member_cursor TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -64,6 +64,8 @@ export interface JobRow {
   cursor: number | null;
   /** Added by schema v5; rows read by a claim carry it too. */
   per_cycle: number | null;
+  /** Added with sliced per-day universe jobs. */
+  member_cursor: string | null;
   runs: number;
   failures: number;
   last_run_at: number | null;
@@ -88,6 +90,7 @@ export function toJob(r: JobRow): Job {
     since: r.since,
     perCycle: r.per_cycle ?? null,
     cursor: r.cursor,
+    memberCursor: r.member_cursor ?? null,
     stats: {
       runs: r.runs,
       failures: r.failures,

@@ -18,6 +18,8 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly completeStmt: Statement;
   private readonly failStmt: Statement;
   private readonly advanceStmt: Statement;
+  private readonly memberStmt: Statement;
+  private readonly dayDoneStmt: Statement;
   private readonly releaseStmt: Statement;
   private readonly removeStmt: Statement;
 
@@ -72,6 +74,15 @@ export class SqliteJobsRepo implements JobsRepo {
       UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, updated_at = :now
       WHERE id = :id
       RETURNING cursor`);
+    // Forward only, like the cursor (BINARY collation: the byte order JavaScript sorts ASCII symbols in).
+    this.memberStmt = db.prepare(`
+      UPDATE jobs SET member_cursor = CASE WHEN member_cursor IS NULL OR member_cursor < :member THEN :member ELSE member_cursor END, updated_at = :now
+      WHERE id = :id
+      RETURNING *`);
+    this.dayDoneStmt = db.prepare(`
+      UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, member_cursor = NULL, updated_at = :now
+      WHERE id = :id
+      RETURNING *`);
     this.releaseStmt = db.prepare(`
       UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now
       WHERE id = :id`);
@@ -157,6 +168,13 @@ export class SqliteJobsRepo implements JobsRepo {
     const row = this.advanceStmt.get({ id, cursor, now: this.clock.now() }) as { cursor: number | null } | undefined;
     if (!row) throw new NotFoundError('job', id);
     return row.cursor;
+  }
+
+  async advanceMembers(id: string, progress: { member: string } | { dayCursor: number }): Promise<Job> {
+    const now = this.clock.now();
+    const row =
+      'member' in progress ? this.memberStmt.get({ id, member: progress.member, now }) : this.dayDoneStmt.get({ id, cursor: progress.dayCursor, now });
+    return this.found(id, row);
   }
 
   async release(id: string, nextRunAt?: number): Promise<void> {
