@@ -220,6 +220,38 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(session.stats().pipelineErrors).toBe(3);
   });
 
+  test('REST unreachable: every trade-id hole is reported unhealed with its exact range, nothing missing silently', async () => {
+    mv.patchScenario({ streams: { binance: { gapEvery: 6 } } });
+    session = new BinanceStreamSession({
+      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
+      restBaseUrl: 'http://127.0.0.1:1',
+      symbols: ['BTC/USDT'],
+      channels: ['trades'],
+      clock,
+      backoff: { initialMs: 5, maxMs: 10 },
+      onRecords: async (envs) => {
+        records.push(...envs);
+      },
+      onEvent: (e) => events.push(e),
+    });
+    await session.start();
+    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
+    await run(2000);
+    const s = session;
+    await waitFor(() => s.stats().messages === mv.stats().streams.binance.messagesSent, 'every trade sent processed');
+    const got = records.map((e) => Number(e.payload.tradeId));
+    const first = got[0]!;
+    const last = got[got.length - 1]!;
+    const unhealed = events.filter((e): e is Extract<StreamEvent, { type: 'unhealed' }> => e.type === 'unhealed');
+    const reported = new Set(unhealed.flatMap((u) => Array.from({ length: u.toId - u.fromId + 1 }, (_, i) => u.fromId + i)));
+    const stored = new Set(got);
+    const holes = Array.from({ length: last - first + 1 }, (_, i) => first + i).filter((id) => !stored.has(id));
+    expect(holes.length).toBeGreaterThan(0);
+    expect([...reported].sort((a, b) => a - b)).toEqual(holes);
+    expect(unhealed.every((u) => u.reason.startsWith('aggTrades failed'))).toBe(true);
+    expect(s.stats()).toMatchObject({ gapsHealed: 0, gapsUnhealed: unhealed.length, gapsFound: unhealed.length });
+  });
+
   test('options naming no streams or too many are refused with the bad input named', () => {
     const base = { wsBaseUrl: 'ws://x/binance', restBaseUrl: 'http://x', onRecords: async () => {} };
     expect(() => new BinanceStreamSession({ ...base, symbols: [], channels: ['trades'] })).toThrow('invalid symbols');

@@ -218,10 +218,15 @@ export class BinanceStreamSession extends WsStreamSession {
         missing.push({ fromId: cursor, toId: to, reason: `aggTrades failed: ${errorText(err)}` });
         break;
       }
+      const pageFrom = cursor;
       for (const row of rows) {
-        if (row.f > to) break;
         if (row.l < cursor) continue;
-        if (row.f > cursor) missing.push({ fromId: cursor, toId: row.f - 1, reason: 'aggTrades returned no trade with these ids' });
+        if (row.f > cursor) {
+          // on the real venue aggregate ids are not trade ids: rows past the hole leave it unhealed, never filled wrongly
+          missing.push({ fromId: cursor, toId: Math.min(row.f - 1, to), reason: `aggTrades from id ${pageFrom} holds no trade with these ids` });
+          cursor = Math.min(row.f, to + 1);
+        }
+        if (cursor > to) break;
         if (row.f !== row.l || row.a !== row.f) {
           missing.push({
             fromId: Math.max(row.f, cursor),
@@ -233,7 +238,7 @@ export class BinanceStreamSession extends WsStreamSession {
         }
         cursor = row.l + 1;
       }
-      if (rows.length < limit && cursor <= to) {
+      if (cursor <= to && (rows.length < limit || cursor === pageFrom)) {
         missing.push({ fromId: cursor, toId: to, reason: 'beyond the trades aggTrades returns' });
         break;
       }

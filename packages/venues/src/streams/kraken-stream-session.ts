@@ -110,7 +110,7 @@ export class KrakenStreamSession extends WsStreamSession {
     } else if (msg.channel === 'book' && Array.isArray(msg.data)) {
       for (const d of msg.data as KrakenBookData[]) this.onBook(d, msg.type === 'snapshot', receivedAtMs);
     } else if (msg.channel === 'trade' && Array.isArray(msg.data)) {
-      this.counters.messages += 1;
+      if (msg.type !== 'snapshot') this.counters.messages += 1;
       for (const d of msg.data as KrakenTradeData[]) this.onTrade(d, msg.type === 'snapshot', receivedAtMs);
     }
     // status, heartbeat, acks, pong: liveness only (the base class saw the frame)
