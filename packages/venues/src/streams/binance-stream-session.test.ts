@@ -35,6 +35,8 @@ describe('BinanceStreamSession against the emulation', () => {
       restBaseUrl: mv.baseUrl('binance'),
       symbols: PAIRS,
       channels: ['trades', 'book'],
+      // 100 levels (weight 5) hold the top 20 for the few seconds a test runs
+      depthLimit: 100,
       clock,
       backoff: { initialMs: 10, maxMs: 50 },
       onRecords: async (envs) => {
@@ -119,10 +121,10 @@ describe('BinanceStreamSession against the emulation', () => {
 
   test('trades contiguous and equal to the tape; books rebuilt by the documented procedure equal the emulation at their update id', async () => {
     const s = await open();
-    await run(4000);
+    await run(3000);
     await settle(s);
     const count = expectCompleteTape();
-    expect(count).toBeGreaterThan(40);
+    expect(count).toBeGreaterThan(30);
     expectBooksMatch();
     const st = s.stats();
     expect(st).toMatchObject({ state: 'live', reconnects: 0, gapsFound: 0, resyncs: 0, garbledFrames: 0, pipelineErrors: 0, connectAttempts: 1 });
@@ -130,7 +132,7 @@ describe('BinanceStreamSession against the emulation', () => {
     // one combined connection, four streams, nothing sent to the venue
     expect(mv.stats().streams.binance).toMatchObject({ connections: 1, subscriptions: 4, rateLimitCloses: 0 });
     await waitFor(() => s.stats().messages === mv.stats().streams.binance.messagesSent, 'every message sent processed');
-    expect(rest.every((r) => r.venue === 'binance' && r.endpoint === 'depth' && r.weight === 50)).toBe(true);
+    expect(rest.every((r) => r.venue === 'binance' && r.endpoint === 'depth' && r.weight === 5)).toBe(true);
     expect(rest).toHaveLength(2);
     // a trade's message id is scoped by venue and symbol, so REST-healed and streamed copies dedup together
     expect(records.find((e) => e.channel === 'trades')?.messageId).toMatch(/^binance:(BTCUSDT|ETHUSDT):trade:\d+$/);
@@ -141,7 +143,7 @@ describe('BinanceStreamSession against the emulation', () => {
   test('gapEvery: every trade-id gap is healed from aggTrades and every book break resynced from a new snapshot', async () => {
     mv.patchScenario({ streams: { binance: { gapEvery: 9 } } });
     const s = await open();
-    await run(4000);
+    await run(3000);
     await settle(s);
     expectCompleteTape();
     expectBooksMatch();
@@ -159,9 +161,9 @@ describe('BinanceStreamSession against the emulation', () => {
   });
 
   test('disconnectEvery and garbled frames: reconnects with backoff, frames counted, no trade lost', async () => {
-    mv.patchScenario({ streams: { binance: { disconnectEvery: 50, garbledRate: 0.03 } } });
+    mv.patchScenario({ streams: { binance: { disconnectEvery: 30, garbledRate: 0.03 } } });
     const s = await open();
-    await run(4000);
+    await run(3000);
     await settle(s);
     expectCompleteTape();
     expectBooksMatch();
@@ -202,6 +204,8 @@ describe('BinanceStreamSession against the emulation', () => {
       clock,
       backoff: { initialMs: 10, maxMs: 20 },
       onRecords: async (envs) => {
+        // slow as well as failing: the session waits, it does not drop
+        await new Promise((r) => setTimeout(r, 20));
         if (failures-- > 0) throw new Error('sink unavailable');
         records.push(...envs);
       },
@@ -218,6 +222,35 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(ids[0]).toBe(model.lastTradeId(lastClosedTick(T0)) + 1);
     expect(events.filter((e) => e.type === 'pipeline-error')).toHaveLength(3);
     expect(session.stats().pipelineErrors).toBe(3);
+  });
+
+  test('stopped while the pipeline still refuses: the undelivered trades are reported unhealed with their ranges', async () => {
+    const refused: number[] = [];
+    session = new BinanceStreamSession({
+      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
+      restBaseUrl: mv.baseUrl('binance'),
+      symbols: ['BTC/USDT'],
+      channels: ['trades'],
+      clock,
+      backoff: { initialMs: 10, maxMs: 20 },
+      onRecords: async (envs) => {
+        for (const e of envs) refused.push(Number(e.payload.tradeId));
+        throw new Error('sink unavailable');
+      },
+      onEvent: (e) => events.push(e),
+    });
+    await session.start();
+    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
+    clock.advance(1000);
+    const s = session;
+    await waitFor(() => s.stats().pipelineErrors >= 2, 'the pipeline refusing');
+    await s.stop();
+    const unhealed = events.filter((e): e is Extract<StreamEvent, { type: 'unhealed' }> => e.type === 'unhealed');
+    const reported = unhealed.flatMap((u) => Array.from({ length: u.toId - u.fromId + 1 }, (_, i) => u.fromId + i));
+    expect(reported.length).toBeGreaterThan(0);
+    expect(reported).toEqual([...new Set(refused)].sort((a, b) => a - b));
+    expect(unhealed.every((u) => u.reason.includes('sink unavailable'))).toBe(true);
+    expect(s.stats().state).toBe('stopped');
   });
 
   test('REST unreachable: every trade-id hole is reported unhealed with its exact range, nothing missing silently', async () => {

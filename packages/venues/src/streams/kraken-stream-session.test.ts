@@ -80,14 +80,14 @@ describe('KrakenStreamSession against the emulation', () => {
 
   test('every book update verified; trades contiguous and equal to the tape; checksum corruption forces resubscribe and the book is right again', async () => {
     const s = await open();
-    await run(s, 2000);
+    await run(s, 1500);
     // every book update and trade message sent was processed, each book update checked against its checksum
     await waitFor(() => s.stats().messages === mv.stats().streams.kraken.messagesSent, 'every message processed');
     expect(s.stats()).toMatchObject({ checksumMismatches: 0, resyncs: 0, gapsFound: 0 });
     expectBooksMatch();
 
     mv.patchScenario({ streams: { kraken: { checksumCorruptionRate: 0.15 } } });
-    await run(s, 3000);
+    await run(s, 2500);
     mv.patchScenario({ streams: { kraken: { checksumCorruptionRate: 0 } } });
     await run(s, 1000);
     await waitFor(() => s.stats().state === 'live', 'books in sync again');

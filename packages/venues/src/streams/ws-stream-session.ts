@@ -22,7 +22,7 @@ const STOP_DELIVERY_ATTEMPTS = 3;
 /** How long `stop` waits for the venue's close frame before dropping the socket. */
 const CLOSE_GRACE_MS = 2000;
 
-type QueueItem = { kind: 'message'; text: string | undefined; receivedAtMs: number } | { kind: 'open' } | { kind: 'close' };
+type QueueItem = { kind: 'message'; text: string | undefined; receivedAtMs: number } | { kind: 'open'; ws: WebSocket } | { kind: 'close' };
 
 /** What a venue-specific session adds to the connection handling below. */
 export interface ConnectionLimits {
@@ -288,7 +288,7 @@ export abstract class WsStreamSession implements StreamSession {
         this.connectedSinceMs = this.clock.now();
         this.lastMessageAtMs = this.clock.now();
         this.event({ type: 'connected', url: redactUrl(url), attempt: this.counters.connectAttempts });
-        this.enqueue({ kind: 'open' });
+        this.enqueue({ kind: 'open', ws });
         const every = Math.max(10, Math.min(1000, Math.floor(this.silenceTimeoutMs / 4)));
         watchdog = setInterval(() => this.checkSilence(ws), every);
       });
@@ -363,7 +363,8 @@ export abstract class WsStreamSession implements StreamSession {
 
   private async process(item: QueueItem): Promise<void> {
     if (item.kind === 'open') {
-      if (this.ws) await this.onOpen(this.ws);
+      // the socket that opened, not the current one: with a backlog, a later connection may already be up
+      if (item.ws.readyState === WebSocket.OPEN) await this.onOpen(item.ws);
       return;
     }
     if (item.kind === 'close') {
