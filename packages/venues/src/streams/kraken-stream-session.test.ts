@@ -117,6 +117,28 @@ describe('KrakenStreamSession against the emulation', () => {
     expect(st.gapsFound).toBe(0);
   });
 
+  test('disconnects: the session resubscribes, the trade snapshot closes the hole and every book resyncs to the emulation', async () => {
+    const s = await open();
+    mv.patchScenario({ streams: { kraken: { disconnectEvery: 25 } } });
+    await run(s, 2500);
+    mv.patchScenario({ streams: { kraken: { disconnectEvery: 1_000_000_000 } } });
+    await run(s, 500);
+    await waitFor(() => s.stats().state === 'live', 'books in sync again');
+    const emu = mv.stats().streams.kraken;
+    expect(emu.disconnects).toBeGreaterThanOrEqual(2);
+    expect(s.stats()).toMatchObject({ reconnects: emu.disconnects, gapsFound: 0 });
+    const resyncs = events.filter((e): e is Extract<StreamEvent, { type: 'resync' }> => e.type === 'resync');
+    expect(resyncs.length).toBe(s.stats().resyncs);
+    expect(resyncs.every((e) => e.reason === 'reconnected')).toBe(true);
+    for (const pair of PAIRS) {
+      const ids = [...new Set(records.filter((e) => e.channel === 'trades' && e.symbol === pair).map((e) => Number(e.payload.tradeId)))].sort((a, b) => a - b);
+      expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => ids[0]! + i));
+    }
+    clock.advance(1000);
+    await waitFor(() => PAIRS.every((p) => records.some((e) => e.channel === 'book' && e.symbol === p && e.serverTimeMs! > clock.now() - 1000)), 'fresh books');
+    expectBooksMatch();
+  });
+
   test('trade-id gaps are found and reported unhealed with their range', async () => {
     const s = await open();
     mv.patchScenario({ streams: { kraken: { gapEvery: 5 } } });

@@ -69,7 +69,7 @@ export interface StreamSessionStats {
 /** One venue connection serving a group of symbols and channels. */
 export interface StreamSession {
   readonly venue: string;
-  /** Opens the connection and keeps it open (reconnecting with backoff) until `stop`. Resolves once the first attempt is made. */
+  /** Starts connecting in the background and keeps a connection open (reconnecting with backoff) until `stop`; resolves at once. */
   start(): Promise<void>;
   /** Closes the connection, waits for the records in hand to be delivered (or reported) and resolves when closed. */
   stop(): Promise<void>;

@@ -172,7 +172,11 @@ export abstract class WsStreamSession implements StreamSession {
   }
 
   protected event(e: StreamEvent): void {
-    this.opts.onEvent?.(e);
+    try {
+      this.opts.onEvent?.(e);
+    } catch {
+      // an observer's failure must not take the connection (and the records) down with it
+    }
   }
 
   /** Queues records for delivery; they leave in order, in batches, when the queue runs dry or the batch is full. */
@@ -243,7 +247,15 @@ export abstract class WsStreamSession implements StreamSession {
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
-      await this.admitAttempt();
+      try {
+        await this.admitAttempt();
+      } catch (err) {
+        // the fleet refused the attempt (its shared count is full, Redis is down): wait and ask again
+        this.event({ type: 'venue-error', message: `connection attempt not admitted: ${err instanceof Error ? err.message : String(err)}` });
+        this.phase = 'backoff';
+        await this.sleep(this.backoffMaxMs);
+        continue;
+      }
       if (!this.running) break;
       const { hadData, refusedStatus } = await this.connectOnce();
       if (!this.running) break;
