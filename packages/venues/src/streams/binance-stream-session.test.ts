@@ -285,6 +285,31 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(s.stats()).toMatchObject({ gapsHealed: 0, gapsUnhealed: unhealed.length, gapsFound: unhealed.length });
   });
 
+  test('resumeTradeIds: a session taking over a stream heals the hole since the last stored trade', async () => {
+    const model = binanceModel('BTC/USDT', SEED);
+    const stored = model.lastTradeId(lastClosedTick(T0)) - 40;
+    session = new BinanceStreamSession({
+      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
+      restBaseUrl: mv.baseUrl('binance'),
+      symbols: ['BTC/USDT'],
+      channels: ['trades'],
+      clock,
+      resumeTradeIds: { 'BTC/USDT': stored },
+      onRecords: async (envs) => {
+        records.push(...envs);
+      },
+      onEvent: (e) => events.push(e),
+    });
+    await session.start();
+    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
+    clock.advance(1000);
+    const last = model.lastTradeId(lastClosedTick(clock.now()));
+    await waitFor(() => records.some((e) => e.payload.tradeId === String(last)), 'the last trade recorded');
+    const ids = records.map((e) => Number(e.payload.tradeId));
+    expect(ids).toEqual(Array.from({ length: last - stored }, (_, i) => stored + 1 + i));
+    expect(events.find((e) => e.type === 'healed')).toMatchObject({ symbol: 'BTC/USDT', fromId: stored + 1, restCalls: 1 });
+  });
+
   test('options naming no streams or too many are refused with the bad input named', () => {
     const base = { wsBaseUrl: 'ws://x/binance', restBaseUrl: 'http://x', onRecords: async () => {} };
     expect(() => new BinanceStreamSession({ ...base, symbols: [], channels: ['trades'] })).toThrow('invalid symbols');
