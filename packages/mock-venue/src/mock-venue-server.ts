@@ -121,7 +121,10 @@ export class MockVenueServer implements MockVenue {
     this.limiters = Object.fromEntries(MOCK_VENUES.map((v) => [v, newLimiter(v)])) as Record<MockVenueName, VenueLimiter>;
     this.counters = freshCounters();
     this.apply(mergeScenario({}, parseScenario(options.scenario ?? {}), this.clock.now()));
-    this.server = createServer({ keepAlive: true }, (req, res) => this.onRequest(req, res));
+    // Idle keep-alive sockets are kept well beyond undici's own 4 s: with Node's default 5 s, a
+    // client on a loaded machine can reuse a socket the server is closing (UND_ERR_SOCKET and a
+    // retried request, seen once in a busy suite run). stop() closes every connection anyway.
+    this.server = createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
     this.server.on('clientError', (_err, socket) => socket.destroy());
     this.streams = new WsHub(
       this.clock,
