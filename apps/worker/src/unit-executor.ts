@@ -256,7 +256,14 @@ export class UnitExecutor {
       }
     }
     // A range that came back complete has no hole to find: the scan would re-read it for nothing.
-    if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
+    if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) {
+      await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs }).catch(async (err: unknown) => {
+        // The unit ends here (shutdown, store down): its durable last page keeps its cursor.
+        if (lastOpenTime !== null && !(err instanceof JobLockLostError) && !(ctx.signal.reason instanceof JobLockLostError))
+          await this.options.store.jobs.advanceCursor(job.id, lastOpenTime).catch(() => undefined);
+        throw err;
+      });
+    }
     const newest = lastOpenTime ?? job.cursor;
     if (newest !== null) {
       // Age of the next candle the venue's calendar expects (newest + timeframe on 24/7 venues).
