@@ -60,8 +60,8 @@ export class JobLock {
 
   /**
    * Takes the lock of `jobId`; returns the token, or null when another holder has it. Pending
-   * releases of the same venue (whose keys share its hash tag, so one pipeline suits a Redis
-   * Cluster too) go first, in the same round trip.
+   * releases of the same venue (whose keys share its hash tag: one Redis Cluster slot) go first,
+   * one of them in the same script call.
    */
   async acquire(jobId: string, ttlMs = this.ttlMs): Promise<string | null> {
     const token = RedisMutex.newToken();

@@ -5,20 +5,6 @@ import type { RedisClient } from './redis-connection.js';
 /** Calls one Lua command with its keys (exactly as many as its file name says) and its arguments. */
 export type LuaCommand = (keys: string[], args: Array<string | number>) => Promise<unknown>;
 
-/**
- * The name `luaCommand` defines `file`'s command under on the client (and on its pipelines, which
- * is how several such calls go out in one round trip).
- */
-export function luaCommandName(file: string): string {
-  return parseLuaFile(file).name;
-}
-
-function parseLuaFile(file: string): { name: string; numberOfKeys: number } {
-  const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
-  if (!m) throw new ValidationError('Lua command file', 'a name <verb><Noun>-<numKeys>.lua', file);
-  return { name: `tf_${m[1]}`, numberOfKeys: Number(m[2]) };
-}
-
 const sources = new Map<string, { lua: string; numberOfKeys: number }>();
 
 /**
@@ -30,7 +16,10 @@ const sources = new Map<string, { lua: string; numberOfKeys: number }>();
  * restart). Each file is read from disk once per process.
  */
 export function luaCommand(redis: RedisClient, dir: URL, file: string): LuaCommand {
-  const { name, numberOfKeys } = parseLuaFile(file);
+  const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
+  if (!m) throw new ValidationError('Lua command file', 'a name <verb><Noun>-<numKeys>.lua', file);
+  const name = `tf_${m[1]}`;
+  const numberOfKeys = Number(m[2]);
   const client = redis as unknown as Record<string, unknown>;
   if (typeof client[name] !== 'function') {
     const path = new URL(file, dir);
