@@ -3,7 +3,12 @@
  * inclusive (a function's own samples and everything it called, each sample counted once per
  * function), as a share of the busy time (all samples but `(idle)`), and per unit when given.
  *
- *   node --import tsx scripts/bench/cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N]
+ *   node --import tsx scripts/bench/cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N] [--areas]
+ *
+ * `--areas` instead splits the busy time by area: each sample goes to the nearest frame on its
+ * stack (from the sampled function outwards) whose file belongs to one of AREAS (job lock, budget,
+ * sink, state store, HTTP client, ...), so a socket write lands on whoever asked for it only when
+ * no closer area frame (ioredis) is on the stack; `(garbage collector)` and `(program)` are their own.
  */
 import { readFileSync } from 'node:fs';
 
@@ -25,7 +30,7 @@ const argOf = (name: string): string | undefined => {
 };
 const file = args[0];
 if (!file || file.startsWith('--')) {
-  process.stderr.write('usage: cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N]\n');
+  process.stderr.write('usage: cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N] [--areas]\n');
   process.exit(2);
 }
 const filter = argOf('filter') ?? '';
@@ -56,6 +61,41 @@ for (const [id, us] of selfUs) {
   }
 }
 const busyUs = totalUs - idleUs;
+
+/** Areas by the file of a frame, first match wins (tickfleet's own before the libraries it calls). */
+const AREAS: Array<[string, RegExp]> = [
+  ["profiler (the benchmark's preload)", /hot-path-cpu-prof|node:inspector/],
+  ['job lock', /job-lock\.ts|redis-mutex\.ts/],
+  ['AIMD outcomes', /outcome-reporter\.ts/],
+  ['budget gate', /budget-gate\.ts|budgets-repo\.ts/],
+  ['sink pipeline + SQLite sink', /packages\/sinks\//],
+  ['state store', /packages\/store\//],
+  ['HTTP (undici, venue client)', /undici|venue-http-client\.ts/],
+  ['venue adapter', /packages\/venues\//],
+  ['unit executor', /unit-executor\.ts/],
+  ['venue runner', /venue-runner\.ts/],
+  ['bullmq', /bullmq/],
+  ['ioredis', /ioredis/],
+];
+if (args.includes('--areas')) {
+  const areas = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const fn = byId.get(id)!.callFrame.functionName;
+    if (fn === '(idle)') continue;
+    let area = fn === '(garbage collector)' || fn === '(program)' ? fn : 'other';
+    for (let cur: number | undefined = id; area === 'other' && cur !== undefined; cur = parent.get(cur)) {
+      const url = byId.get(cur)!.callFrame.url;
+      area = AREAS.find(([, re]) => re.test(url))?.[0] ?? 'other';
+    }
+    areas.set(area, (areas.get(area) ?? 0) + us);
+  }
+  console.log(
+    `busy ${(busyUs / 1000).toFixed(0)} ms of ${(totalUs / 1000).toFixed(0)} ms sampled${units ? `, ${(busyUs / 1000 / units).toFixed(2)} ms per unit` : ''}`,
+  );
+  for (const [area, us] of [...areas].sort((a, b) => b[1] - a[1]))
+    console.log(`${((100 * us) / busyUs).toFixed(1).padStart(5)}%${units ? `  ${(us / 1000 / units).toFixed(3)} ms/unit` : ''}  ${area}`);
+  process.exit(0);
+}
 console.log(
   `busy ${(busyUs / 1000).toFixed(0)} ms of ${(totalUs / 1000).toFixed(0)} ms sampled${units ? `, ${(busyUs / 1000 / units).toFixed(2)} ms per unit` : ''}`,
 );

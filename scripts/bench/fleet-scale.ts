@@ -11,12 +11,13 @@
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
  * Rounds are interleaved (every worker count once per round); the table shows medians. Per run it
  * also reports where the CPU went over the measured window: the machine's busy share (from
- * /proc/stat, over all cores), the worker processes, the scheduler, and this process (the
+ * /proc/stat, over all cores), the worker processes, the scheduler, redis-server (INFO cpu) and this process (the
  * emulations and the benchmark's own polling), so the saturated resource is visible.
  */
-import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
+import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { loadavg } from 'node:os';
 import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
@@ -38,16 +39,25 @@ interface Run {
   workers: number;
   scheduler: number;
   bench: number;
+  /** redis-server CPU over the window, in cores. */
+  redis: number;
+}
+
+/** redis-server's CPU so far, ms (INFO cpu: the server's user + system time). */
+async function redisCpuMs(redis: RedisClient): Promise<number> {
+  const text = await redis.info('cpu');
+  const cpu = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(text)?.[1] ?? 0);
+  return (cpu('used_cpu_user') + cpu('used_cpu_sys')) * 1000;
 }
 
 /** Measures CPU from `start()` to `stop()` for the given processes. */
-function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: number | undefined }) {
+function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: number | undefined }, redis0: number) {
   const m0 = machineCpuMs();
   const b0 = process.cpuUsage();
   const t0 = performance.now();
   const p0 = pids();
   const w0 = p0.workers.map(procCpuMs);
-  return (unitsPerSec: number, schedulerCpu0: number): Run => {
+  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Run => {
     const seconds = (performance.now() - t0) / 1000;
     const m1 = machineCpuMs();
     const p1 = pids();
@@ -60,6 +70,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
       workers: workers / 1000 / seconds,
       scheduler: (procCpuMs(p1.scheduler) - schedulerCpu0) / 1000 / seconds,
       bench: (b.user + b.system) / 1e6 / seconds,
+      redis: (redis1 - redis0) / 1000 / seconds,
     };
   };
 }
@@ -89,7 +100,7 @@ async function run(workers: number): Promise<Run> {
     await new Promise((r) => setTimeout(r, 3000));
     const started = performance.now();
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
-    const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler.child.pid }));
+    const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler.child.pid }), await redisCpuMs(redis));
     // Polling must not compete with what it measures: the queue's counters are one cheap Redis
     // call; the store's full job list (10,000 rows) is read only once the queue looks drained.
     await waitFor(
@@ -102,7 +113,7 @@ async function run(workers: number): Promise<Run> {
       { timeoutMs: 900_000, intervalMs: 250 },
     );
     const seconds = (performance.now() - started) / 1000;
-    const measured = done(JOBS / seconds, 0);
+    const measured = done(JOBS / seconds, 0, await redisCpuMs(redis));
     await fleet.stopProcess(scheduler);
     await Promise.all(procs.map((p) => fleet.stopProcess(p)));
     return measured;
@@ -143,6 +154,11 @@ const median = (xs: number[]): number => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
+process.stderr.write(
+  `fleet-scale: ${JOBS} jobs, workers ${WORKERS.join(',')}, cap ${INFLIGHT}, ${ROUNDS} round(s); load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}\n`,
+);
 const baselines: number[] = [];
 const runs = new Map<number, Run[]>(WORKERS.map((w) => [w, []]));
 for (let round = 1; round <= ROUNDS; round++) {
@@ -153,22 +169,22 @@ for (let round = 1; round <= ROUNDS; round++) {
     const r = await run(w);
     runs.get(w)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}\n`,
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
 const baseline = median(baselines);
 console.log(
-  `| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | emulation + benchmark (cores) |`,
+  `| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | redis-server (cores) | emulation + benchmark (cores) |`,
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
-console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | |`);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | | |`);
 for (const w of WORKERS) {
   const rs = runs.get(w)!;
   const m = (f: (r: Run) => number) => median(rs.map(f));
   const u = m((r) => r.unitsPerSec);
   console.log(
-    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
   );
 }
 console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);

@@ -4,7 +4,7 @@
  * tickfleet, baseline, tickfleet, ...). A unit is one 1,000-candle Binance klines page from the
  * venue emulation (limiter off, no latency unless --latency) stored in SQLite.
  *
- *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR]
+ *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live]
  *
  * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
  * per symbol; `live` = N live jobs (one symbol each, L000/USDT…) with one incremental unit each,
@@ -83,12 +83,17 @@ interface Scenario {
 const series = (symbol: string, units: number): Series => ({ symbol, fromMs: TO - units * PAGE_MS, toMs: TO });
 const MANY_SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'SOL/USDT', 'XRP/USDT', 'ADA/USDT', 'AVAX/USDT', 'DOT/USDT'];
 const perSymbol = Math.max(1, Math.round(UNITS / MANY_SYMBOLS.length));
-const SCENARIOS: Scenario[] = [
+const ALL_SCENARIOS: Scenario[] = [
   { name: 'single', series: [series('BTC/USDT', UNITS)], units: UNITS },
   { name: 'many', series: MANY_SYMBOLS.map((s) => series(s, perSymbol)), units: perSymbol * MANY_SYMBOLS.length },
   // The series of a live scenario is built when it runs: its range ends at the last closed candle.
   { name: 'live', series: [], units: LIVE_SYMBOLS.length },
 ];
+/** `--scenarios live` or `single,many`: only these (default all three). */
+const ONLY = argOf('scenarios')?.split(',');
+const unknownScenario = ONLY?.find((n) => !ALL_SCENARIOS.some((sc) => sc.name === n));
+if (unknownScenario !== undefined) throw new Error(`--scenarios: unknown scenario "${unknownScenario}" (single, many, live)`);
+const SCENARIOS = ONLY ? ALL_SCENARIOS.filter((sc) => ONLY.includes(sc.name)) : ALL_SCENARIOS;
 
 /**
  * The live scenario's jobs as of now: each collects from `since` (LIVE_CANDLES minutes before the
@@ -431,7 +436,7 @@ const fmt = (x: number, digits = 0): string => x.toLocaleString('en-US', { minim
 
 const load0 = loadavg();
 process.stderr.write(
-  `hot-path: ${UNITS} units (many: ${SCENARIOS[1]!.units}, live: ${UNITS} jobs), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
+  `hot-path: ${UNITS} units (many: ${ALL_SCENARIOS[1]!.units}, live: ${UNITS} jobs), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
 );
 const results: Result[] = [];
 for (let r = 1; r <= ROUNDS; r++) {

@@ -1,6 +1,7 @@
 import {
   alignDown,
   calendarFor,
+  JobLockLostError,
   type Clock,
   type Envelope,
   type Job,
@@ -54,6 +55,12 @@ export interface UnitOutcome {
   outcome: 'ok' | 'skipped';
   records: number;
   detail?: string;
+  /**
+   * The job's cursor after the run's last page, whose records are durable but which the executor
+   * did not store: the runner stores it with the job's completion (one statement instead of two
+   * per live unit), or by itself when the unit does not complete the job.
+   */
+  cursor?: number;
 }
 
 export interface UnitExecutorOptions {
@@ -270,13 +277,14 @@ export class UnitExecutor {
     // the unit; only a long run of them ends the attempt, which is then retried with backoff.
     for (let from = fromMs, malformed = 0; from < toMs;) {
       try {
-        const pass = await this.collectCandles(ctx, job, from, toMs, true);
+        const pass = await this.collectCandles(ctx, job, from, toMs, 'all-but-last');
         records += pass.records;
         lastOpenTime = pass.lastOpenTime ?? lastOpenTime;
         break;
       } catch (err) {
         if (!(err instanceof MalformedPayloadError) || ++malformed > INLINE_MALFORMED_RETRIES) throw err;
         this.noteMalformed(ctx, err);
+        // collectCandles stored the cursor of every durable page before it threw
         const cursor = (await this.options.store.jobs.get(job.id))?.cursor ?? null;
         if (cursor !== null && cursor >= from) {
           lastOpenTime = cursor;
@@ -285,14 +293,22 @@ export class UnitExecutor {
       }
     }
     // A range that came back complete has no hole to find: the scan would re-read it for nothing.
-    if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs });
+    if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) {
+      await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs }).catch(async (err: unknown) => {
+        // The unit ends here (shutdown, store down): its durable last page keeps its cursor.
+        if (lastOpenTime !== null && !(err instanceof JobLockLostError) && !(ctx.signal.reason instanceof JobLockLostError))
+          await this.options.store.jobs.advanceCursor(job.id, lastOpenTime).catch(() => undefined);
+        throw err;
+      });
+    }
     const newest = lastOpenTime ?? job.cursor;
     if (newest !== null) {
       // Age of the next candle the venue's calendar expects (newest + timeframe on 24/7 venues).
       const lagMs = this.options.clock.now() - calendarFor(job.venue).nextExpectedOpen(tf, newest);
       this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, lagMs) / 1000);
     }
-    return { outcome: 'ok', records };
+    // The last page's cursor goes with the job's completion (see UnitOutcome.cursor).
+    return { outcome: 'ok', records, ...(lastOpenTime === null ? {} : { cursor: lastOpenTime }) };
   }
 
   /**
@@ -347,7 +363,7 @@ export class UnitExecutor {
       return { outcome: 'ok', records, detail };
     }
     const tf = requireTimeframe(job);
-    const { records } = await this.collectCandles(ctx, job, unit.fromMs, unit.toMs, false);
+    const { records } = await this.collectCandles(ctx, job, unit.fromMs, unit.toMs, 'none');
     const ledger = this.options.gapLedger;
     if (ledger) {
       const openGaps = await this.options.store.gaps.list({ jobId: job.id, open: true });
@@ -364,27 +380,50 @@ export class UnitExecutor {
     return { outcome: 'ok', records };
   }
 
+  /**
+   * Fetches and persists the candle pages of `[fromMs, toMs)`. `advance`: `none` never moves the
+   * job's cursor (backfill chunks); `all-but-last` stores each durable page's cursor once the next
+   * page arrives, or when the pass fails, and leaves the last one to the caller (returned as
+   * `lastOpenTime`), which stores it with the job's completion.
+   */
   private async collectCandles(
     ctx: UnitContext,
     job: Job,
     fromMs: number,
     toMs: number,
-    advanceCursor: boolean,
+    advance: 'none' | 'all-but-last',
   ): Promise<{ records: number; lastOpenTime: number | null }> {
     const { adapter, signal } = ctx;
     if (!isCandleSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no candle source`);
     const tf = requireTimeframe(job);
     let records = 0;
     let lastOpenTime: number | null = null;
-    for await (const page of adapter.fetchCandles(job.symbol, tf, fromMs, toMs, { signal })) {
-      if (page.candles.length === 0) continue;
-      await this.persist(ctx, page.envelopes);
-      records += page.candles.length;
-      lastOpenTime = page.candles[page.candles.length - 1]!.openTime;
-      // Cursor only moves forward: the store applies max(cursor, lastOpenTime).
-      if (advanceCursor) await this.options.store.jobs.advanceCursor(job.id, lastOpenTime);
-      await ctx.heartbeat();
-      signal.throwIfAborted();
+    /** The cursor of the newest durable page, not stored yet. */
+    let unstored: number | null = null;
+    // Cursor only moves forward: the store applies max(cursor, the page's last open time).
+    const storeCursor = async (): Promise<void> => {
+      if (unstored === null) return;
+      await this.options.store.jobs.advanceCursor(job.id, unstored);
+      unstored = null;
+    };
+    try {
+      for await (const page of adapter.fetchCandles(job.symbol, tf, fromMs, toMs, { signal })) {
+        if (page.candles.length === 0) continue;
+        // A unit that lost its job lock (the lock aborts the signal) stores no cursor any more.
+        signal.throwIfAborted();
+        await storeCursor();
+        await this.persist(ctx, page.envelopes);
+        records += page.candles.length;
+        lastOpenTime = page.candles[page.candles.length - 1]!.openTime;
+        if (advance === 'all-but-last') unstored = lastOpenTime;
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    } catch (err) {
+      // The durable pages keep their progress (as advancing after each page did), unless the unit
+      // lost its job lock: then another unit may own the cursor.
+      if (!(err instanceof JobLockLostError) && !(signal.reason instanceof JobLockLostError)) await storeCursor().catch(() => undefined);
+      throw err;
     }
     return { records, lastOpenTime };
   }

@@ -256,17 +256,24 @@ export class VenueRunner {
             if (lock?.lost) throw new JobLockLostError(unit.jobId);
           },
         });
+        // The cursor of the run's last page, left to the completion by the executor (records durable).
+        const cursor = result.cursor;
         // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.
         if (unit.kind !== 'backfill' && unit.endsRun !== false) {
           // a per-day unit serves many jobs: each completes (its lease freed, its next due time set)
           for (const id of unit.jobIds ?? [unit.jobId]) {
+            const completion = {
+              nextRunAt: unit.nextRunAt ?? clock.now(),
+              records: result.records,
+              ...(cursor === undefined || id !== unit.jobId ? {} : { cursor }),
+            };
             // a job of a per-day unit removed while it ran has nothing left to complete
-            await store.jobs.complete(id, { nextRunAt: unit.nextRunAt ?? clock.now(), records: result.records }).catch((err: unknown) => {
+            await store.jobs.complete(id, completion).catch((err: unknown) => {
               if (!(unit.jobIds && err instanceof NotFoundError)) throw err;
             });
           }
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
-        }
+        } else if (cursor !== undefined) await store.jobs.advanceCursor(unit.jobId, cursor);
         return result;
       };
       // Backfill chunks are disjoint ranges that never move the job's cursor, so they run in

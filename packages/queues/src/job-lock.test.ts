@@ -1,6 +1,6 @@
 import { JobLockLostError } from '@tickfleet/core';
 import type { RedisClient } from './redis-connection.js';
-import { startRedis, type TestRedis } from '@tickfleet/testkit';
+import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { JobLock } from './job-lock.js';
 import { createRedisConnection } from './redis-connection.js';
 
@@ -90,5 +90,45 @@ describe('JobLock', () => {
       return lock.lost;
     });
     expect(result).toEqual({ acquired: true, value: true });
+  });
+
+  it("with releaseDelayMs, withLock's release goes out with the next acquire of the venue, by itself after the delay, or on flushReleases", async () => {
+    const prefix = redis.namespace();
+    // A delay no test step reaches: only an acquire or flushReleases sends the release.
+    const la = new JobLock(a, { prefix, releaseDelayMs: 60_000 });
+    const observer = new JobLock(b, { prefix });
+    expect(await la.withLock(JOB, async () => 'done')).toEqual({ acquired: true, value: 'done' });
+    expect(await observer.isLocked(JOB)).toBe(true);
+    // Another venue's acquire does not carry it (its keys are in another slot on a Redis Cluster).
+    const polygon = 'polygon:AAPL:1m:ohlcv';
+    expect(await la.acquire(polygon)).not.toBeNull();
+    expect(await observer.isLocked(JOB)).toBe(true);
+    // The same venue's next acquire does: Redis ran the release before the acquire it answered.
+    expect(await la.acquire('binance:ETH/USDT:1m:ohlcv')).not.toBeNull();
+    expect(await observer.isLocked(JOB)).toBe(false);
+    // The job's own next unit takes the lock while its previous release is still pending.
+    expect(await la.withLock(JOB, async () => 1)).toEqual({ acquired: true, value: 1 });
+    expect(await la.withLock(JOB, async () => 2)).toEqual({ acquired: true, value: 2 });
+    await la.flushReleases();
+    expect(await observer.isLocked(JOB)).toBe(false);
+
+    // A release that is never followed by an acquire is sent after the delay.
+    const lc = new JobLock(a, { prefix, releaseDelayMs: 20 });
+    await lc.withLock(JOB, async () => undefined);
+    await waitFor(async () => !(await observer.isLocked(JOB)), 'the delayed release');
+  });
+
+  it('a pending release never frees a lock another holder took meanwhile', async () => {
+    const prefix = redis.namespace();
+    const la = new JobLock(a, { prefix, releaseDelayMs: 60_000 });
+    const lb = new JobLock(b, { prefix });
+    await la.withLock(JOB, async () => undefined);
+    // The lock goes away before the pending release is sent (its TTL ran out, or an operator removed it).
+    await b.del(la.key(JOB));
+    const fresh = await lb.acquire(JOB);
+    expect(fresh).not.toBeNull();
+    await la.flushReleases();
+    expect(await lb.isLocked(JOB)).toBe(true);
+    expect(await lb.release(JOB, fresh!)).toBe(true);
   });
 });
