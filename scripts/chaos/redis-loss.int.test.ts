@@ -62,11 +62,9 @@ async function runExperiment(fleet: FleetHarness, aof: boolean, started: number)
   await fleet.ready(scheduler, 'scheduler started');
   for (const w of workers) await fleet.ready(w);
 
-  const backfillIds: string[] = [];
-  for (const s of BACKFILL_SYMBOLS) {
-    const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
-    backfillIds.push((JSON.parse(out) as { id: string }).id);
-  }
+  const backfillIds = await Promise.all(
+    BACKFILL_SYMBOLS.map(async (s) => (JSON.parse(await fleet.backfill('binance', s, '1m', from, to, '--json')) as { id: string }).id),
+  );
   const progress = (): Promise<{ done: number; total: number; statuses: string[] }> =>
     fleet.withStore(async (store) => {
       const all = await Promise.all(backfillIds.map((id) => store.backfills.get(id)));
