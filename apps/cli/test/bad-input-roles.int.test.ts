@@ -117,10 +117,16 @@ describe('bad role environment', () => {
 
   it('every role exits promptly with its code and one line naming the variable, and nothing stored changes', async () => {
     const table = cases(fleet, fleet.redis.port);
-    const results = await inBatches(table, 3, async (c) => {
-      const r = start(c.args, { ...fleet.env, ...c.env }, fleet.dir.path);
-      return { c, outcome: await exited(r, 60_000), stderr: r.stderr() };
-    });
+    const unreachable = (c: BadInputCase): boolean => c.env?.REDIS_URL?.endsWith(`:${fleet.closedPort}`) === true;
+    const results = await inBatches(
+      table,
+      3,
+      async (c) => {
+        const r = start(c.args, { ...fleet.env, ...c.env }, fleet.dir.path);
+        return { c, outcome: await exited(r, 60_000), stderr: r.stderr() };
+      },
+      unreachable,
+    );
     const wrong: string[] = [];
     for (const { c, outcome, stderr } of results) {
       if (outcome === 'still running' || outcome.code !== c.code || !c.message.test(stderr)) {
