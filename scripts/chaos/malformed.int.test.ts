@@ -37,7 +37,10 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
     const started = Date.now();
     await fleet.ok('connectors', 'upsert', 'binance', '--base-url', `${venue.url}/binance`, '--limit', '40000', '--period', '10s', '--max-inflight', '8');
     const since = alignDown(Date.now() - DAYS * DAY, '1m');
-    for (const s of SYMBOLS) await fleet.ok('jobs', 'add', 'binance', 'ohlcv', s, '--timeframe', '1m', '--since', new Date(since).toISOString());
+    // The eight jobs straight into the store (what `jobs add` stores): eight CLI processes would only lengthen the setup.
+    await fleet.withStore(async (store) => {
+      for (const symbol of SYMBOLS) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1m', since });
+    });
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '500' });
     const workers = [fleet.spawn('worker-a', ['worker']), fleet.spawn('worker-b', ['worker'])];
     for (const w of workers) await fleet.ready(w);
@@ -68,6 +71,7 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
       'every job caught up after the storm',
       { timeoutMs: 180_000, intervalMs: 1000 },
     );
+    const caughtUpAt = Date.now();
 
     const stats = await venue.stats();
     const ports = workers.map(healthPort);
@@ -86,7 +90,8 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
     process.stdout.write(
       `\nmalformed: ${stats.malformedResponses} malformed payloads of ${stats.requests} requests (storm over at ${storm.malformedResponses} after ${Math.round((stormEndedAt - started) / 1000)} s), ` +
         `${counted} counted by the workers' metric, ${sampled} sampled log lines; stored ${stored}/${expected} candles (missing ${Object.values(reports).reduce((n, r) => n + r.missing, 0)}, ` +
-        `duplicates ${Object.values(reports).reduce((n, r) => n + r.duplicates, 0)}); over-limit ${stats.overLimitRequests}; workers alive ${workers.every((w) => w.child.exitCode === null)}; wall ${Math.round((Date.now() - started) / 1000)} s\n`,
+        `duplicates ${Object.values(reports).reduce((n, r) => n + r.duplicates, 0)}); over-limit ${stats.overLimitRequests}; workers alive ${workers.every((w) => w.child.exitCode === null)}; ` +
+        `caught up ${Math.round((caughtUpAt - stormEndedAt) / 1000)} s after the storm; wall ${Math.round((Date.now() - started) / 1000)} s\n`,
     );
 
     expect(stats.malformedResponses).toBeGreaterThanOrEqual(MALFORMED_TARGET);
@@ -176,11 +181,8 @@ describe('chaos: transient venue faults never exhaust a unit', () => {
     const workers = [fleet.spawn('worker-a', ['worker']), fleet.spawn('worker-b', ['worker'])];
     for (const w of workers) await fleet.ready(w);
     await fleet.ready(scheduler, 'scheduler started');
-    const ids: string[] = [];
-    for (const s of symbols) {
-      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
-      ids.push((JSON.parse(out) as { id: string }).id);
-    }
+    // The eight `backfill` CLI processes at once rather than one after another.
+    const ids = await Promise.all(symbols.map(async (s) => (JSON.parse(await fleet.backfill('binance', s, '1m', from, to, '--json')) as { id: string }).id));
     const backfills = () => fleet.withStore((store) => Promise.all(ids.map(async (id) => (await store.backfills.get(id))!)));
     await waitFor(async () => (await backfills()).every((b) => b.status !== 'pending' && b.status !== 'running'), 'every backfill ended', {
       timeoutMs: 180_000,

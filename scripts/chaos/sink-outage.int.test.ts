@@ -79,9 +79,15 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
     await fleet.upsertConnector('binance', '--limit', '20', '--period', '10s', '--max-inflight', '4');
     const since = alignDown(Date.now() - 6 * HOUR, '1m');
     const backfillFrom = since - 30 * DAY;
-    await fleet.ok('jobs', 'add', 'binance', 'ohlcv', SYMBOL, '--timeframe', '1m', '--since', iso(since));
+    // The live job straight into the store (what `jobs add` stores): one CLI process less.
+    await fleet.withStore((store) => store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: SYMBOL, timeframe: '1m', since }));
     const portA = await freePort();
     const portB = await freePort();
+    // The scheduler and the backfill's CLI process start while the workers do.
+    const scheduler = fleet.spawn('scheduler', ['scheduler'], { ...env, TICKFLEET_SCHEDULER_TICK_MS: '500' });
+    const created = fleet.ok('backfill', 'binance', SYMBOL, '--timeframe', '1m', '--from', iso(backfillFrom), '--to', iso(since), '--json');
+    // Awaited below; a failure while the workers start must not go unhandled meanwhile.
+    created.catch(() => undefined);
     // Started one after the other, so worker-a holds spool slot worker-0 and worker-b worker-1.
     const a = fleet.spawn('worker-a', ['worker'], { ...env, TICKFLEET_HEALTH_PORT: String(portA), TICKFLEET_SPOOL_ON_FULL: 'drop_all' });
     await fleet.ready(a);
@@ -92,12 +98,8 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
       TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: '3000',
     });
     await fleet.ready(b);
-    const scheduler = fleet.spawn('scheduler', ['scheduler'], { ...env, TICKFLEET_SCHEDULER_TICK_MS: '500' });
     await fleet.ready(scheduler, 'scheduler started');
-    const bf = JSON.parse(await fleet.ok('backfill', 'binance', SYMBOL, '--timeframe', '1m', '--from', iso(backfillFrom), '--to', iso(since), '--json')) as {
-      id: string;
-      unitsTotal: number;
-    };
+    const bf = JSON.parse(await created) as { id: string; unitsTotal: number };
 
     // Peak spool bytes as each worker's /metrics reports them (part of the proof that they move).
     const peak = { a: 0, b: 0 };

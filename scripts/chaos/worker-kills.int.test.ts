@@ -10,10 +10,12 @@ const LIVE_SYMBOL = 'SOL/USDT';
 const LIVE_JOB = `binance:${LIVE_SYMBOL}:1m:ohlcv`;
 const WORKERS = 3;
 /**
- * Two minutes of kills; the backfill below (176 chunks at 2 s each, 3 in flight) lasts at least as
- * long, so kills land on it throughout.
+ * Two minutes of kills; the backfill below (176 chunks at 2 s each, 3 in flight, plus what the
+ * kills cost) lasts at least as long, so kills land on it throughout. Once the kills end the
+ * latency goes, and the rest of the backfill runs at full speed.
  */
 const KILL_WINDOW_MS = 120_000;
+const sec = (ms: number): string => `${Math.round(ms / 1000)} s`;
 
 /**
  * Chaos: one of three workers is SIGKILLed every 5-10 s (and a replacement started at once) while
@@ -35,21 +37,24 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - DAYS * DAY;
     const liveSince = alignDown(Date.now() - 6 * 3_600_000, '1m');
-    await fleet.ok('jobs', 'add', 'binance', 'ohlcv', LIVE_SYMBOL, '--timeframe', '1m', '--since', new Date(liveSince).toISOString());
+    // The live job straight into the store (what `jobs add` stores): one CLI process less.
+    await fleet.withStore((store) => store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: LIVE_SYMBOL, timeframe: '1m', since: liveSince }));
 
+    // The scheduler and the workers boot side by side (the workers find the connector by polling).
+    // The backfills are created once they are up, as before: a scheduler whose first repair pass
+    // runs while a backfill's chunks are stored but not yet queued re-creates their units (132 in
+    // one run), which would blur the re-created count this experiment reports.
     const scheduler = fleet.spawnScheduler();
-    await fleet.ready(scheduler, 'scheduler started');
     let generation = 0;
     const spawnWorker = (slot: number): FleetProcess => fleet.spawn(`worker-${slot}.${generation++}`, ['worker'], { LOG_LEVEL: 'debug' });
     const workers: FleetProcess[] = Array.from({ length: WORKERS }, (_, i) => spawnWorker(i));
     const everyWorker: FleetProcess[] = [...workers];
+    await fleet.ready(scheduler, 'scheduler started');
     for (const w of workers) await fleet.ready(w);
-
-    const backfillIds: string[] = [];
-    for (const s of SYMBOLS) {
-      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
-      backfillIds.push((JSON.parse(out) as { id: string }).id);
-    }
+    // Four CLI processes at once: the kills start when all four backfills exist.
+    const backfillIds = await Promise.all(
+      SYMBOLS.map(async (s) => (JSON.parse(await fleet.backfill('binance', s, '1m', from, to, '--json')) as { id: string }).id),
+    );
     const backfills = () => fleet.withStore((store) => Promise.all(backfillIds.map(async (id) => (await store.backfills.get(id))!)));
     const allDone = async (): Promise<boolean> => (await backfills()).every((b) => b.status === 'done');
 
@@ -73,10 +78,14 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
       if (!backfillLeft) break;
     }
     const killsEndedAt = Date.now();
+    // The latency only stretched the backfill over the kill window: what is left runs at full speed.
+    fleet.mock.patchScenario({ venues: { binance: { latencyMs: 0 } } });
     for (const w of workers) await fleet.ready(w);
 
     await waitFor(allDone, 'every backfill done after the kills', { timeoutMs: 240_000, intervalMs: 500 });
+    const backfillDoneAt = Date.now();
     const gapFill = await fleet.settleLiveJob(LIVE_JOB);
+    const settledAt = Date.now();
 
     const final = await backfills();
     const reports: Record<string, CandleReport> = {};
@@ -104,7 +113,9 @@ describe('chaos: worker SIGKILL every 5-10 s across 3 workers during a multi-day
       `\nworker-kills: ${kills} SIGKILLs over ${Math.round((killsEndedAt - killsStartedAt) / 1000)} s (${killedWithBackfillLeft} during the backfill) across ${WORKERS} workers; ` +
         `${chunks} chunks, ${rerunChunks} started more than once, ${recreated} re-created by the scheduler, each counted once (done ${chunks}/${chunks}); ` +
         `stored ${SYMBOLS.length * DAYS * 1440 + live.stored}/${SYMBOLS.length * DAYS * 1440 + live.expected} candles (missing 0, duplicates 0); gap backfill ${gapFill ? 'ran' : 'not needed'}; ` +
-        `over-limit ${stats.overLimitRequests} of ${stats.requests} requests; live cursor = newest stored; wall ${Math.round((Date.now() - started) / 1000)} s\n`,
+        `over-limit ${stats.overLimitRequests} of ${stats.requests} requests; live cursor = newest stored; ` +
+        `wall ${Math.round((Date.now() - started) / 1000)} s (setup ${sec(killsStartedAt - started)}, backfill done ${sec(backfillDoneAt - killsEndedAt)} after the kills, ` +
+        `live job settled ${sec(settledAt - backfillDoneAt)} later, checks ${sec(Date.now() - settledAt)})\n`,
     );
     for (const w of workers) await fleet.stopCleanly(w);
     await fleet.stopCleanly(scheduler);

@@ -2,12 +2,6 @@ import { cliEnv, type CliEnv } from './cli-env.js';
 
 /** How long a role (or command) waits for its Redis at start before exiting with one line. */
 export const REDIS_CONNECT_WAIT_MS = 10_000;
-/**
- * How long a running role tolerates an unreachable Redis before it exits non-zero. Long enough
- * for a Redis restart (ioredis and BullMQ reconnect by themselves), short enough that a fleet
- * whose Redis is gone for good does not retry forever unnoticed.
- */
-export const REDIS_GIVE_UP_MS = 60_000;
 
 /** Set by `tickfleet up` on its roles: the pid they belong to; they stop when it is gone. */
 export const PARENT_PID_ENV = 'TICKFLEET_PARENT_PID' satisfies keyof CliEnv;
@@ -24,16 +18,24 @@ function exitWith(line: string, code: number): void {
   process.exit(code);
 }
 
+/** What {@link guardRole} reads from the environment. */
+export type RoleGuardEnv = Pick<CliEnv, typeof PARENT_PID_ENV | 'TICKFLEET_REDIS_GIVE_UP_MS'>;
+
+/** The role guard's settings, parsed before the role starts so a bad value exits 2 before anything runs. */
+export function roleGuardEnv(): RoleGuardEnv {
+  return cliEnv(PARENT_PID_ENV, 'TICKFLEET_REDIS_GIVE_UP_MS');
+}
+
 /**
  * Keeps a started role honest about what it depends on: exits 1 with one line when its Redis has
- * been unreachable for {@link REDIS_GIVE_UP_MS}, and, under `tickfleet up`, stops (SIGTERM to
- * itself, so in-flight units are returned as on any shutdown) when `up` is gone — e.g. killed
- * with SIGKILL, which gives it no chance to stop its children.
+ * been unreachable for TICKFLEET_REDIS_GIVE_UP_MS (default 60 s), and, under `tickfleet up`, stops
+ * (SIGTERM to itself, so in-flight units are returned as on any shutdown) when `up` is gone — e.g.
+ * killed with SIGKILL, which gives it no chance to stop its children.
  */
-export async function guardRole(role: string, redisUrl: string): Promise<void> {
-  const parent = cliEnv(PARENT_PID_ENV)[PARENT_PID_ENV];
+export async function guardRole(role: string, redisUrl: string, env: RoleGuardEnv): Promise<void> {
+  const parent = env[PARENT_PID_ENV];
   const { watchRedis } = await import('@tickfleet/queues');
-  watchRedis(redisUrl, { giveUpMs: REDIS_GIVE_UP_MS, onLost: (err) => exitWith(`${role}: ${err.message}; exiting`, 1) });
+  watchRedis(redisUrl, { giveUpMs: env.TICKFLEET_REDIS_GIVE_UP_MS, onLost: (err) => exitWith(`${role}: ${err.message}; exiting`, 1) });
   if (parent !== undefined && parent > 1) {
     const timer = setInterval(() => {
       // Orphans are re-parented (to init or a subreaper), so a changed ppid means `up` died.

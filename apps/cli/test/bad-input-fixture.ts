@@ -94,18 +94,25 @@ export async function openBadInputFleet(): Promise<BadInputFleet> {
   };
 }
 
-/** Runs `fn` over `items` with at most `limit` at a time (the machine has 2 cores). */
-export async function inBatches<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+/**
+ * Runs `fn` over `items` with at most `limit` at a time (the machine has 2 cores), except the
+ * items `idle` picks: those wait out a bound doing nothing (an unreachable Redis: 10 s), so they
+ * start at once beside the others instead of holding a slot each. Results in the items' order.
+ */
+export async function inBatches<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>, idle: (item: T) => boolean = () => false): Promise<R[]> {
   const out: R[] = new Array(items.length);
+  const run = async (i: number): Promise<void> => {
+    out[i] = await fn(items[i]!);
+  };
+  const indexes = items.map((_, i) => i);
+  const pooled = indexes.filter((i) => !idle(items[i]!));
   let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
+  await Promise.all([
+    ...indexes.filter((i) => idle(items[i]!)).map(run),
+    ...Array.from({ length: Math.min(limit, pooled.length) }, async () => {
+      while (next < pooled.length) await run(pooled[next++]!);
     }),
-  );
+  ]);
   return out;
 }
 

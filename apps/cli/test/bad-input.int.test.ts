@@ -214,7 +214,8 @@ describe('bad command-line input', () => {
   it('every case exits with its code and one line naming the input, and nothing stored changes', async () => {
     const table = cases(fleet);
     const notADatabase = readFileSync(fleet.notADatabase);
-    const results = await inBatches(table, 3, async (c) => ({ c, r: await fleet.run(c.args, c.env) }));
+    const unreachable = (c: BadInputCase): boolean => c.env?.REDIS_URL?.endsWith(`:${fleet.closedPort}`) === true;
+    const results = await inBatches(table, 3, async (c) => ({ c, r: await fleet.run(c.args, c.env) }), unreachable);
     const wrong: string[] = [];
     for (const { c, r } of results) {
       if (r.code !== c.code || !c.message.test(r.stderr) || r.stdout !== '') {

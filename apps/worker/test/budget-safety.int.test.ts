@@ -55,11 +55,10 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
     const from = to - 40 * DAY;
     const symbols = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT'];
-    const backfillIds: string[] = [];
-    for (const s of symbols) {
-      const out = await fleet.backfill('binance', s, '1m', from, to, '--json');
-      backfillIds.push((JSON.parse(out) as { id: string }).id);
-    }
+    // The three `backfill` CLI processes at once (no worker runs yet: nothing starts before all exist).
+    const backfillIds = await Promise.all(
+      symbols.map(async (s) => (JSON.parse(await fleet.backfill('binance', s, '1m', from, to, '--json')) as { id: string }).id),
+    );
     fleet.mock.reset();
     const workers = [0, 1, 2].map((i) => fleet.spawn(`worker-${i}`, ['worker']));
     await Promise.all(workers.map((w) => fleet.ready(w)));

@@ -54,25 +54,38 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       LOG_LEVEL: 'debug',
       TICKFLEET_SCHEDULER_OPTIONS_EVERY_MS: '1000',
     };
-    // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
-    await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
     const to = Math.floor(Date.now() / DAY) * DAY - DAY;
-    const out = await fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json');
-    const backfillId = (JSON.parse(out) as { id: string }).id;
-    await fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString());
-    await fleet.upsertConnector('finnhub', '--limit', '1000', '--period', '60s', '--freeze', '2s');
-    await fleet.ok('universes', 'set', 'finnhub', 'megacaps', 'AAPL', 'MSFT', 'NVDA');
-    await fleet.ok('jobs', 'add', 'finnhub', 'options', '@megacaps', '--per-cycle', '2');
-    // Alpaca day bars of the last week (per-day units), collected while Polygon goes through its faults.
-    await fleet.upsertConnector('alpaca', '--limit', '200', '--period', '60s');
-    await fleet.ok('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(to - 7 * DAY).toISOString());
     // FRED's key travels in the query string too: one series collected, one FRED refuses (400, a
     // stored failure). Set up in the store directly: three more CLI processes would lengthen the test.
+    // First, alone: it creates the state store the CLI processes below then open side by side.
     await fleet.withStore(async (s) => {
       await s.connectors.upsert({ venue: 'fred', baseUrl: fleet.mock.baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
       await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'DGS10', since: to - 5 * DAY });
       await s.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'NOSUCHSERIES' });
     });
+    // One chain of CLI commands per venue, the chains side by side (a job needs its connector, and
+    // the options job its universe; nothing else orders them).
+    const [backfillId] = await Promise.all([
+      (async () => {
+        // Polygon's 429 has no Retry-After: the connector's freeze applies (2 s here, not the 60 s default).
+        await fleet.upsertConnector('polygon', '--limit', '1000', '--period', '10s', '--max-inflight', '2', '--freeze', '2s');
+        const [out] = await Promise.all([
+          fleet.backfill('polygon', 'AAPL', '1m', to - 3 * DAY, to, '--json'),
+          fleet.ok('jobs', 'add', 'polygon', 'ohlcv', 'MSFT', '--timeframe', '1m', '--since', new Date(to).toISOString()),
+        ]);
+        return (JSON.parse(out) as { id: string }).id;
+      })(),
+      (async () => {
+        await fleet.upsertConnector('finnhub', '--limit', '1000', '--period', '60s', '--freeze', '2s');
+        await fleet.ok('universes', 'set', 'finnhub', 'megacaps', 'AAPL', 'MSFT', 'NVDA');
+        await fleet.ok('jobs', 'add', 'finnhub', 'options', '@megacaps', '--per-cycle', '2');
+      })(),
+      (async () => {
+        // Alpaca day bars of the last week (per-day units), collected while Polygon goes through its faults.
+        await fleet.upsertConnector('alpaca', '--limit', '200', '--period', '60s');
+        await fleet.ok('jobs', 'add', 'alpaca', 'ohlcv', 'AAPL', '--timeframe', '1d', '--since', new Date(to - 7 * DAY).toISOString());
+      })(),
+    ]);
 
     const worker = fleet.spawn('worker', ['worker'], env);
     const scheduler = fleet.spawn('scheduler', ['scheduler'], env);
@@ -132,9 +145,12 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
         });
       }
     }
-    places.push({ where: 'status --json', text: await fleet.ok('status', '--json') });
-    places.push({ where: 'status', text: await fleet.ok('status') });
-    places.push({ where: 'backfill status', text: await fleet.ok('backfill', 'status', backfillId, '--json') });
+    const [statusJson, status, backfillStatus] = await Promise.all([
+      fleet.ok('status', '--json'),
+      fleet.ok('status'),
+      fleet.ok('backfill', 'status', backfillId, '--json'),
+    ]);
+    places.push({ where: 'status --json', text: statusJson }, { where: 'status', text: status }, { where: 'backfill status', text: backfillStatus });
 
     await fleet.stopCleanly(worker);
     await fleet.stopCleanly(scheduler);

@@ -17,6 +17,12 @@ export const DEFAULTS = {
   /** Where every role's server listens unless told otherwise. */
   listenHost: '127.0.0.1',
   graceMs: 25_000,
+  /**
+   * How long a running role tolerates an unreachable Redis before it exits non-zero. Long enough
+   * for a Redis restart (ioredis and BullMQ reconnect by themselves), short enough that a fleet
+   * whose Redis is gone for good does not retry forever unnoticed.
+   */
+  redisGiveUpMs: 60_000,
   logLevel: 'info',
 } as const;
 
@@ -55,6 +61,8 @@ export const SHARED = {
   TICKFLEET_HEALTH_HOST: text().default(DEFAULTS.listenHost),
   /** In-flight work gets this long to finish on SIGTERM. */
   TICKFLEET_GRACE_MS: duration().default(DEFAULTS.graceMs),
+  /** A running role exits 1 when its Redis has been unreachable this long (tests shorten it). */
+  TICKFLEET_REDIS_GIVE_UP_MS: duration().default(DEFAULTS.redisGiveUpMs),
   LOG_LEVEL: logLevel().default(DEFAULTS.logLevel),
   /** Key of the Polygon API; it travels only in Polygon requests (never logged or stored). */
   POLYGON_API_KEY: text().optional(),

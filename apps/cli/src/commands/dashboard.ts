@@ -5,7 +5,7 @@ import { integer } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { fleetRedis } from '../fleet-context.js';
 import { listenError } from '../edge-errors.js';
-import { guardRole } from '../role-guard.js';
+import { guardRole, roleGuardEnv } from '../role-guard.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface DashboardOptions {
@@ -26,6 +26,7 @@ export function registerDashboard(program: Command): void {
     .action(async (opts: DashboardOptions, cmd: Command) => {
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
+      const guardEnv = roleGuardEnv();
       const { runDashboard } = await import('@tickfleet/dashboard');
       await withStore(cmd, async () => undefined);
       const dashboard = await runDashboard(
@@ -46,6 +47,6 @@ export function registerDashboard(program: Command): void {
       });
       // One line a person (or a test) can read the address from; the logs are JSON.
       process.stdout.write(`dashboard listening on ${dashboard.url}\n`);
-      await guardRole('dashboard', redisUrl);
+      await guardRole('dashboard', redisUrl, guardEnv);
     });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { envWith, parseConfig } from '@tickfleet/config';
 import { duration, integer } from '../args.js';
 import { listenError } from '../edge-errors.js';
-import { guardRole, preflightRedis } from '../role-guard.js';
+import { guardRole, preflightRedis, roleGuardEnv } from '../role-guard.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface SchedulerCliOptions {
@@ -20,6 +20,7 @@ export function registerScheduler(program: Command): void {
     .option('--port <n>', 'port of /metrics /healthz /readyz (env TICKFLEET_HEALTH_PORT or PORT; 0 = any free port)', integer('--port'))
     .option('--redis <url>', 'Redis URL (env REDIS_URL)')
     .action(async (opts: SchedulerCliOptions, cmd: Command) => {
+      const guardEnv = roleGuardEnv();
       const env = envWith({
         TICKFLEET_STORE_URL: storeUrl(cmd),
         ...(opts.tick !== undefined ? { TICKFLEET_SCHEDULER_TICK_MS: String(opts.tick) } : {}),
@@ -39,6 +40,6 @@ export function registerScheduler(program: Command): void {
       } catch (err) {
         throw listenError(err, { port: opts.port !== undefined ? '--port' : 'TICKFLEET_HEALTH_PORT', host: 'TICKFLEET_HEALTH_HOST' });
       }
-      await guardRole('scheduler', config.REDIS_URL);
+      await guardRole('scheduler', config.REDIS_URL, guardEnv);
     });
 }

@@ -5,7 +5,7 @@ import { integer } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { listenError, spoolDirError, storeOpenError } from '../edge-errors.js';
 import { fleetRedis } from '../fleet-context.js';
-import { guardRole, preflightRedis } from '../role-guard.js';
+import { guardRole, preflightRedis, roleGuardEnv } from '../role-guard.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface WorkerOptions {
@@ -29,6 +29,7 @@ export function registerWorker(program: Command): void {
       }
       if (opts.port !== undefined && (opts.port < 0 || opts.port > 65535)) throw new ValidationError('--port', 'a port 0..65535', opts.port);
       const { redisUrl, prefix } = fleetRedis();
+      const guardEnv = roleGuardEnv();
       const env = envWith({
         REDIS_URL: redisUrl,
         TICKFLEET_PREFIX: cliEnv('TICKFLEET_PREFIX').TICKFLEET_PREFIX ?? prefix,
@@ -54,6 +55,6 @@ export function registerWorker(program: Command): void {
           config.TICKFLEET_SPOOL_DIR,
         );
       }
-      await guardRole('worker', redisUrl);
+      await guardRole('worker', redisUrl, guardEnv);
     });
 }
