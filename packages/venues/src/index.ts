@@ -24,3 +24,23 @@ export { PolygonAuthError } from './polygon/polygon-auth-error.js';
 export { PolygonPlanError } from './polygon/polygon-plan-error.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
 export { XetraAdapter, XETRA_DEFAULTS, XETRA_MARKETS, xetraBackoffMs, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
+export {
+  STREAM_CHANNELS,
+  type StreamChannel,
+  type StreamEvent,
+  type StreamRestRequest,
+  type StreamSession,
+  type StreamSessionOptions,
+  type StreamSessionStats,
+  type StreamState,
+  type TimeQuality,
+} from './streams/stream-session.js';
+export {
+  BinanceStreamSession,
+  BINANCE_AGG_TRADES_WEIGHT,
+  BINANCE_CONNECTION_ATTEMPTS,
+  BINANCE_MAX_STREAMS_PER_CONNECTION,
+  type BinanceStreamSessionOptions,
+} from './streams/binance-stream-session.js';
+export { KrakenStreamSession, KRAKEN_BOOK_DEPTHS, type KrakenStreamSessionOptions } from './streams/kraken-stream-session.js';
+export { krakenBookChecksum } from './streams/kraken-checksum.js';

@@ -1,0 +1,365 @@
+import { z } from 'zod';
+import { bookEnvelope, TickfleetError, tradeEnvelope, ValidationError, type Envelope, type Trade } from '@tickfleet/core';
+import { BinanceDepth } from '../binance/binance-schemas.js';
+import { binanceVenueSymbol } from '../binance/binance-symbols.js';
+import { binanceDepthWeight } from '../binance/binance-weights.js';
+import { normaliseBaseUrl } from '../internal/options.js';
+import { DECIMAL_RE, parsePayload } from '../internal/parse-payload.js';
+import { VenueHttpClient } from '../venue-http-client.js';
+import { LevelBook } from './level-book.js';
+import type { StreamSessionOptions } from './stream-session.js';
+import { normaliseWsUrl, WsStreamSession } from './ws-stream-session.js';
+
+/** Documented spot stream limits (developers.binance.com, "WebSocket Streams for Binance", "WebSocket Limits"). */
+export const BINANCE_MAX_STREAMS_PER_CONNECTION = 1024;
+export const BINANCE_CONNECTION_ATTEMPTS = { limit: 300, windowMs: 300_000 } as const;
+/** `GET /api/v3/aggTrades` weight (spot REST docs). */
+export const BINANCE_AGG_TRADES_WEIGHT = 4;
+const AGG_TRADES_MAX_LIMIT = 1000;
+/** REST attempts per snapshot or healing page before giving up on it. */
+const REST_ATTEMPTS = 3;
+/** Snapshots taken in a row for one sync when each turns out older than the buffered diffs. */
+const SNAPSHOT_TRIES = 5;
+
+const Decimal = z.string().regex(DECIMAL_RE);
+const AggTrades = z.array(
+  z.looseObject({ a: z.number().int(), p: Decimal, q: Decimal, f: z.number().int(), l: z.number().int(), T: z.number().int(), m: z.boolean() }),
+);
+type AggTrade = z.infer<typeof AggTrades>[number];
+
+interface TradeEvent {
+  e: 'trade';
+  E: number;
+  s: string;
+  t: number;
+  p: string;
+  q: string;
+  T: number;
+  m: boolean;
+}
+interface DepthEvent {
+  e: 'depthUpdate';
+  E: number;
+  s: string;
+  U: number;
+  u: number;
+  b: Array<[string, string]>;
+  a: Array<[string, string]>;
+}
+
+interface SymbolState {
+  symbol: string;
+  venueSymbol: string;
+  synced: boolean;
+  /** Whether this book was ever in sync: a later sync is a resync. */
+  everSynced: boolean;
+  /** Why the book left sync (reported with the resync). */
+  resyncReason: string;
+  /** The next applied diff is the first after a snapshot (`U <= lastUpdateId + 1 <= u`). */
+  first: boolean;
+  lastUpdateId: number;
+  book: LevelBook;
+  lastBookEmitMs: number | null;
+  /** performance.now() before which no snapshot is requested again after a failed one. */
+  snapshotRetryAt: number;
+  snapshotFailures: number;
+}
+
+export interface BinanceStreamSessionOptions extends StreamSessionOptions {
+  /** Stream root: `wss://stream.binance.com:9443` (the emulation: `ws://127.0.0.1:<port>/binance`). */
+  wsBaseUrl: string;
+  /** REST root for depth snapshots and trade healing: `https://api.binance.com` (the emulation: `mv.baseUrl('binance')`). */
+  restBaseUrl: string;
+  /** Levels of the REST depth snapshot a book is built from (sets its weight). @defaultValue 1000 */
+  depthLimit?: number;
+}
+
+/**
+ * Binance spot streams on one combined connection (`/stream?streams=<sym>@trade/<sym>@depth@100ms/…`):
+ * trades with trade-id continuity per symbol (a hole is healed from `GET /api/v3/aggTrades` by id), and
+ * a local order book per symbol kept by Binance's documented procedure (buffer diffs, REST depth
+ * snapshot, drop `u <= lastUpdateId`, first diff `U <= lastUpdateId + 1 <= u`, then `U = previous u + 1`,
+ * else resync from a new snapshot).
+ */
+export class BinanceStreamSession extends WsStreamSession {
+  readonly venue = 'binance';
+  private readonly wsBaseUrl: string;
+  private readonly restBaseUrl: string;
+  private readonly depthLimit: number;
+  private readonly http: VenueHttpClient;
+  private readonly states = new Map<string, SymbolState>();
+  private readonly streams: string[];
+
+  constructor(options: BinanceStreamSessionOptions) {
+    super(options, { attempts: BINANCE_CONNECTION_ATTEMPTS });
+    this.wsBaseUrl = normaliseWsUrl('wsBaseUrl', options.wsBaseUrl);
+    this.restBaseUrl = normaliseBaseUrl('restBaseUrl', options.restBaseUrl);
+    const depthLimit = options.depthLimit ?? 1000;
+    if (!Number.isSafeInteger(depthLimit) || depthLimit < 5 || depthLimit > 5000) throw new ValidationError('depthLimit', 'an integer 5..5000', depthLimit);
+    this.depthLimit = depthLimit;
+    this.streams = [];
+    for (const symbol of options.symbols) {
+      const venueSymbol = binanceVenueSymbol(symbol);
+      if (!/^[A-Z0-9]{2,20}$/.test(venueSymbol)) throw new ValidationError('symbols', 'Binance spot symbols such as BTC/USDT', symbol);
+      this.states.set(venueSymbol, {
+        symbol,
+        venueSymbol,
+        synced: false,
+        everSynced: false,
+        resyncReason: 'reconnected',
+        first: false,
+        lastUpdateId: 0,
+        book: new LevelBook(),
+        lastBookEmitMs: null,
+        snapshotRetryAt: 0,
+        snapshotFailures: 0,
+      });
+      const lower = venueSymbol.toLowerCase();
+      if (options.channels.includes('trades')) this.streams.push(`${lower}@trade`);
+      if (options.channels.includes('book')) this.streams.push(`${lower}@depth@100ms`);
+    }
+    if (this.streams.length > BINANCE_MAX_STREAMS_PER_CONNECTION) {
+      throw new ValidationError('symbols', `at most ${BINANCE_MAX_STREAMS_PER_CONNECTION} streams per connection (symbols × channels)`, this.streams.length);
+    }
+    const beforeRest = options.beforeRestRequest;
+    this.http = new VenueHttpClient({
+      venue: this.venue,
+      ...(beforeRest ? { hooks: { beforeRequest: (info) => beforeRest({ venue: info.venue, endpoint: info.endpoint, weight: info.weight }) } } : {}),
+      clock: this.clock,
+      ...(options.restTimeoutMs === undefined ? {} : { timeoutMs: options.restTimeoutMs }),
+      usedWeightHeader: 'x-mbx-used-weight-1m',
+      errorPolicy: { rateLimitFallbackMs: 60_000, alignedWindowMs: 60_000 },
+    });
+  }
+
+  protected url(): string {
+    return `${this.wsBaseUrl}/stream?streams=${this.streams.join('/')}`;
+  }
+
+  protected onOpen(): void {
+    // the streams are in the URL: nothing to send (and nothing counts against the 5 messages/s)
+  }
+
+  protected onClose(): void {
+    for (const st of this.states.values()) this.leaveSync(st, 'reconnected');
+  }
+
+  protected booksInSync(): boolean {
+    if (!this.opts.channels.includes('book')) return true;
+    for (const st of this.states.values()) if (!st.synced) return false;
+    return true;
+  }
+
+  protected async onText(text: string, receivedAtMs: number): Promise<void | 'garbled'> {
+    let msg: { stream?: unknown; data?: unknown; result?: unknown; id?: unknown; code?: unknown; msg?: unknown };
+    try {
+      msg = JSON.parse(text) as typeof msg;
+    } catch {
+      // a cut frame still names its stream: a lost depth diff leaves a hole in that book
+      const m = /^\{"stream":"([a-z0-9]+)@depth/.exec(text);
+      const st = m ? this.states.get((m[1] ?? '').toUpperCase()) : undefined;
+      if (st) this.leaveSync(st, 'garbled depth frame');
+      return 'garbled';
+    }
+    if (typeof msg !== 'object' || msg === null) return 'garbled';
+    if (msg.code !== undefined) {
+      this.event({ type: 'venue-error', message: `binance stream error ${String(msg.code)}: ${String(msg.msg)}` });
+      return;
+    }
+    const data = msg.data as { e?: unknown; s?: unknown } | undefined;
+    if (!data || typeof data !== 'object') return; // replies to requests ({"result":…,"id":…})
+    const st = typeof data.s === 'string' ? this.states.get(data.s) : undefined;
+    if (!st) return;
+    if (data.e === 'trade') await this.onTrade(st, data as TradeEvent, receivedAtMs);
+    else if (data.e === 'depthUpdate') await this.onDepth(st, data as DepthEvent, receivedAtMs);
+  }
+
+  private async onTrade(st: SymbolState, ev: TradeEvent, receivedAtMs: number): Promise<void> {
+    if (!Number.isSafeInteger(ev.t) || typeof ev.p !== 'string' || typeof ev.q !== 'string')
+      throw new Error(`binance trade event without t/p/q for ${st.venueSymbol}`);
+    this.counters.messages += 1;
+    this.observeTime(`${st.venueSymbol}@trade`, ev.E, receivedAtMs);
+    const last = this.lastTradeIds.get(st.symbol);
+    if (last !== undefined && ev.t <= last) return; // already stored (a replay after a reconnect)
+    if (last !== undefined && ev.t > last + 1) await this.heal(st, last + 1, ev.t - 1);
+    this.push(this.tradeEnvelope(st, ev.t, ev.p, ev.q, ev.T, ev.m, receivedAtMs));
+    this.lastTradeIds.set(st.symbol, ev.t);
+  }
+
+  /** The envelope a trade gets whether streamed or healed from REST: same message id, same payload. */
+  private tradeEnvelope(st: SymbolState, id: number, price: string, qty: string, timeMs: number, buyerMaker: boolean, receivedAtMs: number): Envelope {
+    const trade: Trade = { venue: this.venue, symbol: st.symbol, tradeId: String(id), timeMs, price, size: qty, side: buyerMaker ? 'sell' : 'buy' };
+    return tradeEnvelope(trade, `binance:${st.venueSymbol}:trade:${id}`, receivedAtMs);
+  }
+
+  /**
+   * Fills trade ids `from..to` from `GET /api/v3/aggTrades?fromId=`, page by page. Only aggregates of one
+   * trade (`a = f = l`, as the emulation serves them) are trades; ids an aggregate merges, ids REST does
+   * not return and pages that fail after retries are reported unhealed with their range.
+   */
+  private async heal(st: SymbolState, from: number, to: number): Promise<void> {
+    this.counters.gapsFound += 1;
+    this.event({ type: 'gap', symbol: st.symbol, channel: 'trades', fromId: from, toId: to });
+    await this.flush();
+    const missing: Array<{ fromId: number; toId: number; reason: string }> = [];
+    let cursor = from;
+    let calls = 0;
+    while (cursor <= to) {
+      const limit = Math.min(AGG_TRADES_MAX_LIMIT, to - cursor + 1);
+      const url = `${this.restBaseUrl}/api/v3/aggTrades?${new URLSearchParams({ symbol: st.venueSymbol, fromId: String(cursor), limit: String(limit) }).toString()}`;
+      let rows: AggTrade[];
+      let receivedAtMs: number;
+      try {
+        calls += 1;
+        const res = await this.rest(() => this.http.get({ endpoint: 'aggTrades', weight: BINANCE_AGG_TRADES_WEIGHT, url }));
+        rows = parsePayload(this.venue, 'aggTrades', res.body, AggTrades);
+        receivedAtMs = res.receivedAtMs;
+      } catch (err) {
+        missing.push({ fromId: cursor, toId: to, reason: `aggTrades failed: ${errorText(err)}` });
+        break;
+      }
+      const pageFrom = cursor;
+      for (const row of rows) {
+        if (row.l < cursor) continue;
+        if (row.f > cursor) {
+          // on the real venue aggregate ids are not trade ids: rows past the hole leave it unhealed, never filled wrongly
+          missing.push({ fromId: cursor, toId: Math.min(row.f - 1, to), reason: `aggTrades from id ${pageFrom} holds no trade with these ids` });
+          cursor = Math.min(row.f, to + 1);
+        }
+        if (cursor > to) break;
+        if (row.f !== row.l || row.a !== row.f) {
+          missing.push({
+            fromId: Math.max(row.f, cursor),
+            toId: Math.min(row.l, to),
+            reason: `aggregate ${row.a} merges trades ${row.f}..${row.l}: their own quantities are not in aggTrades`,
+          });
+        } else {
+          this.push(this.tradeEnvelope(st, row.f, row.p, row.q, row.T, row.m, receivedAtMs));
+        }
+        cursor = row.l + 1;
+      }
+      if (cursor <= to && (rows.length < limit || cursor === pageFrom)) {
+        missing.push({ fromId: cursor, toId: to, reason: 'beyond the trades aggTrades returns' });
+        break;
+      }
+    }
+    if (missing.length === 0) {
+      this.counters.gapsHealed += 1;
+      this.event({ type: 'healed', symbol: st.symbol, channel: 'trades', fromId: from, toId: to, restCalls: calls });
+      return;
+    }
+    this.counters.gapsUnhealed += 1;
+    for (const m of missing) this.event({ type: 'unhealed', symbol: st.symbol, channel: 'trades', ...m });
+  }
+
+  private async onDepth(st: SymbolState, ev: DepthEvent, receivedAtMs: number): Promise<void> {
+    if (!Number.isSafeInteger(ev.U) || !Number.isSafeInteger(ev.u) || !Array.isArray(ev.b) || !Array.isArray(ev.a)) {
+      throw new Error(`binance depth event without U/u/b/a for ${st.venueSymbol}`);
+    }
+    this.counters.messages += 1;
+    this.observeTime(`${st.venueSymbol}@depth`, ev.E, receivedAtMs);
+    if (!st.synced) {
+      await this.sync(st, ev, receivedAtMs);
+      return;
+    }
+    if (ev.u <= st.lastUpdateId) return;
+    if (st.first ? ev.U > st.lastUpdateId + 1 : ev.U !== st.lastUpdateId + 1) {
+      this.leaveSync(st, st.first ? `snapshot ${st.lastUpdateId} older than diff ${ev.U}..${ev.u}` : `update ids ${st.lastUpdateId + 1}..${ev.U - 1} missing`);
+      await this.sync(st, ev, receivedAtMs);
+      return;
+    }
+    this.applyDiff(st, ev);
+    const now = this.clock.now();
+    if (st.lastBookEmitMs === null || now - st.lastBookEmitMs >= this.bookSnapshotMs) this.emitBook(st, ev.E, receivedAtMs, ev.E);
+  }
+
+  private applyDiff(st: SymbolState, ev: DepthEvent): void {
+    st.book.apply('bids', ev.b);
+    st.book.apply('asks', ev.a);
+    st.lastUpdateId = ev.u;
+    st.first = false;
+  }
+
+  private leaveSync(st: SymbolState, reason: string): void {
+    if (!st.synced) return;
+    st.synced = false;
+    st.resyncReason = reason;
+  }
+
+  /**
+   * Builds the book from a REST snapshot; `ev` is the oldest diff not applied (later ones wait in the
+   * session's queue, which is the procedure's buffer). A snapshot older than `ev` is taken again.
+   */
+  private async sync(st: SymbolState, ev: DepthEvent, receivedAtMs: number): Promise<void> {
+    if (performance.now() < st.snapshotRetryAt) return;
+    if (st.everSynced) {
+      this.counters.resyncs += 1;
+      this.event({ type: 'resync', symbol: st.symbol, reason: st.resyncReason });
+    }
+    await this.flush();
+    for (let tries = 0; tries < SNAPSHOT_TRIES; tries++) {
+      let depth: BinanceDepth;
+      let sentAtMs: number;
+      let gotAtMs: number;
+      try {
+        const url = `${this.restBaseUrl}/api/v3/depth?${new URLSearchParams({ symbol: st.venueSymbol, limit: String(this.depthLimit) }).toString()}`;
+        const res = await this.rest(() => this.http.get({ endpoint: 'depth', weight: binanceDepthWeight(this.depthLimit), url }));
+        depth = parsePayload(this.venue, 'depth', res.body, BinanceDepth);
+        sentAtMs = res.sentAtMs;
+        gotAtMs = res.receivedAtMs;
+      } catch (err) {
+        st.snapshotFailures += 1;
+        st.snapshotRetryAt = performance.now() + this.backoffDelay(st.snapshotFailures);
+        st.resyncReason = `depth snapshot failed: ${errorText(err)}`;
+        st.everSynced = true;
+        this.event({ type: 'venue-error', message: `binance ${st.venueSymbol} depth snapshot failed: ${errorText(err)}` });
+        return;
+      }
+      // the snapshot must not be older than the first diff still to apply
+      if (ev.U > depth.lastUpdateId + 1) continue;
+      st.snapshotFailures = 0;
+      st.book.clear();
+      st.book.apply('bids', depth.bids);
+      st.book.apply('asks', depth.asks);
+      st.lastUpdateId = depth.lastUpdateId;
+      st.first = true;
+      st.synced = true;
+      st.everSynced = true;
+      if (ev.u > depth.lastUpdateId) this.applyDiff(st, ev);
+      this.emitBook(st, sentAtMs, Math.max(gotAtMs, receivedAtMs), ev.u > depth.lastUpdateId ? ev.E : undefined);
+      return;
+    }
+    st.resyncReason = `${SNAPSHOT_TRIES} depth snapshots older than the stream`;
+    this.event({ type: 'venue-error', message: `binance ${st.venueSymbol}: ${st.resyncReason}` });
+  }
+
+  private emitBook(st: SymbolState, timeMs: number, receivedAtMs: number, serverTimeMs: number | undefined): void {
+    st.lastBookEmitMs = this.clock.now();
+    const book = {
+      venue: this.venue,
+      symbol: st.symbol,
+      timeMs,
+      sequence: st.lastUpdateId,
+      bids: st.book.top('bids', this.bookLevels),
+      asks: st.book.top('asks', this.bookLevels),
+    };
+    this.push(bookEnvelope(book, `binance:${st.venueSymbol}:book:${st.lastUpdateId}`, receivedAtMs, serverTimeMs, { lastUpdateId: st.lastUpdateId }));
+  }
+
+  /** A REST call retried on failures that may pass (5xx, timeouts, 429 after its wait is not ours to take: the budget's). */
+  private async rest<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        const retryable = !(err instanceof TickfleetError) || err.retryable;
+        if (!retryable || attempt >= REST_ATTEMPTS) throw err;
+        await new Promise((r) => setTimeout(r, this.backoffDelay(attempt - 1)));
+      }
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
