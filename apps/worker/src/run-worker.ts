@@ -61,6 +61,16 @@ export async function runWorker(env?: Env): Promise<void> {
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     pollStatsMs: config.TICKFLEET_POLL_STATS_MS,
+    ...(config.TICKFLEET_STREAMS === 'on'
+      ? {
+          streams: {
+            endpoints: { binanceWsUrl: config.TICKFLEET_BINANCE_WS_URL, krakenWsUrl: config.TICKFLEET_KRAKEN_WS_URL },
+            leaseTtlMs: config.TICKFLEET_STREAM_LEASE_TTL_MS,
+            pollMs: config.TICKFLEET_STREAMS_POLL_MS,
+            silenceTimeoutMs: config.TICKFLEET_STREAM_SILENCE_MS,
+          },
+        }
+      : {}),
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
     // Each key goes to its own venue's adapter only.
     adapterOptions: {
