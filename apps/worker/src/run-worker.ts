@@ -93,6 +93,15 @@ export async function runWorker(env?: Env): Promise<void> {
     port: config.TICKFLEET_HEALTH_PORT,
     host: config.TICKFLEET_HEALTH_HOST,
     liveness: { process: () => true },
+    // Per held stream: state, counters, time quality; and the persistence side every stream writes through.
+    details: () => ({
+      streams: worker.streamHealth(),
+      persistence: {
+        sink: pipeline.sink.state,
+        spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, onFull: spool.onFull },
+        dedup: 'by message id: the sink keeps one record per key; a stream counts what it skipped (streams[].duplicates)',
+      },
+    }),
     readiness: {
       started: () => (started ? true : 'starting'),
       store: async () => {

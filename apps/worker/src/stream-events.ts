@@ -1,15 +1,16 @@
-import type { Envelope, StreamEventRecord } from '@tickfleet/core';
+import { jobId, type Envelope, type StreamEventRecord } from '@tickfleet/core';
 import type { StreamEvent } from '@tickfleet/venues';
 
 /** The session events kept as `stream_events` records. */
 export type RecordedStreamEvent = Extract<StreamEvent, { type: StreamEventRecord['event'] }>;
 
 /**
- * The gap-ledger job id of a stream symbol's unhealed trades: `<venue>:<SYMBOL>:trades`. The
- * ledger entries under it have kind `trade-ids`, their `fromMs`/`toMs` holding trade ids.
+ * The gap-ledger job id of a stream symbol's unhealed trades: the instrument's trades job id
+ * `<venue>:<SYMBOL>:-:trades` (so `tickfleet gaps list <id>` takes it). The ledger entries under
+ * it have kind `trade-ids`, their `fromMs`/`toMs` holding trade ids `[first, last + 1)`.
  */
 export function streamGapJobId(venue: string, symbol: string): string {
-  return `${venue}:${symbol}:trades`;
+  return jobId({ venue, symbol, type: 'trades' });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type BeforeRequestInfo, type Clock, type Envelope, type StreamDefinition, RateLimitedError, systemClock } from '@tickfleet/core';
-import { ConnectAttempts, StreamLeases, type RedisClient, type StreamLostReason } from '@tickfleet/queues';
+import { ConnectAttempts, StreamLeases, streamLiveKey, type RedisClient, type StreamLostReason } from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
@@ -42,10 +42,13 @@ interface HeldStream {
   token: number;
   def: StreamDefinition;
   session: StreamSession;
-  /** Stop requested (lease lost, definition changed, shutdown): its unhealed reports go to the log only. */
+  /** Stop requested (lease lost, definition changed, shutdown). */
   stopping: boolean;
   /** Gap-ledger and stream_events writes in flight: a checkpoint never passes a hole before its entry is durable. */
   ledger: Promise<void>;
+  /** Records the pipeline stored, and those it skipped as already stored or seen (the dedup by message id). */
+  stored: number;
+  duplicates: number;
   /** Symbols whose checkpoint exists: before the first trade of any other symbol is stored, its start is marked (see deliver). */
   marked: Set<string>;
 }
@@ -68,6 +71,9 @@ export interface StreamHealth {
   garbledFrames: number;
   lastMessageAgeMs: number | null;
   recordsDelivered: number;
+  /** Records stored (sink or spool) and skipped as duplicates by message id. */
+  stored: number;
+  duplicates: number;
   timeQuality: StreamSessionStats['timeQuality'];
   updatedAt: number;
 }
@@ -195,6 +201,8 @@ export class StreamRunner {
         session: undefined as unknown as StreamSession,
         stopping: false,
         ledger: Promise.resolve(),
+        stored: 0,
+        duplicates: 0,
         marked: new Set(Object.keys(resume)),
       };
       held.session = await this.createSession(held, resume);
@@ -290,6 +298,8 @@ export class StreamRunner {
       for (const symbol of starts.keys()) held.marked.add(symbol);
     }
     const result = await this.options.pipeline.push(envelopes);
+    held.stored += result.stored + result.spooled;
+    held.duplicates += result.duplicates;
     if (result.rejected.length > 0)
       this.log('warn', `rejected:${held.name}`, { stream: held.name, rejected: result.rejected.length }, 'stream records rejected by validation');
     if (result.dropped > 0) {
@@ -319,16 +329,9 @@ export class StreamRunner {
     switch (event.type) {
       case 'gap':
       case 'healed':
+      case 'unhealed':
       case 'resync':
       case 'checksum-mismatch':
-        this.record(held, event);
-        return;
-      case 'unhealed':
-        if (held.stopping) {
-          // A session stopped while the pipeline refused: the next holder resumes from the checkpoint, which these trades never passed.
-          this.log('warn', `unhealed-stop:${name}`, { stream: name, ...event }, 'trades not delivered at stop; the next holder heals them from the checkpoint');
-          return;
-        }
         this.record(held, event);
         return;
       case 'disconnected':
@@ -382,12 +385,14 @@ export class StreamRunner {
       garbledFrames: s.garbledFrames,
       lastMessageAgeMs: s.lastMessageAgeMs,
       recordsDelivered: s.recordsDelivered,
+      stored: h.stored,
+      duplicates: h.duplicates,
       timeQuality: s.timeQuality,
       updatedAt: this.clock.now(),
     };
   }
 
-  liveKey(name: string): string {
+  private liveKey(name: string): string {
     return streamLiveKey(this.options.prefix, name);
   }
 
@@ -414,9 +419,4 @@ export class StreamRunner {
     }
     await Promise.all(writes);
   }
-}
-
-/** `<prefix>:stream:{<name>}:live`: a held stream's state as its holder last published it (JSON of {@link StreamHealth}). */
-export function streamLiveKey(prefix: string, name: string): string {
-  return `${prefix}:stream:{${name}}:live`;
 }

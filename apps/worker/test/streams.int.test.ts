@@ -79,6 +79,19 @@ describe('fleet: streams held by workers, one SIGKILLed', () => {
         timeoutMs: 30_000,
         intervalMs: 200,
       });
+      // /healthz of the survivor and tickfleet status --json both show the six streams, held by it, with live counters.
+      const port = /"healthPort":(\d+)/.exec(survivor.output())?.[1];
+      const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
+        streams: Array<{ name: string; state: string; messages: number; reconnects: number; timeQuality: { skewP50Ms: number | null } }>;
+        persistence: { spool: { bytes: number } };
+      };
+      expect(health.streams.map((h) => h.name).sort()).toEqual([...STREAMS].sort());
+      expect(health.streams.every((h) => h.messages > 0 && h.timeQuality.skewP50Ms !== null)).toBe(true);
+      expect(health.persistence.spool.bytes).toBe(0);
+      const status = JSON.parse(await fleet.ok('status', '--json')) as {
+        streams: Array<{ name: string; holder: { worker: string } | null; live: { state: string } | null }>;
+      };
+      expect(status.streams.map((s) => [s.name, s.holder?.worker, typeof s.live?.state])).toEqual([...STREAMS].sort().map((n) => [n, survivorId, 'string']));
       fleet.mock.patchScenario({ streams: { binance: { gapEvery: 1_000_000_000, disconnectEvery: 1_000_000_000 } } });
       const settledAt = Date.now();
       await waitFor(() => storedTradesSince(fleet, settledAt), 'trades stored after the faults ended', { timeoutMs: 20_000, intervalMs: 300 });
@@ -99,7 +112,7 @@ describe('fleet: streams held by workers, one SIGKILLed', () => {
         const sorted = [...trades].sort((a, b) => a - b);
         const holes: Array<[number, number]> = [];
         for (let i = 1; i < sorted.length; i++) if (sorted[i]! > sorted[i - 1]! + 1) holes.push([sorted[i - 1]! + 1, sorted[i]! - 1]);
-        const onLedger = ledger.filter((g) => g.jobId === `binance:${pair}:trades`);
+        const onLedger = ledger.filter((g) => g.jobId === `binance:${pair}:-:trades`);
         for (const [from, to] of holes) expect(onLedger.some((g) => g.fromMs <= from && g.toMs >= to + 1)).toBe(true);
         // Every stored book equals the emulation's book at its update id.
         const books = stored.filter((e) => e.channel === 'book' && e.symbol === pair);

@@ -46,7 +46,7 @@ export const GAP_KINDS = ['missing', 'venue-hole', 'trade-ids'] as const;
 /**
  * `missing`: we lack data the venue has; `venue-hole`: the venue itself has none (not retried
  * forever); `trade-ids`: trades a stream could not heal, `fromMs`/`toMs` holding the trade ids
- * `[first, last + 1)` instead of times (job id `<venue>:<SYMBOL>:trades`, see docs/streams-fleet.md).
+ * `[first, last + 1)` instead of times (job id `<venue>:<SYMBOL>:-:trades`, see docs/streams-fleet.md).
  */
 export const GapKind = z.enum(GAP_KINDS);
 export type GapKind = z.infer<typeof GapKind>;
