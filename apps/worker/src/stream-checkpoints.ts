@@ -58,6 +58,12 @@ export class StreamCheckpoints {
     return out;
   }
 
+  /** Each symbol's last stored trade id as the checkpoint holds it now, without claiming it (benchmarks, status). */
+  async read(name: string): Promise<Record<string, number>> {
+    const all = await this.redis.hgetall(this.key(name));
+    return Object.fromEntries(Object.entries(all).flatMap(([field, v]) => (field.startsWith('t:') ? [[field.slice(2), Number(v)]] : [])));
+  }
+
   /** Raises the checkpoint of each symbol to at least its given trade id; false when a newer holder fenced this token out. */
   async advance(name: string, token: number, lastIds: ReadonlyMap<string, number>): Promise<boolean> {
     if (lastIds.size === 0) return true;
