@@ -78,8 +78,10 @@ export interface StreamHealth {
   updatedAt: number;
 }
 
-/** Short waits between a refused connection attempt and the session's own backoff. */
+/** The live-state key outlives this many stats cycles, so a dead holder's state vanishes soon after it. */
 const LIVE_KEY_TTL_FACTOR = 3;
+/** Longest a graceful stop waits to hand the leases over before leaving them to expire. */
+const RELEASE_TIMEOUT_MS = 5000;
 
 /**
  * Runs the fleet's streams on this worker (docs/streams-fleet.md): keeps {@link StreamLeases} fed
@@ -100,6 +102,8 @@ export class StreamRunner {
   private version = -1;
   private timers: NodeJS.Timeout[] = [];
   private stopped = false;
+  /** Whether the lease cycles run (from the first time an enabled stream of a served venue exists). */
+  private leasing = false;
   private readonly log: ReturnType<typeof rateLimitedLog>;
   private readonly lastStats = new Map<string, StreamSessionStats>();
 
@@ -121,7 +125,6 @@ export class StreamRunner {
   /** Reads the definitions once (a store that cannot be read fails the start), then runs the lease cycles and the polls. */
   async start(): Promise<void> {
     await this.refreshDefinitions();
-    this.leases.start();
     const pollMs = this.options.pollMs ?? 5000;
     const statsMs = Math.max(200, Math.floor((this.options.leaseTtlMs ?? 5000) / 3));
     this.timers.push(
@@ -143,7 +146,19 @@ export class StreamRunner {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    await this.leases.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'could not release the stream leases; they expire on their own'));
+    if (this.leasing) {
+      // Bounded: with Redis unreachable the leases expire on their own after their TTL.
+      const released = this.leases.stop().then(
+        () => true,
+        (err: unknown) => {
+          this.options.logger.warn({ err }, 'could not release the stream leases; they expire on their own');
+          return true;
+        },
+      );
+      const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), RELEASE_TIMEOUT_MS).unref());
+      if (!(await Promise.race([released, timeout])))
+        this.options.logger.warn({ timeoutMs: RELEASE_TIMEOUT_MS }, 'stream lease release timed out; they expire on their own');
+    }
     for (const name of [...this.held.keys()]) this.close(name, 'released');
     await Promise.all([...this.ops.values()]);
   }
@@ -164,6 +179,11 @@ export class StreamRunner {
     if (!this.leases.setStreams([...defs.keys()], version)) return;
     this.defs = defs;
     this.version = version;
+    // A fleet without streams costs no lease cycles: a worker joins once there is something to hold.
+    if (!this.leasing && !this.stopped && defs.size > 0) {
+      this.leasing = true;
+      this.leases.start();
+    }
     for (const h of this.held.values()) {
       const def = defs.get(h.name);
       if (def && def.version !== h.def.version) {
