@@ -159,8 +159,11 @@ export class StreamRunner {
       if (!(await Promise.race([released, timeout])))
         this.options.logger.warn({ timeoutMs: RELEASE_TIMEOUT_MS }, 'stream lease release timed out; they expire on their own');
     }
-    for (const name of [...this.held.keys()]) this.close(name, 'released');
-    await Promise.all([...this.ops.values()]);
+    // An open already under way when the stop came adds its session after the first pass: closed by the next.
+    while (this.held.size > 0 || this.ops.size > 0) {
+      for (const name of [...this.held.keys()]) this.close(name, 'released');
+      await Promise.all([...this.ops.values()]);
+    }
   }
 
   /** The streams this worker runs now, for `/healthz`. */
@@ -239,9 +242,13 @@ export class StreamRunner {
       const held = this.held.get(name);
       if (!held) return;
       held.stopping = true;
-      await held.session.stop();
-      await held.ledger;
-      this.held.delete(name);
+      try {
+        await held.session.stop();
+        await held.ledger;
+      } finally {
+        // Gone even when its stop failed (logged by chain): a stream is never left half-held.
+        this.held.delete(name);
+      }
       this.lastStats.delete(name);
       this.options.metrics.forget(held.def.venue, name);
       await this.options.connection.del(this.liveKey(name)).catch(() => undefined);
