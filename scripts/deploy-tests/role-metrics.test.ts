@@ -5,7 +5,7 @@
  */
 import { isCatalogMetric, METRIC_CATALOG, Registry, type MetricRole } from '@tickfleet/telemetry';
 import { PipelineMetrics } from '@tickfleet/sinks';
-import { WorkerMetrics } from '@tickfleet/worker';
+import { StreamMetrics, WorkerMetrics } from '@tickfleet/worker';
 import { SchedulerMetrics } from '@tickfleet/scheduler';
 import { FleetStatusMetrics } from '@tickfleet/dashboard';
 
@@ -33,6 +33,7 @@ function describeRegistry(registry: Registry): Array<{ name: string; type: strin
 const ROLES: Array<[MetricRole, string, (r: Registry) => unknown]> = [
   ['worker', 'WorkerMetrics', (r) => new WorkerMetrics(r)],
   ['worker', 'PipelineMetrics', (r) => new PipelineMetrics(r)],
+  ['worker', 'StreamMetrics', (r) => new StreamMetrics(r)],
   ['scheduler', 'SchedulerMetrics', (r) => new SchedulerMetrics(r)],
   ['dashboard', 'FleetStatusMetrics', (r) => new FleetStatusMetrics(r)],
 ];

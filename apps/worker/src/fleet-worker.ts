@@ -18,6 +18,8 @@ import { hasVenueAdapter } from '@tickfleet/venues';
 import { ActiveSets } from './active-set.js';
 import { UnitExecutor } from './unit-executor.js';
 import { VenueCooldown } from './venue-cooldown.js';
+import { StreamMetrics } from './stream-metrics.js';
+import { StreamRunner, type StreamEndpoints, type StreamHealth } from './stream-runner.js';
 import { VenueRunner } from './venue-runner.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
@@ -46,6 +48,8 @@ export interface FleetWorkerOptions {
   initialLookbackMs?: number;
   /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). @defaultValue 10000 */
   pollStatsMs?: number;
+  /** Hold streams (docs/streams-fleet.md) beside units; absent: this worker runs units only. */
+  streams?: { endpoints: StreamEndpoints; leaseTtlMs?: number; pollMs?: number; silenceTimeoutMs?: number };
 }
 
 /**
@@ -73,12 +77,18 @@ export class FleetWorker {
   private pollStatsFromMs = 0;
   private stopping = false;
   private refreshing: Promise<void> | undefined;
+  private streamRunner: StreamRunner | undefined;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.clock = options.clock ?? systemClock;
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.metrics = new WorkerMetrics(options.registry);
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
+  }
+
+  /** The streams this worker holds now (empty when it runs no streams). */
+  streamHealth(): StreamHealth[] {
+    return this.streamRunner?.health() ?? [];
   }
 
   get venues(): string[] {
@@ -128,6 +138,22 @@ export class FleetWorker {
       logger: options.logger,
     });
     await this.refreshConnectors();
+    if (options.streams) {
+      this.streamRunner = new StreamRunner({
+        connection,
+        prefix: this.prefix,
+        workerId: this.workerId,
+        store: options.store,
+        pipeline: options.pipeline,
+        gate: this.gate,
+        logger: options.logger,
+        metrics: new StreamMetrics(options.registry),
+        clock: this.clock,
+        ...options.streams,
+        ...(options.venues ? { venues: options.venues } : {}),
+      });
+      await this.streamRunner.start();
+    }
     const refreshLog = rateLimitedLog(options.logger, 60_000);
     this.timers.push(
       // During a store outage every poll fails: one line per cause per minute, not one per poll.
@@ -259,6 +285,9 @@ export class FleetWorker {
    */
   async stop(graceMs = 25_000): Promise<void> {
     this.stopping = true;
+    // Streams first: their leases go to the other workers at once, and the sessions deliver what
+    // they hold while the budget gate and the pipeline still work.
+    await this.streamRunner?.stop();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.refreshing?.catch(() => undefined);

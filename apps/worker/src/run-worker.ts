@@ -61,6 +61,16 @@ export async function runWorker(env?: Env): Promise<void> {
     stalledIntervalMs: config.TICKFLEET_STALLED_INTERVAL_MS,
     initialLookbackMs: config.TICKFLEET_INITIAL_LOOKBACK_MS,
     pollStatsMs: config.TICKFLEET_POLL_STATS_MS,
+    ...(config.TICKFLEET_STREAMS === 'on'
+      ? {
+          streams: {
+            endpoints: { binanceWsUrl: config.TICKFLEET_BINANCE_WS_URL, krakenWsUrl: config.TICKFLEET_KRAKEN_WS_URL },
+            leaseTtlMs: config.TICKFLEET_STREAM_LEASE_TTL_MS,
+            pollMs: config.TICKFLEET_STREAMS_POLL_MS,
+            silenceTimeoutMs: config.TICKFLEET_STREAM_SILENCE_MS,
+          },
+        }
+      : {}),
     ...(config.TICKFLEET_VENUES ? { venues: config.TICKFLEET_VENUES.split(',') } : {}),
     // Each key goes to its own venue's adapter only.
     adapterOptions: {
@@ -83,6 +93,15 @@ export async function runWorker(env?: Env): Promise<void> {
     port: config.TICKFLEET_HEALTH_PORT,
     host: config.TICKFLEET_HEALTH_HOST,
     liveness: { process: () => true },
+    // Per held stream: state, counters, time quality; and the persistence side every stream writes through.
+    details: () => ({
+      streams: worker.streamHealth(),
+      persistence: {
+        sink: pipeline.sink.state,
+        spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, onFull: spool.onFull },
+        dedup: 'by message id: the sink keeps one record per key; a stream counts what it skipped (streams[].duplicates)',
+      },
+    }),
     readiness: {
       started: () => (started ? true : 'starting'),
       store: async () => {

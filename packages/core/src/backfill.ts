@@ -42,8 +42,12 @@ export const BackfillChunk = z.object({
 });
 export type BackfillChunk = z.infer<typeof BackfillChunk>;
 
-export const GAP_KINDS = ['missing', 'venue-hole'] as const;
-/** `missing`: we lack data the venue has; `venue-hole`: the venue itself has none (not retried forever). */
+export const GAP_KINDS = ['missing', 'venue-hole', 'trade-ids'] as const;
+/**
+ * `missing`: we lack data the venue has; `venue-hole`: the venue itself has none (not retried
+ * forever); `trade-ids`: trades a stream could not heal, `fromMs`/`toMs` holding the trade ids
+ * `[first, last + 1)` instead of times (job id `<venue>:<SYMBOL>:-:trades`, see docs/streams-fleet.md).
+ */
 export const GapKind = z.enum(GAP_KINDS);
 export type GapKind = z.infer<typeof GapKind>;
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { VenueName } from './names.js';
 
-export const CHANNELS = ['candles', 'trades', 'book', 'files', 'series', 'options', 'markets', 'poll_stats', 'poll_errors'] as const;
+export const CHANNELS = ['candles', 'trades', 'book', 'files', 'series', 'options', 'markets', 'poll_stats', 'poll_errors', 'stream_events'] as const;
 export const Channel = z.enum(CHANNELS);
 export type Channel = z.infer<typeof Channel>;
 

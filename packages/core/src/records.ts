@@ -184,6 +184,24 @@ export const PollErrorRecord = z.object({
 });
 export type PollErrorRecord = z.infer<typeof PollErrorRecord>;
 
+/**
+ * A break or recovery of a stream (channel `stream_events`, symbol = the instrument): a trade-id
+ * gap found, healed from REST or left unhealed (ids inclusive), or an order book resynchronised.
+ */
+export const StreamEventRecord = z.object({
+  venue: z.string(),
+  symbol: z.string(),
+  stream: z.string(),
+  workerId: z.string(),
+  event: z.enum(['gap', 'healed', 'unhealed', 'resync', 'checksum-mismatch']),
+  fromId: z.number().int().optional(),
+  toId: z.number().int().optional(),
+  reason: z.string().optional(),
+  restCalls: z.number().int().nonnegative().optional(),
+  atMs: z.number().int(),
+});
+export type StreamEventRecord = z.infer<typeof StreamEventRecord>;
+
 /** Longest message a poll-error record keeps. */
 export const POLL_ERROR_MESSAGE_MAX = 300;
 

@@ -6,6 +6,7 @@ import {
   PollErrorRecord,
   PollStatsRecord,
   OptionContract,
+  StreamEventRecord,
   SeriesObservation,
   Trade,
   ValidationError,
@@ -26,7 +27,7 @@ export interface KeyedEnvelope {
 /**
  * Validates one raw record as Envelope v1 and, for typed channels, its payload
  * (`candles` -> Candle, `trades` -> Trade, `book` -> BookSnapshot, `options` -> OptionContract, `series` -> SeriesObservation,
- * `markets` -> MarketRecord, `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord). Throws a ValidationError
+ * `markets` -> MarketRecord, `poll_stats` -> PollStatsRecord, `poll_errors` -> PollErrorRecord, `stream_events` -> StreamEventRecord). Throws a ValidationError
  * naming the field path, e.g. `envelope.payload.openTime`.
  *
  * Candle envelopes must carry `messageId = candleKey(payload)` (it is filled in when absent), so
@@ -79,6 +80,7 @@ function payloadSchemaOf(
   | typeof MarketRecord
   | typeof PollStatsRecord
   | typeof PollErrorRecord
+  | typeof StreamEventRecord
   | undefined {
   switch (channel) {
     case 'candles':
@@ -93,6 +95,8 @@ function payloadSchemaOf(
       return PollStatsRecord;
     case 'poll_errors':
       return PollErrorRecord;
+    case 'stream_events':
+      return StreamEventRecord;
     case 'options':
       return OptionContract;
     case 'series':

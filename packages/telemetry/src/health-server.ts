@@ -14,6 +14,8 @@ export interface HealthServerOptions {
   liveness?: Record<string, HealthCheck>;
   /** Readiness: dependencies reachable and the role accepting work. */
   readiness?: Record<string, HealthCheck>;
+  /** Runtime state added to the `/healthz` body under its keys (the worker's streams, spool and dedup); never secrets. */
+  details?: () => Record<string, unknown>;
   /** Extra routes served beside the health endpoints (e.g. a JSON status). */
   routes?: Record<string, (req: IncomingMessage, res: ServerResponse) => void | Promise<void>>;
 }
@@ -72,7 +74,8 @@ export class HealthServer {
       if (path === '/readyz' && this.draining) results.draining = 'shutting down';
       const ok = Object.values(results).every((r) => r === 'ok');
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ok ? 'ok' : 'fail', checks: results }));
+      const details = path === '/healthz' ? this.options.details?.() : undefined;
+      res.end(JSON.stringify({ status: ok ? 'ok' : 'fail', checks: results, ...details }));
       return;
     }
     const route = this.options.routes?.[path];

@@ -46,7 +46,8 @@ describe('metric catalog', () => {
     const perJob = catalogEntries().filter((e) => e.labelNames.includes('job'));
     expect(perJob.map((e) => e.name)).toEqual(['tickfleet_cursor_lag_seconds']);
     expect(perJob[0]?.cardinality).toMatch(/per-job/);
-    const allowed = new Set(['venue', 'kind', 'outcome', 'endpoint', 'status', 'channel', 'adapter', 'state', 'cause', 'job']);
+    // stream: a stream definition's name, bounded by the streams an operator defines (each row says so).
+    const allowed = new Set(['venue', 'kind', 'outcome', 'endpoint', 'status', 'channel', 'adapter', 'state', 'cause', 'job', 'stream']);
     for (const e of catalogEntries()) {
       for (const label of e.labelNames) expect({ metric: e.name, label, allowed: allowed.has(label) }).toEqual({ metric: e.name, label, allowed: true });
     }

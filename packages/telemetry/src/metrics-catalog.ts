@@ -34,8 +34,9 @@ const SCHEDULER_TICK_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
  * is rendered from this table (scripts/gen-metrics-doc.ts) and a test fails when they differ.
  *
  * Cardinality rule: labels are venue, kind, outcome, endpoint, status class, channel, adapter,
- * queue state and freeze cause, all small closed sets. No symbol and no job id appears on a
- * high-rate series; the one per-job gauge, `tickfleet_cursor_lag_seconds{job}`, is a gauge set
+ * queue state and freeze cause, all small closed sets, and `stream` (a stream definition's name,
+ * bounded by the streams an operator defines). No symbol and no job id appears on a high-rate
+ * series; the one per-job gauge, `tickfleet_cursor_lag_seconds{job}`, is a gauge set
  * once per unit and bounded by the number of enabled candle jobs.
  */
 export const METRIC_CATALOG = {
@@ -109,6 +110,71 @@ export const METRIC_CATALOG = {
     labelNames: ['venue'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Order-book polls by outcome and cooldowns'],
+  },
+  // ---- worker: streams ---------------------------------------------------------------------
+  tickfleet_stream_messages_total: {
+    type: 'counter',
+    help: 'Data messages (trades, book diffs, book updates) received by the streams this worker holds',
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Stream messages, gaps and resyncs'],
+    cardinality: 'stream is a stream definition name: bounded by the streams an operator defines (tens), each held by one worker at a time',
+  },
+  tickfleet_stream_reconnects_total: {
+    type: 'counter',
+    help: "Reconnections of a held stream's venue connection (after a disconnect, silence or refusal)",
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['alert:TickfleetStreamReconnectStorm', 'panel:tickfleet-venue-drilldown/Stream messages, gaps and resyncs'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
+  },
+  tickfleet_stream_gaps_total: {
+    type: 'counter',
+    help: 'Trade-id gaps of held streams by outcome: found, healed (filled from REST), unhealed (on the gap ledger with their id range)',
+    labelNames: ['venue', 'stream', 'outcome'],
+    roles: ['worker'],
+    usedBy: ['alert:TickfleetStreamUnhealedGaps', 'panel:tickfleet-venue-drilldown/Stream messages, gaps and resyncs'],
+    cardinality: 'stream is a stream definition name; outcome is one of three fixed values',
+  },
+  tickfleet_stream_resyncs_total: {
+    type: 'counter',
+    help: 'Order books of held streams rebuilt from a new snapshot after a sequence break, checksum mismatch or reconnect',
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Stream messages, gaps and resyncs'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
+  },
+  tickfleet_stream_last_message_age_seconds: {
+    type: 'gauge',
+    help: 'Time since a held stream last received anything (data, heartbeat or ping), as of the last stats cycle',
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['alert:TickfleetStreamSilent', 'panel:tickfleet-venue-drilldown/Stream time skew and silence'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
+  },
+  tickfleet_stream_skew_p50_seconds: {
+    type: 'gauge',
+    help: "Median of receive time minus the venue's event time over a held stream's last 2048 data messages",
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Stream time skew and silence'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
+  },
+  tickfleet_stream_skew_p99_seconds: {
+    type: 'gauge',
+    help: "99th percentile of receive time minus the venue's event time over a held stream's last 2048 data messages",
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Stream time skew and silence'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
+  },
+  tickfleet_stream_out_of_order_total: {
+    type: 'counter',
+    help: 'Data messages of held streams whose venue event time went backwards within their symbol and channel',
+    labelNames: ['venue', 'stream'],
+    roles: ['worker'],
+    usedBy: ['panel:tickfleet-venue-drilldown/Stream messages, gaps and resyncs'],
+    cardinality: 'stream is a stream definition name (see tickfleet_stream_messages_total)',
   },
   tickfleet_unit_duration_seconds: {
     type: 'histogram',

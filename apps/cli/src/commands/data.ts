@@ -54,10 +54,10 @@ export function readerOf(sink: Sink): DataReader {
 }
 
 /** Every stored stream `data` reads: candles, and the envelope channels. */
-const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'series', 'markets', 'poll_stats', 'poll_errors'] as const;
+const DATA_CHANNELS = ['candles', 'trades', 'book', 'options', 'series', 'markets', 'poll_stats', 'poll_errors', 'stream_events'] as const;
 type DataChannel = (typeof DATA_CHANNELS)[number];
 const CHANNEL_HELP =
-  'candles | trades | book | options (option-chain contracts) | series (economic series, e.g. fred DGS10: observations, nulls, revisions) | markets (order-book membership changes) | poll_stats | poll_errors (symbol optional except for candles)';
+  'candles | trades | book | options (option-chain contracts) | series (economic series, e.g. fred DGS10: observations, nulls, revisions) | markets (order-book membership changes) | poll_stats | poll_errors | stream_events (stream gaps, heals, unhealed ranges, resyncs) (symbol optional except for candles)';
 
 interface RangeOptions {
   timeframe: Timeframe;

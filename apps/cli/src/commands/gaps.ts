@@ -19,7 +19,9 @@ interface ScanOptions {
 }
 
 export function registerGaps(program: Command): void {
-  const gaps = program.command('gaps').description('the gap ledger: holes between stored candles (gaps scan <jobId> detects them now)');
+  const gaps = program
+    .command('gaps')
+    .description('the gap ledger: holes between stored candles (gaps scan <jobId> detects them now) and trade ids streams could not heal (kind trade-ids)');
 
   gaps
     // The default subcommand, so `tickfleet gaps [jobId]` lists: as the group's own action its
@@ -56,6 +58,15 @@ export function registerGaps(program: Command): void {
 function printGaps(list: Gap[]): void {
   printTable(
     ['job', 'from', 'to', 'kind', 'attempts', 'detected', 'filled'],
-    list.map((g) => [g.jobId, isoOrDash(g.fromMs), isoOrDash(g.toMs), g.kind, g.attempts, isoOrDash(g.detectedAt), isoOrDash(g.filledAt)]),
+    // A stream's unhealed trades (kind trade-ids) hold trade ids [first, last + 1), not times: shown as the inclusive ids.
+    list.map((g) => [
+      g.jobId,
+      g.kind === 'trade-ids' ? `trade id ${g.fromMs}` : isoOrDash(g.fromMs),
+      g.kind === 'trade-ids' ? `trade id ${g.toMs - 1}` : isoOrDash(g.toMs),
+      g.kind,
+      g.attempts,
+      isoOrDash(g.detectedAt),
+      isoOrDash(g.filledAt),
+    ]),
   );
 }
