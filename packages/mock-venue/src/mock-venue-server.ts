@@ -34,6 +34,9 @@ import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
 
+/** How long the server keeps an idle keep-alive socket, and how long it tells clients it does (far shorter). */
+const SERVER_KEEP_ALIVE_MS = 30_000;
+const ADVERTISED_KEEP_ALIVE_S = 5;
 /** Options of startMockVenue. */
 export interface MockVenueOptions {
   /** @defaultValue 0 (a free port) */
@@ -121,10 +124,12 @@ export class MockVenueServer implements MockVenue {
     this.limiters = Object.fromEntries(MOCK_VENUES.map((v) => [v, newLimiter(v)])) as Record<MockVenueName, VenueLimiter>;
     this.counters = freshCounters();
     this.apply(mergeScenario({}, parseScenario(options.scenario ?? {}), this.clock.now()));
-    // Idle keep-alive sockets are kept well beyond undici's own 4 s: with Node's default 5 s, a
-    // client on a loaded machine can reuse a socket the server is closing (UND_ERR_SOCKET and a
-    // retried request, seen once in a busy suite run). stop() closes every connection anyway.
-    this.server = createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
+    // Idle keep-alive sockets are kept for SERVER_KEEP_ALIVE_MS but advertised as kept for
+    // ADVERTISED_KEEP_ALIVE_S (see onRequest): undici closes an idle socket a second before the
+    // advertised end, and with the two equal a client on a loaded machine (event loop late by more
+    // than that second) reuses a socket the server is closing: ECONNRESET / UND_ERR_SOCKET and a
+    // retried request, seen in busy suite runs. stop() closes every connection anyway.
+    this.server = createServer({ keepAlive: true, keepAliveTimeout: SERVER_KEEP_ALIVE_MS }, (req, res) => this.onRequest(req, res));
     this.server.on('clientError', (_err, socket) => socket.destroy());
     this.streams = new WsHub(
       this.clock,
@@ -246,6 +251,11 @@ export class MockVenueServer implements MockVenue {
   }
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    // Set by hand, Node writes neither header itself (and keeps honouring a client's `close`).
+    if (!/\bclose\b/i.test(req.headers.connection ?? '')) {
+      res.setHeader('Connection', 'keep-alive');
+      res.setHeader('Keep-Alive', `timeout=${ADVERTISED_KEEP_ALIVE_S}`);
+    }
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
