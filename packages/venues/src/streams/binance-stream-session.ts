@@ -214,9 +214,11 @@ export class BinanceStreamSession extends WsStreamSession {
    *    a longer hole continues by aggregate id, `fromId=<last a + 1>`, as does a full page); an aggregate
    *    with `f = l` inside the hole is one trade exactly (price, quantity, time, side);
    * 2. the ids still missing (fills of multi-trade aggregates, whose own quantities aggTrades sums away,
-   *    or ids phase 1 did not reach) come from `historicalTrades?fromId=<trade id>` (weight 25), by page;
-   * 3. what neither gives (refused after retries, or no longer served) is reported unhealed by range.
-   * Without the time of the trade before the hole (a resumed stream) phase 1 has no start and is skipped.
+   *    or ids step 1 does not reach) come from `historicalTrades?fromId=<trade id>` (weight 25), by page;
+   * 3. what neither gives (refused after retries, or not served) is reported unhealed by range.
+   * The hole is worked through one aggregate page at a time and what is settled is delivered in id order
+   * before the next page, so a long hole holds at most about two pages in memory. Without the time of the
+   * trade before the hole (a resumed stream) step 1 has no start and is skipped.
    */
   private async heal(st: SymbolState, from: number, to: number, afterMs: number | undefined, beforeMs: number): Promise<void> {
     this.counters.gapsFound += 1;
@@ -224,6 +226,7 @@ export class BinanceStreamSession extends WsStreamSession {
     await this.flush();
     const got = new Map<number, Envelope>();
     const failures: string[] = [];
+    const lost: MissingRange[] = [];
     let calls = 0;
     const get = async (endpoint: 'aggTrades' | 'historicalTrades', weight: number, query: Record<string, number>): Promise<HttpResponse> => {
       const params = new URLSearchParams({ symbol: st.venueSymbol });
@@ -232,87 +235,86 @@ export class BinanceStreamSession extends WsStreamSession {
       return this.rest(() => this.http.get({ endpoint, weight, url: `${this.restBaseUrl}/api/v3/${endpoint}?${params.toString()}` }));
     };
 
-    if (afterMs !== undefined) {
-      let query: Record<string, number> = { startTime: afterMs, endTime: Math.min(beforeMs, afterMs + AGG_WINDOW_MS) };
-      let reached = from - 1;
-      for (;;) {
+    let aggQuery: Record<string, number> | undefined =
+      afterMs === undefined ? undefined : { startTime: afterMs, endTime: Math.min(beforeMs, afterMs + AGG_WINDOW_MS) };
+    /** Highest trade id the aggregates fetched so far account for. */
+    let reached = from - 1;
+    /** Ids up to here are delivered or given up. */
+    let settled = from - 1;
+    let historyFailed = false;
+    while (settled < to) {
+      if (aggQuery) {
         const limit = Math.min(TRADES_MAX_LIMIT, to - reached + 2);
-        let rows: z.infer<typeof AggTrades>;
-        let receivedAtMs: number;
-        try {
-          const res = await get('aggTrades', BINANCE_AGG_TRADES_WEIGHT, { ...query, limit });
-          rows = parsePayload(this.venue, 'aggTrades', res.body, AggTrades);
-          receivedAtMs = res.receivedAtMs;
-        } catch (err) {
-          failures.push(`aggTrades failed: ${errorText(err)}`);
-          break;
-        }
+        const page = await get('aggTrades', BINANCE_AGG_TRADES_WEIGHT, { ...aggQuery, limit })
+          .then((res) => ({ rows: parsePayload(this.venue, 'aggTrades', res.body, AggTrades), receivedAtMs: res.receivedAtMs }))
+          .catch((err: unknown) => {
+            failures.push(`aggTrades failed: ${errorText(err)}`);
+            return undefined;
+          });
         let lastAgg: number | undefined;
-        for (const row of rows) {
+        for (const row of page?.rows ?? []) {
           lastAgg = row.a;
           if (row.l < from) continue;
           if (row.f > to) break;
-          if (row.f === row.l) got.set(row.f, this.tradeEnvelope(st, row.f, row.p, row.q, row.T, row.m, receivedAtMs));
+          if (row.f === row.l) got.set(row.f, this.tradeEnvelope(st, row.f, row.p, row.q, row.T, row.m, page?.receivedAtMs ?? 0));
           reached = Math.max(reached, row.l);
         }
-        const truncated = 'endTime' in query && (query.endTime ?? 0) < beforeMs;
-        if (reached >= to || lastAgg === undefined || (rows.length < limit && !truncated) || (rows.at(-1)?.f ?? 0) > to) break;
-        query = { fromId: lastAgg + 1 };
+        const rows = page?.rows ?? [];
+        const truncated = aggQuery.endTime !== undefined && aggQuery.endTime < beforeMs;
+        const more = lastAgg !== undefined && reached < to && (rows.length === limit || truncated) && (rows.at(-1)?.f ?? 0) <= to;
+        // a page must move the aggregate cursor on: a venue repeating itself ends step 1 instead of looping
+        aggQuery = more && lastAgg !== undefined && lastAgg + 1 > (aggQuery.fromId ?? -1) ? { fromId: lastAgg + 1 } : undefined;
       }
-    }
-
-    const missingIds = (): number[] => {
-      const out: number[] = [];
-      for (let id = from; id <= to; id++) if (!got.has(id)) out.push(id);
-      return out;
-    };
-    let missing = missingIds();
-    const lastMissing = missing.at(-1);
-    let cursor = missing[0];
-    while (cursor !== undefined && lastMissing !== undefined) {
-      let rows: z.infer<typeof HistoricalTrades>;
-      let receivedAtMs: number;
-      try {
-        const res = await get('historicalTrades', BINANCE_HISTORICAL_TRADES_WEIGHT, {
-          fromId: cursor,
-          limit: Math.min(TRADES_MAX_LIMIT, lastMissing - cursor + 1),
-        });
-        rows = parsePayload(this.venue, 'historicalTrades', res.body, HistoricalTrades);
-        receivedAtMs = res.receivedAtMs;
-      } catch (err) {
-        failures.push(`historicalTrades failed: ${errorText(err)}`);
-        break;
-      }
-      let top = cursor - 1;
-      for (const row of rows) {
-        if (row.id >= from && row.id <= to && !got.has(row.id))
-          got.set(row.id, this.tradeEnvelope(st, row.id, row.price, row.qty, row.time, row.isBuyerMaker, receivedAtMs));
-        top = Math.max(top, row.id);
-      }
-      if (top < cursor) {
-        failures.push(`historicalTrades from id ${cursor} returns none of them`);
-        break;
-      }
-      const next: number = cursor;
-      cursor = undefined;
-      for (let id = Math.max(next, top + 1); id <= lastMissing; id++) {
-        if (!got.has(id)) {
-          cursor = id;
-          break;
+      // ids the aggregates settle no further (or all, once they are done) come from historicalTrades
+      const upTo = aggQuery ? reached : to;
+      let cursor = settled + 1;
+      while (!historyFailed) {
+        while (cursor <= upTo && got.has(cursor)) cursor++;
+        if (cursor > upTo) break;
+        try {
+          const res = await get('historicalTrades', BINANCE_HISTORICAL_TRADES_WEIGHT, { fromId: cursor, limit: Math.min(TRADES_MAX_LIMIT, to - cursor + 1) });
+          const rows = parsePayload(this.venue, 'historicalTrades', res.body, HistoricalTrades);
+          let top = cursor - 1;
+          for (const row of rows) {
+            if (row.id >= from && row.id <= to && !got.has(row.id)) {
+              got.set(row.id, this.tradeEnvelope(st, row.id, row.price, row.qty, row.time, row.isBuyerMaker, res.receivedAtMs));
+            }
+            top = Math.max(top, row.id);
+          }
+          if (top < cursor) {
+            failures.push(`historicalTrades from id ${cursor} returns none of them`);
+            historyFailed = true;
+          }
+          // ids of [cursor, top] the page did not hold are not served: given up below
+          cursor = top + 1;
+        } catch (err) {
+          failures.push(`historicalTrades failed: ${errorText(err)}`);
+          historyFailed = true;
         }
       }
+      for (let id = settled + 1; id <= upTo; id++) {
+        const env = got.get(id);
+        if (env) {
+          this.push(env);
+          got.delete(id);
+          continue;
+        }
+        const last = lost.at(-1);
+        if (last && last.toId === id - 1) last.toId = id;
+        else lost.push({ fromId: id, toId: id, reason: '' });
+      }
+      settled = upTo;
+      await this.flush();
     }
 
-    for (const id of [...got.keys()].sort((a, b) => a - b)) this.push(got.get(id) as Envelope);
-    missing = missingIds();
-    if (missing.length === 0) {
+    if (lost.length === 0) {
       this.counters.gapsHealed += 1;
       this.event({ type: 'healed', symbol: st.symbol, channel: 'trades', fromId: from, toId: to, restCalls: calls });
       return;
     }
     this.counters.gapsUnhealed += 1;
     const reason = failures.length > 0 ? failures.join('; ') : 'not served by REST';
-    for (const r of ranges(missing, reason)) this.event({ type: 'unhealed', symbol: st.symbol, channel: 'trades', ...r });
+    for (const r of lost) this.event({ type: 'unhealed', symbol: st.symbol, channel: 'trades', ...r, reason });
   }
 
   private async onDepth(st: SymbolState, ev: DepthEvent, receivedAtMs: number): Promise<void> {
@@ -425,15 +427,4 @@ export class BinanceStreamSession extends WsStreamSession {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/** Sorted ids as contiguous ranges. */
-function ranges(ids: number[], reason: string): MissingRange[] {
-  const out: MissingRange[] = [];
-  for (const id of ids) {
-    const last = out.at(-1);
-    if (last && last.toId === id - 1) last.toId = id;
-    else out.push({ fromId: id, toId: id, reason });
-  }
-  return out;
 }
