@@ -56,7 +56,7 @@ export { depthWeight } from './venues/binance-emulation.js';
 export { binanceBookAtUpdateId, binanceModel, binanceUpdateId } from './venues/binance-ws-market.js';
 export { krakenChecksum, type KrakenLevelText } from './venues/kraken-checksum.js';
 export { DEFAULT_KRAKEN_SYMBOLS, KRAKEN_BOOK_DEPTHS, KRAKEN_QTY_DECIMALS, krakenModel, krakenPricePrecision } from './venues/kraken-ws-emulation.js';
-export { lastClosedTick, STREAM_TICK_MS, StreamBookModel, type ModelTrade, type TickLevel } from './venues/stream-book-model.js';
+export { lastClosedTick, STREAM_TICK_MS, StreamBookModel, type ModelAggregate, type ModelTrade, type TickLevel } from './venues/stream-book-model.js';
 export { ALPACA_EXTENDED_MINUTE_SHARE, alpacaBarTimes } from './venues/alpaca-emulation.js';
 export { XETRA_LISTING_MS } from './venues/xetra-emulation.js';
 export { FINNHUB_BURST_PER_SECOND } from './venues/finnhub-emulation.js';

@@ -124,10 +124,12 @@ describe('binance WebSocket emulation', () => {
     expect(trades.length).toBeGreaterThan(5);
     expect(Object.keys(trades[0]!).sort()).toEqual(['E', 'M', 'T', 'e', 'm', 'p', 'q', 's', 't']);
     for (let i = 1; i < trades.length; i++) expect(trades[i]!.t).toBe(trades[i - 1]!.t + 1);
-    const agg = (await (await fetch(`${rest}/api/v3/aggTrades?symbol=BTCUSDT&fromId=${trades[0]!.t}&limit=${trades.length}`)).json()) as Array<
-      Record<string, unknown>
-    >;
-    expect(agg.map((a) => [a.a, a.f, a.l, a.p, a.q, a.T, a.m])).toEqual(trades.map((t) => [t.t, t.t, t.t, t.p, t.q, t.T, t.m]));
+    // the aggregates of the same instants cover exactly these trade ids (aggregates in detail: the aggTrades test below)
+    const agg = (await (await fetch(`${rest}/api/v3/aggTrades?symbol=BTCUSDT&startTime=${T0}&endTime=${clock.now()}`)).json()) as Array<{
+      f: number;
+      l: number;
+    }>;
+    expect(agg.flatMap((a) => Array.from({ length: a.l - a.f + 1 }, (_, i) => a.f + i))).toEqual(trades.map((t) => t.t));
     const hist = (await (await fetch(`${rest}/api/v3/historicalTrades?symbol=BTCUSDT&fromId=${trades[0]!.t}&limit=2`)).json()) as Array<
       Record<string, unknown>
     >;
@@ -192,7 +194,7 @@ describe('binance WebSocket emulation', () => {
     expect(truth.bids.length).toBeGreaterThan(900);
   });
 
-  test('gapEvery on trades: every missing trade id is counted, and REST aggTrades heals it exactly', async () => {
+  test('gapEvery on trades: every missing trade id is counted, and REST historicalTrades by trade id heals it exactly', async () => {
     mv.patchScenario({ streams: { binance: { gapEvery: 4 } } });
     const s = await connect('/binance/ws/btcusdt@trade');
     clock.advance(3000);
@@ -209,10 +211,61 @@ describe('binance WebSocket emulation', () => {
     expect(missing.length).toBe(mv.stats().streams.binance.gapsInjected);
     expect(missing.length).toBeGreaterThan(2);
     for (const id of missing) {
-      const [healed] = (await (await fetch(`${rest}/api/v3/aggTrades?symbol=BTCUSDT&fromId=${id}&limit=1`)).json()) as Array<{ a: number; T: number }>;
-      expect(healed!.a).toBe(id);
-      expect(model.tradesBetween(id, id)[0]!.timeMs).toBe(healed!.T);
+      const [healed] = (await (await fetch(`${rest}/api/v3/historicalTrades?symbol=BTCUSDT&fromId=${id}&limit=1`)).json()) as Array<{
+        id: number;
+        time: number;
+      }>;
+      expect(healed!.id).toBe(id);
+      expect(model.tradesBetween(id, id)[0]!.timeMs).toBe(healed!.time);
     }
+  });
+
+  test('aggTrades: aggregate ids are their own sequence; one taker side at one price and instant is one aggregate, q the sum of its trades', async () => {
+    const agg = connect('/binance/ws/btcusdt@aggTrade');
+    const trades = connect('/binance/ws/btcusdt@trade');
+    const [a, t] = await Promise.all([agg, trades]);
+    clock.advance(20_000);
+    const model = binanceModel('BTC/USDT', SEED);
+    const firstTrade = model.lastTradeId(Math.floor(T0 / 100) - 1) + 1;
+    const lastTrade = model.lastTradeId(Math.floor(clock.now() / 100) - 1);
+    await waitFor(() => t.messages.length === lastTrade - firstTrade + 1, 'every trade streamed');
+    type Agg = { a: number; p: string; q: string; f: number; l: number; T: number; m: boolean };
+    const get = async (query: string): Promise<Agg[]> => (await (await fetch(`${rest}/api/v3/aggTrades?symbol=BTCUSDT&${query}`)).json()) as Agg[];
+    const byTime = await get(`startTime=${T0}&endTime=${clock.now()}&limit=1000`);
+    await waitFor(() => a.messages.length === byTime.length, 'every aggregate streamed');
+    // the @aggTrade stream carries exactly the REST rows
+    expect((a.messages as Array<Agg & { e: string }>).map(({ a: id, p, q, f, l, T, m }) => ({ a: id, p, q, f, l, T, m }))).toEqual(
+      byTime.map(({ a: id, p, q, f, l, T, m }) => ({ a: id, p, q, f, l, T, m })),
+    );
+    // contiguous aggregate ids, trade ids f..l contiguous across rows and covering the streamed tape, aggregate ids well below trade ids
+    expect(byTime.map((r) => r.a)).toEqual(byTime.map((_, i) => byTime[0]!.a + i));
+    expect(byTime[0]!.f).toBe(firstTrade);
+    expect(byTime[byTime.length - 1]!.l).toBe(lastTrade);
+    for (let i = 1; i < byTime.length; i++) expect(byTime[i]!.f).toBe(byTime[i - 1]!.l + 1);
+    expect(byTime[0]!.a).toBeLessThan(0.9 * firstTrade);
+    const streamed = new Map((t.messages as Trade[]).map((x) => [x.t, x]));
+    const multi = byTime.filter((r) => r.l > r.f);
+    expect(multi.length).toBeGreaterThan(10);
+    expect(multi.length).toBeLessThan(byTime.length / 2);
+    for (const r of byTime) {
+      const fills = Array.from({ length: r.l - r.f + 1 }, (_, i) => streamed.get(r.f + i)!);
+      expect(fills.every((x) => x.p === r.p && x.T === r.T && x.m === r.m)).toBe(true);
+      expect(fills.reduce((sum, x) => sum + Math.round(Number(x.q) * 1e5), 0)).toBe(Math.round(Number(r.q) * 1e5));
+    }
+    // two consecutive aggregates never share side, price and time tick (they would be one)
+    for (let i = 1; i < byTime.length; i++) {
+      const [x, y] = [byTime[i - 1]!, byTime[i]!];
+      expect(x.m === y.m && x.p === y.p && Math.floor(x.T / 100) === Math.floor(y.T / 100)).toBe(false);
+    }
+    // fromId is an aggregate id; paging by the last a + 1 continues without a hole
+    const mid = byTime[100]!;
+    const page = await get(`fromId=${mid.a}&limit=5`);
+    expect(page).toEqual(byTime.slice(100, 105));
+    expect(await get(`fromId=${page[4]!.a + 1}&limit=2`)).toEqual(byTime.slice(105, 107));
+    // more than 1 h between startTime and endTime is refused as Binance refuses it
+    const wide = await fetch(`${rest}/api/v3/aggTrades?symbol=BTCUSDT&startTime=${T0 - 3_600_001}&endTime=${T0}`);
+    expect(wide.status).toBe(400);
+    expect(await wide.json()).toEqual({ code: -1127, msg: 'More than 1 hours between startTime and endTime.' });
   });
 
   test('garbled frames, disconnects and silence: the counters equal what the client saw', async () => {

@@ -1,6 +1,6 @@
 import type { RawData } from 'ws';
 import { binanceInstrument } from '../data/symbols.js';
-import { binanceDepthEvent, binanceModel, binanceTradeEvent } from './binance-ws-market.js';
+import { binanceAggTradeEvent, binanceDepthEvent, binanceModel, binanceTradeEvent } from './binance-ws-market.js';
 import { rawText, type StreamConnection } from './stream-connection.js';
 import { STREAM_TICK_MS } from './stream-book-model.js';
 
@@ -21,7 +21,7 @@ interface BinanceConn {
   lastPongAt: number;
 }
 
-type StreamKind = 'trade' | 'depth' | 'depth100';
+type StreamKind = 'trade' | 'aggTrade' | 'depth' | 'depth100';
 interface ParsedStream {
   pair: string;
   symbol: string;
@@ -31,7 +31,7 @@ interface ParsedStream {
 /**
  * Binance spot market streams: raw `/ws/<stream>`, combined `/stream?streams=a/b` (each event wrapped as
  * `{"stream","data"}`), and the live SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY /
- * GET_PROPERTY requests. Serves `<symbol>@trade`, `<symbol>@depth` (1000 ms) and `<symbol>@depth@100ms`
+ * GET_PROPERTY requests. Serves `<symbol>@trade`, `<symbol>@aggTrade` (the same tape, as `aggTrades` rows), `<symbol>@depth` (1000 ms) and `<symbol>@depth@100ms`
  * from the instrument models (binance-ws-market.ts); other well-formed names are accepted and stay silent.
  */
 export class BinanceWsEmulation {
@@ -77,6 +77,8 @@ export class BinanceWsEmulation {
           const model = binanceModel(s.pair, seed);
           if (s.kind === 'trade') {
             for (const t of model.tradesInTick(k)) out.push(binanceTradeEvent(model, s.symbol, t, (k + 1) * STREAM_TICK_MS));
+          } else if (s.kind === 'aggTrade') {
+            for (const a of model.aggsInTick(k)) out.push(binanceAggTradeEvent(model, s.symbol, a, (k + 1) * STREAM_TICK_MS));
           } else if (s.kind === 'depth100') {
             out.push(binanceDepthEvent(model, s.symbol, k - 1, k));
           } else if ((k + 1) % 10 === 0) {
@@ -197,7 +199,8 @@ function parseStream(name: string, symbols: ReadonlyMap<string, string>): Parsed
   const pair = symbols.get(lower);
   if (!pair) return undefined;
   const rest = name.slice(at + 1);
-  const kind: StreamKind | undefined = rest === 'trade' ? 'trade' : rest === 'depth' ? 'depth' : rest === 'depth@100ms' ? 'depth100' : undefined;
+  const kind: StreamKind | undefined =
+    rest === 'trade' ? 'trade' : rest === 'aggTrade' ? 'aggTrade' : rest === 'depth' ? 'depth' : rest === 'depth@100ms' ? 'depth100' : undefined;
   return kind ? { pair, symbol: lower.toUpperCase(), kind } : undefined;
 }
 

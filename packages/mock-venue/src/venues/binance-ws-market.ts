@@ -1,5 +1,13 @@
 import { hash32 } from '../data/random.js';
-import { lastClosedTick, STREAM_TICK_MS, streamModel, type ModelTrade, type StreamBookModel, type TickLevel } from './stream-book-model.js';
+import {
+  lastClosedTick,
+  STREAM_TICK_MS,
+  streamModel,
+  type ModelAggregate,
+  type ModelTrade,
+  type StreamBookModel,
+  type TickLevel,
+} from './stream-book-model.js';
 
 /** Binance quantities move in steps of 0.00001 (printed with 8 places, as every Binance decimal). */
 const BINANCE_QTY_DECIMALS = 5;
@@ -59,33 +67,48 @@ export function binanceTradeEvent(model: StreamBookModel, symbol: string, trade:
   );
 }
 
+/** `<symbol>@aggTrade` payload (e, E, s, a, p, q, f, l, T, m, M): the aggregate `GET /api/v3/aggTrades` serves with that `a`. */
+export function binanceAggTradeEvent(model: StreamBookModel, symbol: string, agg: ModelAggregate, eventTimeMs: number): string {
+  return (
+    `{"e":"aggTrade","E":${eventTimeMs},"s":"${symbol}","a":${agg.id},"p":"${model.formatPrice(agg.priceTicks, BINANCE_DECIMALS)}",` +
+    `"q":"${model.formatQty(agg.qtyUnits, BINANCE_DECIMALS)}","f":${agg.firstTradeId},"l":${agg.lastTradeId},"T":${agg.timeMs},"m":${agg.buyerMaker},"M":true}`
+  );
+}
+
 /** A REST answer body, or the Binance error it must be turned into. */
 export type TradesResult = { body: string } | { status: number; code: number; msg: string };
 
 /**
- * `GET /api/v3/aggTrades`: each emulated aggregate holds exactly one trade, so `a = f = l =` the trade id
- * and healing a trade-id gap by `fromId` returns exactly the missing trades.
+ * `GET /api/v3/aggTrades`: the tape's aggregates (one taker side's fills at one price and instant; `a` its own
+ * sequence, `f`..`l` the trade ids, `q` their sum). `fromId` is an aggregate id; `startTime`/`endTime` select
+ * by `T`, inclusive, less than 1 h apart.
  */
 export function binanceAggTrades(pair: string, query: URLSearchParams, nowMs: number, seed: number): TradesResult {
-  const picked = pickTrades(binanceModel(pair, seed), query, nowMs, true);
+  const model = binanceModel(pair, seed);
+  const picked = pick(query, nowMs, true, {
+    lastId: (tick) => model.lastAggId(tick),
+    between: (from, to) => model.aggsBetween(from, to),
+  });
   if ('status' in picked) return picked;
-  const { model, trades } = picked;
-  const rows = trades.map(
-    (t) =>
-      `{"a":${t.id},"p":"${model.formatPrice(t.priceTicks, BINANCE_DECIMALS)}","q":"${model.formatQty(t.qtyUnits, BINANCE_DECIMALS)}",` +
-      `"f":${t.id},"l":${t.id},"T":${t.timeMs},"m":${t.buyerMaker},"M":true}`,
+  const rows = picked.map(
+    (a) =>
+      `{"a":${a.id},"p":"${model.formatPrice(a.priceTicks, BINANCE_DECIMALS)}","q":"${model.formatQty(a.qtyUnits, BINANCE_DECIMALS)}",` +
+      `"f":${a.firstTradeId},"l":${a.lastTradeId},"T":${a.timeMs},"m":${a.buyerMaker},"M":true}`,
   );
   return { body: `[${rows.join(',')}]` };
 }
 
-/** `GET /api/v3/historicalTrades` (by `fromId`) and `GET /api/v3/trades` (the most recent). */
+/** `GET /api/v3/historicalTrades` (by trade id `fromId`) and `GET /api/v3/trades` (the most recent): every fill on its own. */
 export function binanceHistoricalTrades(pair: string, query: URLSearchParams, nowMs: number, seed: number): TradesResult {
-  const picked = pickTrades(binanceModel(pair, seed), query, nowMs, false);
+  const model = binanceModel(pair, seed);
+  const picked = pick(query, nowMs, false, {
+    lastId: (tick) => model.lastTradeId(tick),
+    between: (from, to) => model.tradesBetween(from, to),
+  });
   if ('status' in picked) return picked;
-  const { model, trades } = picked;
   const scale = 10 ** model.priceDecimals;
   const qtyScale = 10 ** model.qtyDecimals;
-  const rows = trades.map(
+  const rows = picked.map(
     (t) =>
       `{"id":${t.id},"price":"${model.formatPrice(t.priceTicks, BINANCE_DECIMALS)}","qty":"${model.formatQty(t.qtyUnits, BINANCE_DECIMALS)}",` +
       `"quoteQty":"${((t.priceTicks / scale) * (t.qtyUnits / qtyScale)).toFixed(BINANCE_DECIMALS)}","time":${t.timeMs},"isBuyerMaker":${t.buyerMaker},"isBestMatch":true}`,
@@ -93,39 +116,46 @@ export function binanceHistoricalTrades(pair: string, query: URLSearchParams, no
   return { body: `[${rows.join(',')}]` };
 }
 
-function pickTrades(
-  model: StreamBookModel,
+/** A sequence of the tape (aggregates or trades): its last id at the end of a tick, and its rows by id range. */
+interface TapeSequence<T extends { timeMs: number }> {
+  lastId(tick: number): number;
+  between(fromId: number, toId: number): T[];
+}
+
+function pick<T extends { timeMs: number }>(
   query: URLSearchParams,
   nowMs: number,
   timeRange: boolean,
-): { model: StreamBookModel; trades: ModelTrade[] } | { status: number; code: number; msg: string } {
+  seq: TapeSequence<T>,
+): T[] | { status: number; code: number; msg: string } {
   const limitRaw = query.get('limit');
   const limit = limitRaw === null || limitRaw === '' ? TRADES_DEFAULT_LIMIT : Number(limitRaw);
   if (!Number.isInteger(limit) || limit < 1) return illegal('limit');
   const n = Math.min(limit, TRADES_MAX_LIMIT);
-  const lastId = model.lastTradeId(lastClosedTick(nowMs));
+  const lastId = seq.lastId(lastClosedTick(nowMs));
   const fromId = intParam(query, 'fromId');
   const startTime = timeRange ? intParam(query, 'startTime') : undefined;
   const endTime = timeRange ? intParam(query, 'endTime') : undefined;
   if (fromId === null) return illegal('fromId');
   if (startTime === null) return illegal('startTime');
   if (endTime === null) return illegal('endTime');
-  if (fromId !== undefined) return { model, trades: model.tradesBetween(fromId, Math.min(lastId, fromId + n - 1)) };
+  if (fromId !== undefined) return seq.between(fromId, Math.min(lastId, fromId + n - 1));
   if (startTime !== undefined && endTime !== undefined && endTime - startTime > HOUR_MS) {
     return { status: 400, code: -1127, msg: 'More than 1 hours between startTime and endTime.' };
   }
   if (startTime !== undefined) {
-    const first = model.lastTradeId(Math.floor(startTime / STREAM_TICK_MS) - 1) + 1;
-    const endId = endTime !== undefined ? model.lastTradeId(Math.floor(endTime / STREAM_TICK_MS)) : Number.POSITIVE_INFINITY;
-    const trades = model
-      .tradesBetween(first, Math.min(lastId, endId, first + n + 2))
+    const first = seq.lastId(Math.floor(startTime / STREAM_TICK_MS) - 1) + 1;
+    const endId = endTime !== undefined ? seq.lastId(Math.floor(endTime / STREAM_TICK_MS)) : Number.POSITIVE_INFINITY;
+    return seq
+      .between(first, Math.min(lastId, endId, first + n + 2))
       .filter((t) => t.timeMs >= startTime && (endTime === undefined || t.timeMs <= endTime))
       .slice(0, n);
-    return { model, trades };
   }
-  const newest = endTime !== undefined ? Math.min(lastId, model.lastTradeId(Math.floor(endTime / STREAM_TICK_MS))) : lastId;
-  const trades = model.tradesBetween(newest - n - 2, newest).filter((t) => endTime === undefined || t.timeMs <= endTime);
-  return { model, trades: trades.slice(-n) };
+  const newest = endTime !== undefined ? Math.min(lastId, seq.lastId(Math.floor(endTime / STREAM_TICK_MS))) : lastId;
+  return seq
+    .between(newest - n - 2, newest)
+    .filter((t) => endTime === undefined || t.timeMs <= endTime)
+    .slice(-n);
 }
 
 /** undefined when absent, null when not a non-negative integer. */

@@ -17,8 +17,14 @@ const TICKS_PER_DAY = DAY_MS / STREAM_TICK_MS;
 const HALF_LEVELS = 1200;
 /** Share of non-top levels that are empty at any moment, so levels appear and vanish. */
 const EMPTY_RATE = 0.12;
-/** Trades per tick on average (8 a second per instrument). */
-const TRADES_PER_TICK = 0.8;
+/**
+ * Aggregates (Binance `aggTrades` rows: the fills of one taker order at one price and instant) per tick on
+ * average, and the share of them that fill two trades: 0.64 · 1.25 = 0.8 trades per tick (8 a second per
+ * instrument). Both counts are closed forms (`floor((n + u_n) · rate)`), so the aggregate id of any
+ * instant and the trade ids of any aggregate are O(1) without replaying the tape.
+ */
+const AGGS_PER_TICK = 0.64;
+const MULTI_RATE = 0.25;
 
 interface DayGrid {
   day: number;
@@ -38,6 +44,21 @@ export type TickLevel = [priceTicks: number, qtyUnits: number];
 export interface BookChanges {
   bids: TickLevel[];
   asks: TickLevel[];
+}
+
+/**
+ * One aggregate of the tape: the fills of one taker order at one price and instant (Binance `a`, `f`..`l`).
+ * Aggregate ids are their own contiguous sequence, smaller than trade ids (about 0.8 of them).
+ */
+export interface ModelAggregate {
+  id: number;
+  firstTradeId: number;
+  lastTradeId: number;
+  timeMs: number;
+  priceTicks: number;
+  /** The fills' quantities summed. */
+  qtyUnits: number;
+  buyerMaker: boolean;
 }
 
 /** One trade of the streamed tape. */
@@ -127,26 +148,45 @@ export class StreamBookModel {
     return out;
   }
 
-  /** Id of the last trade at or before the end of `tick` (ids are contiguous; a tick holds 0..2 trades). */
-  lastTradeId(tick: number): number {
-    return Math.floor((tick + unitFloat('sb-tid', this.venue, this.key, this.seed, tick)) * TRADES_PER_TICK);
+  /** Id of the last aggregate at or before the end of `tick` (ids are contiguous; a tick holds 0..2 aggregates). */
+  lastAggId(tick: number): number {
+    return Math.floor((tick + unitFloat('sb-aid', this.venue, this.key, this.seed, tick)) * AGGS_PER_TICK);
   }
 
-  /** The trades of `tick`, ascending by id and time. */
-  tradesInTick(tick: number): ModelTrade[] {
-    const first = this.lastTradeId(tick - 1) + 1;
-    const last = this.lastTradeId(tick);
-    const out: ModelTrade[] = [];
+  /** Trade ids of aggregate `id`: it follows `id - 1` without a hole and fills one or two trades. */
+  aggTradeIds(id: number): { first: number; last: number } {
+    return { first: id + this.multiUpTo(id - 1), last: id + this.multiUpTo(id) };
+  }
+
+  /** Id of the last trade at or before the end of `tick` (ids are contiguous; a tick holds 0..4 trades). */
+  lastTradeId(tick: number): number {
+    return this.aggTradeIds(this.lastAggId(tick)).last;
+  }
+
+  /**
+   * The aggregates of `tick`, ascending. Two in one tick are of opposite taker sides (so of different
+   * prices): one side's fills at one price and instant are one aggregate. All fills of an aggregate share
+   * its price, side and time (a taker order fills at once).
+   */
+  aggsInTick(tick: number): ModelAggregate[] {
+    const first = this.lastAggId(tick - 1) + 1;
+    const last = this.lastAggId(tick);
+    const out: ModelAggregate[] = [];
     if (last < first) return out;
     const g = this.grid(dayOf(tick));
     const m = this.midOffset(tick);
+    const firstBuyerMaker = unitFloat('sb-tm', this.venue, this.key, this.seed, first) < 0.5;
     for (let id = first; id <= last; id++) {
       const r = id - first;
-      const buyerMaker = unitFloat('sb-tm', this.venue, this.key, this.seed, id) < 0.5;
-      const qty = Math.max(1, Math.round((g.qtyScaleUnits / 200) * 10 ** (-2 * unitFloat('sb-tq', this.venue, this.key, this.seed, id))));
+      const buyerMaker = r % 2 === 0 ? firstBuyerMaker : !firstBuyerMaker;
+      const ids = this.aggTradeIds(id);
+      let qty = 0;
+      for (let t = ids.first; t <= ids.last; t++) qty += this.tradeQty(g, t);
       out.push({
         id,
-        timeMs: tick * STREAM_TICK_MS + r * 40 + Math.floor(unitFloat('sb-tt', this.venue, this.key, this.seed, id) * 30),
+        firstTradeId: ids.first,
+        lastTradeId: ids.last,
+        timeMs: tick * STREAM_TICK_MS + r * 50 + Math.floor(unitFloat('sb-tt', this.venue, this.key, this.seed, id) * 40),
         priceTicks: g.centerTicks + (buyerMaker ? m - 1 : m + 1),
         qtyUnits: qty,
         buyerMaker,
@@ -155,11 +195,43 @@ export class StreamBookModel {
     return out;
   }
 
+  /** The trades of `tick`, ascending by id and time: each aggregate's fills with their own quantities. */
+  tradesInTick(tick: number): ModelTrade[] {
+    const out: ModelTrade[] = [];
+    const aggs = this.aggsInTick(tick);
+    if (aggs.length === 0) return out;
+    const g = this.grid(dayOf(tick));
+    for (const a of aggs) {
+      for (let id = a.firstTradeId; id <= a.lastTradeId; id++) {
+        out.push({ id, timeMs: a.timeMs, priceTicks: a.priceTicks, qtyUnits: this.tradeQty(g, id), buyerMaker: a.buyerMaker });
+      }
+    }
+    return out;
+  }
+
+  /** The tick holding aggregate `id`. */
+  tickOfAgg(id: number): number {
+    let t = Math.floor(id / AGGS_PER_TICK) - 2;
+    while (this.lastAggId(t) < id) t++;
+    return t;
+  }
+
   /** The tick holding trade `id`. */
   tickOfTrade(id: number): number {
-    let t = Math.floor(id / TRADES_PER_TICK) - 2;
-    while (this.lastTradeId(t) < id) t++;
-    return t;
+    let a = Math.floor(id / (1 + MULTI_RATE)) - 2;
+    while (this.aggTradeIds(a).last < id) a++;
+    return this.tickOfAgg(a);
+  }
+
+  /** Aggregates with ids in `[fromId, toId]`, ascending. */
+  aggsBetween(fromId: number, toId: number): ModelAggregate[] {
+    const out: ModelAggregate[] = [];
+    if (toId < fromId) return out;
+    for (let t = this.tickOfAgg(fromId); ; t++) {
+      for (const a of this.aggsInTick(t)) if (a.id >= fromId && a.id <= toId) out.push(a);
+      if (this.lastAggId(t) >= toId) break;
+    }
+    return out;
   }
 
   /** Trades with ids in `[fromId, toId]`, ascending. */
@@ -179,6 +251,15 @@ export class StreamBookModel {
 
   formatQty(qtyUnits: number, decimals = this.qtyDecimals): string {
     return (qtyUnits / 10 ** this.qtyDecimals).toFixed(decimals);
+  }
+
+  /** Aggregates up to `id` that fill two trades (rises by at most 1 per aggregate, as MULTI_RATE < 1). */
+  private multiUpTo(id: number): number {
+    return Math.floor((id + unitFloat('sb-multi', this.venue, this.key, this.seed, id)) * MULTI_RATE);
+  }
+
+  private tradeQty(g: DayGrid, id: number): number {
+    return Math.max(1, Math.round((g.qtyScaleUnits / 200) * 10 ** (-2 * unitFloat('sb-tq', this.venue, this.key, this.seed, id))));
   }
 
   /** Signed quantity of grid level `j` after `tick`: positive a bid, negative an ask, 0 empty. */

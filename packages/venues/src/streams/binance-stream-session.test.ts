@@ -53,6 +53,28 @@ describe('BinanceStreamSession against the emulation', () => {
     return session;
   };
 
+  /** A trades-only session of BTC/USDT. */
+  const openOne = async (): Promise<BinanceStreamSession> => {
+    session = new BinanceStreamSession({
+      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
+      restBaseUrl: mv.baseUrl('binance'),
+      symbols: ['BTC/USDT'],
+      channels: ['trades'],
+      clock,
+      backoff: { initialMs: 10, maxMs: 50 },
+      onRecords: async (envs) => {
+        records.push(...envs);
+      },
+      onEvent: (e) => events.push(e),
+      beforeRestRequest: async (r) => {
+        rest.push(r);
+      },
+    });
+    await session.start();
+    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
+    return session;
+  };
+
   /** Everything the emulation owed its connections so far, and how often it (dis)connected. */
   const emulationMark = (): number[] => {
     const e = mv.stats().streams.binance;
@@ -140,7 +162,14 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(st.timeQuality.outOfOrder).toBe(0);
   });
 
-  test('gapEvery: every trade-id gap is healed from aggTrades and every book break resynced from a new snapshot', async () => {
+  /** Whether trade `id` is a fill of an aggregate of several trades (aggTrades cannot give it on its own). */
+  const inMultiAggregate = (pair: string, id: number): boolean => {
+    const model = binanceModel(pair, SEED);
+    const agg = model.aggsInTick(model.tickOfTrade(id)).find((a) => a.firstTradeId <= id && id <= a.lastTradeId);
+    return agg!.lastTradeId > agg!.firstTradeId;
+  };
+
+  test('gapEvery: every trade-id gap is healed (aggTrades by time, historicalTrades for multi-trade aggregates) and every book break resynced', async () => {
     mv.patchScenario({ streams: { binance: { gapEvery: 9 } } });
     const s = await open();
     await run(3000);
@@ -157,7 +186,69 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(events.filter((e) => e.type === 'resync')).toHaveLength(st.resyncs);
     // ground truth: every message the emulation dropped was a trade (healed) or a diff (resynced)
     expect(st.gapsFound + st.resyncs).toBeLessThanOrEqual(mv.stats().streams.binance.gapsInjected);
-    expect(rest.filter((r) => r.endpoint === 'aggTrades').every((r) => r.weight === 4)).toBe(true);
+    // one aggTrades call locates each hole by time; historicalTrades only where a missing id is a fill of a multi-trade aggregate
+    const tradeGaps = gaps as Array<Extract<StreamEvent, { type: 'gap' }>>;
+    const needsHistory = tradeGaps.filter((g) =>
+      Array.from({ length: g.toId - g.fromId + 1 }, (_, i) => g.fromId + i).some((id) => inMultiAggregate(g.symbol, id)),
+    );
+    expect(needsHistory.length).toBeGreaterThan(0);
+    expect(needsHistory.length).toBeLessThan(tradeGaps.length);
+    const agg = rest.filter((r) => r.endpoint === 'aggTrades');
+    const hist = rest.filter((r) => r.endpoint === 'historicalTrades');
+    expect([agg.length, hist.length]).toEqual([tradeGaps.length, needsHistory.length]);
+    expect(agg.every((r) => r.weight === 4) && hist.every((r) => r.weight === 25)).toBe(true);
+    const healed = events.filter((e): e is Extract<StreamEvent, { type: 'healed' }> => e.type === 'healed');
+    expect(healed.map((h) => h.restCalls)).toEqual(tradeGaps.map((g) => (needsHistory.includes(g) ? 2 : 1)));
+    // ground truth: the venue accounted exactly the weight the session declared
+    expect(mv.stats().venues.binance.weightUsed).toBe(rest.reduce((sum, r) => sum + r.weight, 0));
+  });
+
+  test('a hole of more than a page: found by time, paged by aggregate id, fills of multi-trade aggregates from historicalTrades; the tape complete', async () => {
+    const s = await openOne();
+    await run(1000);
+    const before = s.stats().lastTradeIds['BTC/USDT']!;
+    // 200 s of trades (about 1600, in 1300 aggregates): more than one page of each endpoint. The emulation withholds
+    // every message of the window (it judges silence at the clock's instant, so one step inside it).
+    const HOLE_MS = 200_000;
+    mv.patchScenario({ streams: { binance: { silenceForMs: HOLE_MS } } });
+    clock.advance(HOLE_MS - 100);
+    await run(1000);
+    await waitFor(() => events.some((e) => e.type === 'healed' || e.type === 'unhealed'), 'the hole healed or reported', { timeoutMs: 60_000 });
+    await run(500);
+    const model = binanceModel('BTC/USDT', SEED);
+    const gap = events.find((e): e is Extract<StreamEvent, { type: 'gap' }> => e.type === 'gap')!;
+    expect(gap.fromId).toBe(before + 1);
+    expect(events.filter((e) => e.type === 'unhealed')).toEqual([]);
+    expect(s.stats()).toMatchObject({ gapsFound: 1, gapsHealed: 1, gapsUnhealed: 0 });
+    // stored: every id once, contiguous, each equal to the tape (compared in plain code: a few thousand expect calls would cost seconds)
+    const ids = records.map((e) => Number(e.payload.tradeId));
+    const last = model.lastTradeId(lastClosedTick(clock.now()));
+    expect(ids.length).toBe(last - ids[0]! + 1);
+    expect(ids.filter((id, i) => id !== ids[0]! + i)).toEqual([]);
+    const tape = new Map(model.tradesBetween(ids[0]!, last).map((t) => [t.id, t]));
+    const wrong = records.filter((e) => {
+      const t = tape.get(Number(e.payload.tradeId))!;
+      const p = e.payload as { price: string; size: string; timeMs: number; side: string };
+      return (
+        p.price !== model.formatPrice(t.priceTicks, 8) ||
+        p.size !== model.formatQty(t.qtyUnits, 8) ||
+        p.timeMs !== t.timeMs ||
+        p.side !== (t.buyerMaker ? 'sell' : 'buy')
+      );
+    });
+    expect(wrong).toEqual([]);
+    // the cost: aggTrades pages of 1000 aggregates (weight 4), historicalTrades pages (weight 25) only over the fills aggTrades sums away
+    const holeTrades = gap.toId - gap.fromId + 1;
+    const aggregates = model.lastAggId(model.tickOfTrade(gap.toId)) - model.lastAggId(model.tickOfTrade(gap.fromId) - 1);
+    expect(aggregates).toBeGreaterThan(1000);
+    const agg = rest.filter((r) => r.endpoint === 'aggTrades');
+    const hist = rest.filter((r) => r.endpoint === 'historicalTrades');
+    expect(agg.length).toBeGreaterThanOrEqual(Math.ceil(aggregates / 1000));
+    expect(agg.length).toBeLessThanOrEqual(Math.ceil(aggregates / 1000) + 1);
+    expect(hist.length).toBeGreaterThan(0);
+    expect(hist.length).toBeLessThanOrEqual(Math.ceil(holeTrades / 1000));
+    expect(events.find((e) => e.type === 'healed')).toMatchObject({ restCalls: agg.length + hist.length });
+    expect(mv.stats().venues.binance.weightUsed).toBe(4 * agg.length + 25 * hist.length);
   });
 
   test('disconnectEvery and garbled frames: reconnects with backoff, frames counted, no trade lost', async () => {

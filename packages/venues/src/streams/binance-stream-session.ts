@@ -5,7 +5,7 @@ import { binanceVenueSymbol } from '../binance/binance-symbols.js';
 import { binanceDepthWeight } from '../binance/binance-weights.js';
 import { normaliseBaseUrl } from '../internal/options.js';
 import { DECIMAL_RE, parsePayload } from '../internal/parse-payload.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { VenueHttpClient, type HttpResponse } from '../venue-http-client.js';
 import { LevelBook } from './level-book.js';
 import type { StreamSessionOptions } from './stream-session.js';
 import { normaliseWsUrl, WsStreamSession } from './ws-stream-session.js';
@@ -15,7 +15,12 @@ export const BINANCE_MAX_STREAMS_PER_CONNECTION = 1024;
 export const BINANCE_CONNECTION_ATTEMPTS = { limit: 300, windowMs: 300_000 } as const;
 /** `GET /api/v3/aggTrades` weight (spot REST docs). */
 export const BINANCE_AGG_TRADES_WEIGHT = 4;
-const AGG_TRADES_MAX_LIMIT = 1000;
+/** `GET /api/v3/historicalTrades` weight (spot REST docs). */
+export const BINANCE_HISTORICAL_TRADES_WEIGHT = 25;
+/** Rows per page of both trade endpoints at most. */
+const TRADES_MAX_LIMIT = 1000;
+/** aggTrades refuses `startTime`/`endTime` 1 h or more apart (-1127); a window ends 1 ms short of it. */
+const AGG_WINDOW_MS = 3_600_000 - 1;
 /** REST attempts per snapshot or healing page before giving up on it. */
 const REST_ATTEMPTS = 3;
 /** Snapshots taken in a row for one sync when each turns out older than the buffered diffs. */
@@ -25,7 +30,14 @@ const Decimal = z.string().regex(DECIMAL_RE);
 const AggTrades = z.array(
   z.looseObject({ a: z.number().int(), p: Decimal, q: Decimal, f: z.number().int(), l: z.number().int(), T: z.number().int(), m: z.boolean() }),
 );
-type AggTrade = z.infer<typeof AggTrades>[number];
+const HistoricalTrades = z.array(z.looseObject({ id: z.number().int(), price: Decimal, qty: Decimal, time: z.number().int(), isBuyerMaker: z.boolean() }));
+
+/** Trade ids `fromId..toId` REST could not give, and why. */
+interface MissingRange {
+  fromId: number;
+  toId: number;
+  reason: string;
+}
 
 interface TradeEvent {
   e: 'trade';
@@ -89,6 +101,8 @@ export class BinanceStreamSession extends WsStreamSession {
   private readonly http: VenueHttpClient;
   private readonly states = new Map<string, SymbolState>();
   private readonly streams: string[];
+  /** `T` of the last stored trade per symbol: where a hole starts in time. */
+  private readonly lastTradeTimes = new Map<string, number>();
 
   constructor(options: BinanceStreamSessionOptions) {
     super(options, { attempts: BINANCE_CONNECTION_ATTEMPTS });
@@ -181,9 +195,10 @@ export class BinanceStreamSession extends WsStreamSession {
     this.observeTime(`${st.venueSymbol}@trade`, ev.E, receivedAtMs);
     const last = this.lastTradeIds.get(st.symbol);
     if (last !== undefined && ev.t <= last) return; // already stored (a replay after a reconnect)
-    if (last !== undefined && ev.t > last + 1) await this.heal(st, last + 1, ev.t - 1);
+    if (last !== undefined && ev.t > last + 1) await this.heal(st, last + 1, ev.t - 1, this.lastTradeTimes.get(st.symbol), ev.T);
     this.push(this.tradeEnvelope(st, ev.t, ev.p, ev.q, ev.T, ev.m, receivedAtMs));
     this.lastTradeIds.set(st.symbol, ev.t);
+    this.lastTradeTimes.set(st.symbol, ev.T);
   }
 
   /** The envelope a trade gets whether streamed or healed from REST: same message id, same payload. */
@@ -193,63 +208,113 @@ export class BinanceStreamSession extends WsStreamSession {
   }
 
   /**
-   * Fills trade ids `from..to` from `GET /api/v3/aggTrades?fromId=`, page by page. Only aggregates of one
-   * trade (`a = f = l`, as the emulation serves them) are trades; ids an aggregate merges, ids REST does
-   * not return and pages that fail after retries are reported unhealed with their range.
+   * Fills the hole of trade ids `from..to`, exactly and at the least weight. On Binance `aggTrades` ids are
+   * aggregate ids (not trade ids) and an aggregate merges the fills of one taker order at one price, so:
+   * 1. the hole is found by time: `aggTrades?startTime=<T before>&endTime=<T after>` (less than 1 h apart;
+   *    a longer hole continues by aggregate id, `fromId=<last a + 1>`, as does a full page); an aggregate
+   *    with `f = l` inside the hole is one trade exactly (price, quantity, time, side);
+   * 2. the ids still missing (fills of multi-trade aggregates, whose own quantities aggTrades sums away,
+   *    or ids step 1 does not reach) come from `historicalTrades?fromId=<trade id>` (weight 25), by page;
+   * 3. what neither gives (refused after retries, or not served) is reported unhealed by range.
+   * The hole is worked through one aggregate page at a time and what is settled is delivered in id order
+   * before the next page, so a long hole holds at most about two pages in memory. Without the time of the
+   * trade before the hole (a resumed stream) step 1 has no start and is skipped.
    */
-  private async heal(st: SymbolState, from: number, to: number): Promise<void> {
+  private async heal(st: SymbolState, from: number, to: number, afterMs: number | undefined, beforeMs: number): Promise<void> {
     this.counters.gapsFound += 1;
     this.event({ type: 'gap', symbol: st.symbol, channel: 'trades', fromId: from, toId: to });
     await this.flush();
-    const missing: Array<{ fromId: number; toId: number; reason: string }> = [];
-    let cursor = from;
+    const got = new Map<number, Envelope>();
+    const failures: string[] = [];
+    const lost: MissingRange[] = [];
     let calls = 0;
-    while (cursor <= to) {
-      const limit = Math.min(AGG_TRADES_MAX_LIMIT, to - cursor + 1);
-      const url = `${this.restBaseUrl}/api/v3/aggTrades?${new URLSearchParams({ symbol: st.venueSymbol, fromId: String(cursor), limit: String(limit) }).toString()}`;
-      let rows: AggTrade[];
-      let receivedAtMs: number;
-      try {
-        calls += 1;
-        const res = await this.rest(() => this.http.get({ endpoint: 'aggTrades', weight: BINANCE_AGG_TRADES_WEIGHT, url }));
-        rows = parsePayload(this.venue, 'aggTrades', res.body, AggTrades);
-        receivedAtMs = res.receivedAtMs;
-      } catch (err) {
-        missing.push({ fromId: cursor, toId: to, reason: `aggTrades failed: ${errorText(err)}` });
-        break;
-      }
-      const pageFrom = cursor;
-      for (const row of rows) {
-        if (row.l < cursor) continue;
-        if (row.f > cursor) {
-          // on the real venue aggregate ids are not trade ids: rows past the hole leave it unhealed, never filled wrongly
-          missing.push({ fromId: cursor, toId: Math.min(row.f - 1, to), reason: `aggTrades from id ${pageFrom} holds no trade with these ids` });
-          cursor = Math.min(row.f, to + 1);
-        }
-        if (cursor > to) break;
-        if (row.f !== row.l || row.a !== row.f) {
-          missing.push({
-            fromId: Math.max(row.f, cursor),
-            toId: Math.min(row.l, to),
-            reason: `aggregate ${row.a} merges trades ${row.f}..${row.l}: their own quantities are not in aggTrades`,
+    const get = async (endpoint: 'aggTrades' | 'historicalTrades', weight: number, query: Record<string, number>): Promise<HttpResponse> => {
+      const params = new URLSearchParams({ symbol: st.venueSymbol });
+      for (const [k, v] of Object.entries(query)) params.set(k, String(v));
+      calls += 1;
+      return this.rest(() => this.http.get({ endpoint, weight, url: `${this.restBaseUrl}/api/v3/${endpoint}?${params.toString()}` }));
+    };
+
+    let aggQuery: Record<string, number> | undefined =
+      afterMs === undefined ? undefined : { startTime: afterMs, endTime: Math.min(beforeMs, afterMs + AGG_WINDOW_MS) };
+    /** Highest trade id the aggregates fetched so far account for. */
+    let reached = from - 1;
+    /** Ids up to here are delivered or given up. */
+    let settled = from - 1;
+    let historyFailed = false;
+    while (settled < to) {
+      if (aggQuery) {
+        const limit = Math.min(TRADES_MAX_LIMIT, to - reached + 2);
+        const page = await get('aggTrades', BINANCE_AGG_TRADES_WEIGHT, { ...aggQuery, limit })
+          .then((res) => ({ rows: parsePayload(this.venue, 'aggTrades', res.body, AggTrades), receivedAtMs: res.receivedAtMs }))
+          .catch((err: unknown) => {
+            failures.push(`aggTrades failed: ${errorText(err)}`);
+            return undefined;
           });
-        } else {
-          this.push(this.tradeEnvelope(st, row.f, row.p, row.q, row.T, row.m, receivedAtMs));
+        let lastAgg: number | undefined;
+        for (const row of page?.rows ?? []) {
+          lastAgg = row.a;
+          if (row.l < from) continue;
+          if (row.f > to) break;
+          if (row.f === row.l) got.set(row.f, this.tradeEnvelope(st, row.f, row.p, row.q, row.T, row.m, page?.receivedAtMs ?? 0));
+          reached = Math.max(reached, row.l);
         }
-        cursor = row.l + 1;
+        const rows = page?.rows ?? [];
+        const truncated = aggQuery.endTime !== undefined && aggQuery.endTime < beforeMs;
+        const more = lastAgg !== undefined && reached < to && (rows.length === limit || truncated) && (rows.at(-1)?.f ?? 0) <= to;
+        // a page must move the aggregate cursor on: a venue repeating itself ends step 1 instead of looping
+        aggQuery = more && lastAgg !== undefined && lastAgg + 1 > (aggQuery.fromId ?? -1) ? { fromId: lastAgg + 1 } : undefined;
       }
-      if (cursor <= to && (rows.length < limit || cursor === pageFrom)) {
-        missing.push({ fromId: cursor, toId: to, reason: 'beyond the trades aggTrades returns' });
-        break;
+      // ids the aggregates settle no further (or all, once they are done) come from historicalTrades
+      const upTo = aggQuery ? reached : to;
+      let cursor = settled + 1;
+      while (!historyFailed) {
+        while (cursor <= upTo && got.has(cursor)) cursor++;
+        if (cursor > upTo) break;
+        try {
+          const res = await get('historicalTrades', BINANCE_HISTORICAL_TRADES_WEIGHT, { fromId: cursor, limit: Math.min(TRADES_MAX_LIMIT, to - cursor + 1) });
+          const rows = parsePayload(this.venue, 'historicalTrades', res.body, HistoricalTrades);
+          let top = cursor - 1;
+          for (const row of rows) {
+            if (row.id >= from && row.id <= to && !got.has(row.id)) {
+              got.set(row.id, this.tradeEnvelope(st, row.id, row.price, row.qty, row.time, row.isBuyerMaker, res.receivedAtMs));
+            }
+            top = Math.max(top, row.id);
+          }
+          if (top < cursor) {
+            failures.push(`historicalTrades from id ${cursor} returns none of them`);
+            historyFailed = true;
+          }
+          // ids of [cursor, top] the page did not hold are not served: given up below
+          cursor = top + 1;
+        } catch (err) {
+          failures.push(`historicalTrades failed: ${errorText(err)}`);
+          historyFailed = true;
+        }
       }
+      for (let id = settled + 1; id <= upTo; id++) {
+        const env = got.get(id);
+        if (env) {
+          this.push(env);
+          got.delete(id);
+          continue;
+        }
+        const last = lost.at(-1);
+        if (last && last.toId === id - 1) last.toId = id;
+        else lost.push({ fromId: id, toId: id, reason: '' });
+      }
+      settled = upTo;
+      await this.flush();
     }
-    if (missing.length === 0) {
+
+    if (lost.length === 0) {
       this.counters.gapsHealed += 1;
       this.event({ type: 'healed', symbol: st.symbol, channel: 'trades', fromId: from, toId: to, restCalls: calls });
       return;
     }
     this.counters.gapsUnhealed += 1;
-    for (const m of missing) this.event({ type: 'unhealed', symbol: st.symbol, channel: 'trades', ...m });
+    const reason = failures.length > 0 ? failures.join('; ') : 'not served by REST';
+    for (const r of lost) this.event({ type: 'unhealed', symbol: st.symbol, channel: 'trades', ...r, reason });
   }
 
   private async onDepth(st: SymbolState, ev: DepthEvent, receivedAtMs: number): Promise<void> {
