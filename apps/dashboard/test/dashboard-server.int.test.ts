@@ -161,6 +161,11 @@ describe('DashboardServer', () => {
     await client.del(streamLiveKey(prefix, 'majors'));
     const after = (await (await fetch(`${server.url}/api/status`)).json()) as FleetStatus;
     expect(after.streams?.find((s) => s.name === 'majors')).toMatchObject({ holder: null, live: null, unhealedGaps: 2 });
+    // A value that is not a live state (another writer's, a truncated one) reads as none, not as a failed page.
+    await client.set(streamLiveKey(prefix, 'majors'), JSON.stringify({ name: 'majors', state: 'live' }));
+    const res = await fetch(`${server.url}/api/status`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as FleetStatus).streams?.find((s) => s.name === 'majors')?.live).toBeNull();
   });
 
   it('lists every venue queue in bull-board and picks up a venue added after start', async () => {
