@@ -115,6 +115,7 @@ export class DashboardServer {
       queues: this.queues,
       control: this.control,
       liveness: this.liveness,
+      streams: { redis: this.options.redis, prefix: this.options.prefix ?? QUEUE_PREFIX },
       ...(this.options.spoolDir === undefined ? {} : { spoolDir: this.options.spoolDir }),
     });
   }

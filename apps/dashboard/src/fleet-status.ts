@@ -3,6 +3,7 @@ import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type WorkerHea
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
+import { collectStreamStatus, type StreamStatus, type StreamStatusSource } from './stream-status.js';
 
 export type { SpoolDepth } from './internal/spool-depth.js';
 
@@ -15,6 +16,8 @@ export interface FleetStatusSources {
   liveness?: WorkerHeartbeat;
   /** Spool base directory (each worker spools under `worker-<n>/` of it); without it `spool` is null. */
   spoolDir?: string;
+  /** The fleet's Redis and key prefix for the streams' holders and live states; without it `streams` is null. */
+  streams?: StreamStatusSource;
   /** Time of the snapshot (epoch ms). @defaultValue Date.now() */
   now?: number;
 }
@@ -86,6 +89,8 @@ export interface FleetStatus {
   atMs: number;
   venues: VenueStatus[];
   spool: SpoolDepth | null;
+  /** Every stream definition with its holder, live state and unhealed trade gaps; null when no stream source was given. */
+  streams: StreamStatus[] | null;
   totals: { runnable: number; blocked: number; waiting: number; active: number; delayed: number; failed: number; openGaps: number; frozenVenues: number };
 }
 
@@ -178,14 +183,16 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
  * One snapshot of the fleet for the dashboard, `tickfleet status` and the autoscaling gauges:
  * per venue (every connector in the store, by name) its status, budget window, freeze, AIMD
  * concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps and
- * live workers; plus the spool depth on this machine.
+ * live workers; plus the spool depth on this machine and, given a stream source, every stream
+ * with its holder and live state.
  */
 export async function collectFleetStatus(sources: FleetStatusSources): Promise<FleetStatus> {
   const now = sources.now ?? Date.now();
-  const [connectors, jobs, gaps] = await Promise.all([
+  const [connectors, jobs, gaps, streamDefs] = await Promise.all([
     sources.store.connectors.list(),
     sources.store.jobs.list({ type: 'ohlcv', enabled: true }),
     sources.store.gaps.list({ open: true }),
+    sources.streams ? sources.store.streams.list() : Promise.resolve([]),
   ]);
   const jobsByVenue = new Map<string, Job[]>();
   for (const job of jobs) {
@@ -199,12 +206,16 @@ export async function collectFleetStatus(sources: FleetStatusSources): Promise<F
     gapsByVenue.set(v, (gapsByVenue.get(v) ?? 0) + 1);
   }
   const sorted = [...connectors].sort((a, b) => a.venue.localeCompare(b.venue));
-  const venues = await Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now)));
+  const [venues, streams] = await Promise.all([
+    Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now))),
+    sources.streams ? collectStreamStatus(streamDefs, gaps, sources.streams) : Promise.resolve(null),
+  ]);
   const sum = (f: (v: VenueStatus) => number): number => venues.reduce((n, v) => n + f(v), 0);
   return {
     atMs: now,
     venues,
     spool: sources.spoolDir === undefined ? null : spoolDepth(sources.spoolDir),
+    streams,
     totals: {
       runnable: sum((v) => v.runnable),
       blocked: sum((v) => v.blocked),

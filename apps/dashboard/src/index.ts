@@ -8,6 +8,7 @@ export {
   type VenueFreezeStatus,
   type VenueStatus,
 } from './fleet-status.js';
+export type { StreamGapEntry, StreamStatus, StreamStatusSource } from './stream-status.js';
 export { FleetStatusMetrics } from './fleet-status-metrics.js';
 export { StatusCache } from './status-cache.js';
 export { QueueBoard, type QueueBoardOptions } from './queue-board.js';

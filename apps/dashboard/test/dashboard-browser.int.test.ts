@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'bullmq';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { createRedisConnection } from '@tickfleet/queues';
+import { createRedisConnection, publishStreamLive, StreamLeases } from '@tickfleet/queues';
 import { CHROMIUM, CHROMIUM_ARGS, repoRoot, requireChromium, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import type { FreezeMark } from '../src/fleet-history.js';
 import { DashboardServer } from '../src/index.js';
@@ -35,6 +35,41 @@ beforeAll(async () => {
   await store.budgets.acquire('binance', 100);
   await queues.enqueue([...liveUnits('binance', 'BTC/USDT', 3, now), ...liveUnits('polygon', 'AAPL', 2, now)]);
   writeSpoolSegment(join(fleet.spoolDir, 'worker-0'), now, 4);
+  // A stream held by a worker (a real lease cycle) that published its live state, with one
+  // unhealed trade-id hole on the ledger; the holder's id carries markup the page must show as text.
+  const stream = await store.streams.upsert({ name: 'majors', venue: 'binance', symbols: ['BTC/USDT', 'ETH/USDT'], channels: ['trades', 'book'] });
+  await store.streams.upsert({ name: 'kraken-pairs', venue: 'kraken', symbols: ['BTC/USD'] });
+  const leases = new StreamLeases(fleet.redis, 'worker-<b>a</b>', { prefix: fleet.prefix, ttlMs: 600_000 });
+  leases.setStreams([stream.name], stream.version);
+  const [held] = (await leases.tick()).acquired;
+  await publishStreamLive(
+    fleet.redis,
+    fleet.prefix,
+    {
+      name: 'majors',
+      venue: 'binance',
+      worker: 'worker-<b>a</b>',
+      token: held!.token,
+      state: 'live',
+      connectedSince: new Date(now - 90_000).toISOString(),
+      messages: 4321,
+      reconnects: 3,
+      gapsFound: 4,
+      gapsHealed: 3,
+      gapsUnhealed: 1,
+      resyncs: 2,
+      checksumMismatches: 0,
+      garbledFrames: 0,
+      lastMessageAgeMs: 250,
+      recordsDelivered: 4300,
+      stored: 4300,
+      duplicates: 0,
+      timeQuality: { skewP50Ms: 12, skewP99Ms: 1500, outOfOrder: 0 },
+      updatedAt: now,
+    },
+    600_000,
+  );
+  await store.gaps.record({ jobId: 'binance:ETH/USDT:-:trades', fromMs: 500, toMs: 510, kind: 'trade-ids' }, now);
 
   server = new DashboardServer({
     redis: fleet.redis,
@@ -104,7 +139,7 @@ describe('dashboard in a real browser', () => {
     const page = await context.newPage();
     await page.goto(`${server.url}/`);
     await page.locator('tr[data-venue="binance"]').waitFor();
-    expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(['binance', 'polygon']);
+    expect(await page.locator('#venues tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(['binance', 'polygon']);
 
     expect(await cell(page, 'binance', 'status').textContent()).toBe('active');
     expect(await cell(page, 'binance', 'budget-used').textContent()).toBe('100');
@@ -112,11 +147,33 @@ describe('dashboard in a real browser', () => {
     expect(await cell(page, 'polygon', 'budget-limit').textContent()).toBe('5');
     expect(await cell(page, 'binance', 'concurrency').textContent()).toMatch(/^8 \/ 8/);
     expect(await cell(page, 'binance', 'prioritized').textContent()).toBe('3');
-    expect(await cell(page, 'binance', 'gaps').textContent()).toBe('1');
+    // The ohlcv job's gap and the stream's trade-id hole: both open on binance's ledger.
+    expect(await cell(page, 'binance', 'gaps').textContent()).toBe('2');
     expect(await cell(page, 'binance', 'lag').textContent()).toMatch(/^[45]m(\d+s)?binance:BTC\/USDT:1m:ohlcv$/);
     expect(await cell(page, 'polygon', 'freeze-cause').textContent()).toBe('none');
     expect(await page.locator('#t-spool').textContent()).toMatch(/^1 seg · \d+ B$/);
     expect(await page.locator('#mode').textContent()).toBe('read-only');
+
+    // The streams: the held one with its live state and ledger entry, the unheld one listed too.
+    const stream = (name: string, field: string) => page.locator(`tr[data-stream="${name}"] [data-field="${field}"]`);
+    expect(await page.locator('#streams tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-stream')))).toEqual(['kraken-pairs', 'majors']);
+    expect(await stream('majors', 'holder').textContent()).toBe('worker-<b>a</b>');
+    expect(await page.locator('#streams b').count()).toBe(0);
+    expect(await stream('majors', 'symbols').textContent()).toBe('2');
+    expect(await stream('majors', 'channels').textContent()).toBe('trades, book');
+    expect(await stream('majors', 'state').textContent()).toBe('live');
+    expect(await stream('majors', 'connected-since').textContent()).toMatch(/^since \d\d:\d\d:\d\dZ$/);
+    expect(await stream('majors', 'messages').textContent()).toBe('4321');
+    expect(await stream('majors', 'reconnects').textContent()).toBe('3');
+    expect(await stream('majors', 'gaps').textContent()).toBe('4 / 3 / 1');
+    expect(await stream('majors', 'resyncs').textContent()).toBe('2');
+    expect(await stream('majors', 'last-message').textContent()).toBe('250ms ago');
+    expect(await stream('majors', 'skew').textContent()).toMatch(/^12ms \/ 2s/);
+    expect(await stream('majors', 'ledger-count').textContent()).toBe('1');
+    expect(await stream('majors', 'ledger-entry').textContent()).toBe('ETH/USDT trade ids 500..509');
+    expect(await stream('kraken-pairs', 'state').textContent()).toBe('unheld');
+    expect(await stream('kraken-pairs', 'holder').textContent()).toBe('-');
+    expect(await page.locator('#t-streams').textContent()).toBe('1 / 2');
 
     // The fleet changes under the open page: polygon is banned, binance gets two more units.
     const { control, queues } = fleet;

@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import { ConfigError } from '@tickfleet/core';
-import { createRedisConnection } from '@tickfleet/queues';
+import { createRedisConnection, publishStreamLive, StreamLeases, streamLiveKey, type StreamLiveState } from '@tickfleet/queues';
 import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { DashboardServer, runDashboard, type DashboardServerOptions, type FleetStatus } from '../src/index.js';
+import { DashboardServer, runDashboard, type DashboardServerOptions, type FleetStatus, type StreamStatus } from '../src/index.js';
 import { connector, liveUnits, openTestFleet, startDashboard, type TestFleet } from './fleet-fixture.js';
 
 let redis: TestRedis;
@@ -80,6 +80,92 @@ describe('DashboardServer', () => {
     expect(await ready.json()).toEqual({ status: 'ok', checks: { store: 'ok', redis: 'ok' } });
     server.setDraining();
     expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+  });
+
+  it('shows every stream with its lease holder, the live state it published and its unhealed trade gaps on the ledger', async () => {
+    const { store, redis: client, prefix, now } = fleet;
+    const majors = await store.streams.upsert({ name: 'majors', venue: 'binance', symbols: ['BTC/USDT', 'ETH/USDT'], channels: ['trades', 'book'] });
+    await store.streams.upsert({ name: 'kraken-pairs', venue: 'kraken', symbols: ['BTC/USD'], enabled: false });
+    // A worker's lease, taken by a real lease cycle (a long TTL: the test must not race its expiry).
+    const leases = new StreamLeases(client, 'worker-a', { prefix, ttlMs: 120_000 });
+    leases.setStreams(['majors'], await store.streams.streamsVersion());
+    const [taken] = (await leases.tick()).acquired;
+    expect(taken?.name).toBe('majors');
+    const live: StreamLiveState = {
+      name: 'majors',
+      venue: 'binance',
+      worker: 'worker-a',
+      token: taken!.token,
+      state: 'live',
+      connectedSince: new Date(now - 60_000).toISOString(),
+      messages: 1234,
+      reconnects: 2,
+      gapsFound: 5,
+      gapsHealed: 3,
+      gapsUnhealed: 2,
+      resyncs: 1,
+      checksumMismatches: 0,
+      garbledFrames: 0,
+      lastMessageAgeMs: 40,
+      recordsDelivered: 1200,
+      stored: 1190,
+      duplicates: 10,
+      timeQuality: { skewP50Ms: 12, skewP99Ms: 85, outOfOrder: 0 },
+      updatedAt: now,
+    };
+    await publishStreamLive(client, prefix, live, 120_000);
+    // The two holes the holder could not heal, one filled later, and gaps the streams do not own.
+    await store.gaps.record({ jobId: 'binance:BTC/USDT:-:trades', fromMs: 100, toMs: 150, kind: 'trade-ids' }, now - 2000);
+    await store.gaps.record({ jobId: 'binance:ETH/USDT:-:trades', fromMs: 7, toMs: 9, kind: 'trade-ids' }, now - 1000);
+    await store.gaps.record({ jobId: 'binance:ETH/USDT:-:trades', fromMs: 20, toMs: 30, kind: 'trade-ids' }, now);
+    await store.gaps.markFilled('binance:ETH/USDT:-:trades', 20, 30, now);
+    await store.gaps.record({ jobId: 'binance:SOL/USDT:-:trades', fromMs: 1, toMs: 2, kind: 'trade-ids' }, now);
+    await store.gaps.record({ jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: 0, toMs: 60_000 }, now);
+
+    const server = await serve();
+    const status = (await (await fetch(`${server.url}/api/status`)).json()) as FleetStatus;
+    const { symbols: _symbols, ...definition } = majors;
+    expect(status.streams).toEqual<StreamStatus[]>([
+      {
+        name: 'kraken-pairs',
+        venue: 'kraken',
+        symbolCount: 1,
+        channels: ['trades'],
+        bookDepth: null,
+        enabled: false,
+        version: expect.any(Number) as number,
+        createdAt: expect.any(Number) as number,
+        updatedAt: expect.any(Number) as number,
+        holder: null,
+        live: null,
+        unhealedGaps: 0,
+        gaps: [],
+      },
+      {
+        ...definition,
+        symbolCount: 2,
+        holder: { worker: 'worker-a', token: taken!.token, acquiredAt: expect.any(Number) as number, expiresAt: expect.any(Number) as number },
+        live,
+        unhealedGaps: 2,
+        gaps: [
+          { symbol: 'ETH/USDT', jobId: 'binance:ETH/USDT:-:trades', fromId: 7, toId: 9, detectedAt: now - 1000 },
+          { symbol: 'BTC/USDT', jobId: 'binance:BTC/USDT:-:trades', fromId: 100, toId: 150, detectedAt: now - 2000 },
+        ],
+      },
+    ]);
+    // The page draws them from the same JSON.
+    expect(await (await fetch(`${server.url}/`)).text()).toContain('<table id="streams">');
+
+    // The holder goes (SIGTERM: its leases released, its live key removed): the stream stays listed, unheld.
+    await leases.releaseAll();
+    await client.del(streamLiveKey(prefix, 'majors'));
+    const after = (await (await fetch(`${server.url}/api/status`)).json()) as FleetStatus;
+    expect(after.streams?.find((s) => s.name === 'majors')).toMatchObject({ holder: null, live: null, unhealedGaps: 2 });
+    // A value that is not a live state (another writer's, a truncated one) reads as none, not as a failed page.
+    await client.set(streamLiveKey(prefix, 'majors'), JSON.stringify({ name: 'majors', state: 'live' }));
+    const res = await fetch(`${server.url}/api/status`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as FleetStatus).streams?.find((s) => s.name === 'majors')?.live).toBeNull();
   });
 
   it('lists every venue queue in bull-board and picks up a venue added after start', async () => {

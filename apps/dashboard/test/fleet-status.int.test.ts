@@ -210,6 +210,7 @@ describe('collectFleetStatus', () => {
       atMs: fleet.now,
       venues: [],
       spool: null,
+      streams: null,
       totals: { runnable: 0, blocked: 0, waiting: 0, active: 0, delayed: 0, failed: 0, openGaps: 0, frozenVenues: 0 },
     });
     expect(await values('tickfleet_venue_runnable_units')).toEqual([]);

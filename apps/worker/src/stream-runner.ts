@@ -1,5 +1,5 @@
 import { type BeforeRequestInfo, type Clock, type Envelope, type StreamDefinition, RateLimitedError, systemClock } from '@tickfleet/core';
-import { ConnectAttempts, StreamLeases, streamLiveKey, type RedisClient, type StreamLostReason } from '@tickfleet/queues';
+import { ConnectAttempts, publishStreamLive, StreamLeases, streamLiveKey, type RedisClient, type StreamLostReason } from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
@@ -442,7 +442,7 @@ export class StreamRunner {
       const stats = h.session.stats();
       this.options.metrics.observe(h.def.venue, h.name, stats, this.lastStats.get(h.name));
       this.lastStats.set(h.name, stats);
-      writes.push(this.options.connection.set(this.liveKey(h.name), JSON.stringify(this.describe(h)), 'PX', ttlMs));
+      writes.push(publishStreamLive(this.options.connection, this.options.prefix, this.describe(h), ttlMs));
     }
     await Promise.all(writes);
   }

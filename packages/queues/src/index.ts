@@ -26,5 +26,5 @@ export { RedisMutex } from './redis-mutex.js';
 export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
 export { luaCommand, type LuaCommand } from './lua-command.js';
 export { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason, type LeaseCycle, type StreamHolder } from './stream-leases.js';
-export { streamLiveKey, readStreamLive } from './stream-live.js';
+export { streamLiveKey, readStreamLive, publishStreamLive, type StreamLiveState } from './stream-live.js';
 export { ConnectAttempts, CONNECT_ATTEMPT_LIMITS, type ConnectAttempt, type ConnectAttemptLimit, type ConnectAttemptsOptions } from './connect-attempts.js';

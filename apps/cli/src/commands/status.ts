@@ -1,6 +1,6 @@
 import { type Command } from 'commander';
-import { formatDurationMs, type StreamDefinition } from '@tickfleet/core';
-import type { FleetStatus, VenueStatus } from '@tickfleet/dashboard';
+import { formatDurationMs } from '@tickfleet/core';
+import type { FleetStatus, StreamStatus, VenueStatus } from '@tickfleet/dashboard';
 import { cliEnv } from '../cli-env.js';
 import { jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -42,34 +42,27 @@ function printStatus(status: FleetStatus): void {
 }
 
 /** Holder and live state of the streams someone holds or published lately: a second table under the definitions. */
-function printStreamHolders(list: Array<{ name: string; holder: { worker: string; token: number } | null; live: Record<string, unknown> | null }>): void {
+function printStreamHolders(list: readonly StreamStatus[]): void {
   const rows = list.filter((s) => s.holder || s.live);
   if (rows.length === 0) return;
-  const n = (v: unknown): string => (typeof v === 'number' ? String(v) : '-');
-  const tq = (l: Record<string, unknown> | null): { skewP50Ms?: unknown; skewP99Ms?: unknown } =>
-    (l?.timeQuality as { skewP50Ms?: unknown; skewP99Ms?: unknown }) ?? {};
+  const n = (v: number | null | undefined): string => (v === null || v === undefined ? '-' : String(v));
   process.stdout.write('\nstream holders\n');
   printTable(
-    ['STREAM', 'HOLDER', 'TOKEN', 'STATE', 'MESSAGES', 'RECONNECTS', 'GAPS FOUND/HEALED/UNHEALED', 'RESYNCS', 'LAST MSG MS', 'SKEW P50/P99 MS'],
-    rows.map(({ name, holder, live: l }) => [
+    ['STREAM', 'HOLDER', 'TOKEN', 'STATE', 'MESSAGES', 'RECONNECTS', 'GAPS FOUND/HEALED/UNHEALED', 'RESYNCS', 'LAST MSG MS', 'SKEW P50/P99 MS', 'LEDGER GAPS'],
+    rows.map(({ name, holder, live: l, unhealedGaps }) => [
       name,
       holder?.worker ?? '-',
       holder?.token ?? '-',
-      typeof l?.state === 'string' ? l.state : '-',
+      l?.state ?? '-',
       n(l?.messages),
       n(l?.reconnects),
       `${n(l?.gapsFound)}/${n(l?.gapsHealed)}/${n(l?.gapsUnhealed)}`,
       n(l?.resyncs),
       n(l?.lastMessageAgeMs),
-      `${n(tq(l).skewP50Ms)}/${n(tq(l).skewP99Ms)}`,
+      `${n(l?.timeQuality.skewP50Ms)}/${n(l?.timeQuality.skewP99Ms)}`,
+      unhealedGaps,
     ]),
   );
-}
-
-/** A stream in `status --json`: its definition without the symbol list (up to 1024 pairs; `streams show` has it). */
-function streamSummary(s: StreamDefinition): Omit<StreamDefinition, 'symbols'> & { symbolCount: number } {
-  const { symbols, ...rest } = s;
-  return { ...rest, symbolCount: symbols.length };
 }
 
 export function registerStatus(program: Command): void {
@@ -85,42 +78,32 @@ export function registerStatus(program: Command): void {
         import('@tickfleet/budget'),
         import('@tickfleet/dashboard'),
       ]);
-      const { StreamLeases, readStreamLive } = await import('@tickfleet/queues');
-      const { status, streams, holders, live } = await withStore(cmd, async (stateStore) => {
-        const streams = await stateStore.streams.list();
-        return withFleetRedis(async ({ redis, prefix, queues }) => {
+      const status = await withStore(cmd, (stateStore) =>
+        withFleetRedis(async ({ redis, prefix, queues }) => {
           // Budget figures from where the workers budget: the store, or TICKFLEET_BUDGET_URL's Redis.
           const budgets = await openBudgets(cliEnv('TICKFLEET_BUDGET_URL').TICKFLEET_BUDGET_URL, stateStore, { prefix });
           try {
-            return {
-              streams,
-              status: await collectFleetStatus({
-                store: budgets.store,
-                queues,
-                control: new FleetVenueControl(redis, { prefix }),
-                liveness: new WorkerHeartbeat(redis, 'cli', { prefix }),
-                spoolDir: opts.spoolDir,
-              }),
-              // Who holds each stream (its lease) and what the holder last published about it.
-              holders: await new StreamLeases(redis, 'cli', { prefix }).holders(),
-              live: await readStreamLive(
-                redis,
-                prefix,
-                streams.map((s) => s.name),
-              ),
-            };
+            return await collectFleetStatus({
+              store: budgets.store,
+              queues,
+              control: new FleetVenueControl(redis, { prefix }),
+              liveness: new WorkerHeartbeat(redis, 'cli', { prefix }),
+              spoolDir: opts.spoolDir,
+              // The streams with their holders (leases) and what each holder last published.
+              streams: { redis, prefix },
+            });
           } finally {
             await budgets.close();
           }
-        });
-      });
-      const held = streams.map((s) => ({ ...streamSummary(s), holder: holders.get(s.name) ?? null, live: live.get(s.name) ?? null }));
-      if (opts.json) return printJson({ ...status, streams: held });
+        }),
+      );
+      if (opts.json) return printJson(status);
       printStatus(status);
+      const streams = status.streams ?? [];
       if (streams.length > 0) {
         process.stdout.write('\nstreams\n');
         printStreams(streams);
-        printStreamHolders(held);
+        printStreamHolders(streams);
       }
     });
 }

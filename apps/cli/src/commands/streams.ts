@@ -172,9 +172,21 @@ function notFound(name: string): ValidationError {
 }
 
 /** The definitions as `streams` and `status` print them. */
-export function printStreams(list: readonly StreamDefinition[]): void {
+/** A definition with its symbols, or summarised to their count (as `status` has them). */
+type StreamRow = Omit<StreamDefinition, 'symbols'> & ({ symbols: readonly string[] } | { symbolCount: number });
+
+export function printStreams(list: readonly StreamRow[]): void {
   printTable(
     ['STREAM', 'VENUE', 'SYMBOLS', 'CHANNELS', 'BOOK DEPTH', 'ENABLED', 'VERSION', 'UPDATED'],
-    list.map((s) => [s.name, s.venue, s.symbols.length, s.channels.join(','), s.bookDepth, s.enabled ? 'yes' : 'no', s.version, isoOrDash(s.updatedAt)]),
+    list.map((s) => [
+      s.name,
+      s.venue,
+      'symbols' in s ? s.symbols.length : s.symbolCount,
+      s.channels.join(','),
+      s.bookDepth,
+      s.enabled ? 'yes' : 'no',
+      s.version,
+      isoOrDash(s.updatedAt),
+    ]),
   );
 }

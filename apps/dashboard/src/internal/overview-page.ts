@@ -1,7 +1,7 @@
 /**
  * The fleet overview: one static HTML page with a small inline script that polls
  * `api/status` (relative, so the page works under any mount path) every `refreshMs` and
- * redraws one row per venue, and below the table charts each venue's recent history from
+ * redraws one row per venue and one per stream, and below the tables charts each venue's recent history from
  * `api/history` with uPlot, which the dashboard serves itself under `assets/`. No build step,
  * nothing from another origin.
  */
@@ -43,6 +43,13 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; h
   .paused { background:rgba(210,153,34,.15); color:var(--warn); }
   .disabled { background:rgba(138,150,163,.15); color:var(--dim); }
   .frozen { background:rgba(248,81,73,.15); color:var(--bad); }
+  .live { background:rgba(63,185,80,.15); color:var(--ok); }
+  .connecting, .resyncing, .backoff, .unheld { background:rgba(210,153,34,.15); color:var(--warn); }
+  .stopped { background:rgba(138,150,163,.15); color:var(--dim); }
+  .bad { color:var(--bad); }
+  #streams-section h2 { font-size:16px; margin:16px 0 8px; }
+  details.ledger summary { cursor:pointer; }
+  details.ledger ul { margin:4px 0 0; padding-left:16px; color:var(--dim); font-size:12px; }
   .bar { width:120px; height:6px; background:var(--line); border-radius:3px; margin-top:4px; }
   .bar > span { display:block; height:100%; border-radius:3px; background:var(--accent); }
   .bar.full > span { background:var(--bad); }
@@ -79,6 +86,7 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; h
   <div class="card"><div class="k">frozen venues</div><div class="v" id="t-frozen">-</div></div>
   <div class="card"><div class="k">open gaps</div><div class="v" id="t-gaps">-</div></div>
   <div class="card"><div class="k">spool depth</div><div class="v" id="t-spool">-</div></div>
+  <div class="card"><div class="k">streams held</div><div class="v" id="t-streams">-</div></div>
 </div>
 <p id="error"></p>
 <main>
@@ -90,6 +98,17 @@ export function overviewPage(options: { queuesPath: string; refreshMs: number; h
   </tr></thead>
   <tbody></tbody>
 </table>
+<section id="streams-section">
+<h2>streams</h2>
+<table id="streams">
+  <thead><tr>
+    <th>stream</th><th>venue</th><th>symbols</th><th>enabled</th><th>holder</th><th>state</th>
+    <th>messages</th><th>reconnects</th><th title="sequence or trade-id gaps found / healed / left unhealed">gaps f / h / u</th><th>resyncs</th>
+    <th>last message</th><th>skew p50 / p99</th><th>gap ledger</th>
+  </tr></thead>
+  <tbody></tbody>
+</table>
+</section>
 </main>
 <section id="history">
   <div class="head">
@@ -160,6 +179,48 @@ function row(v, now) {
     el('td', { 'data-field': 'workers' }, [v.liveWorkers === null ? '-' : String(v.liveWorkers)]),
   ]);
 }
+function num(v) { return v === null || v === undefined ? '-' : String(v); }
+// One stream: its definition, the lease holder and what the holder last published. Unheld and
+// unpublished streams still get a row, so a stream nobody runs is visible too.
+function streamRow(st, now) {
+  const l = st.live;
+  const h = st.holder;
+  const state = l ? l.state : h ? 'connecting' : 'unheld';
+  const ledger = st.unhealedGaps === 0
+    ? [el('span', { class: 'dim', 'data-field': 'ledger-count' }, ['0'])]
+    : [el('details', { class: 'ledger' }, [
+        el('summary', {}, [el('span', { class: 'bad', 'data-field': 'ledger-count' }, [String(st.unhealedGaps)]), ' unhealed']),
+        // Newest first; the ledger job id (for tickfleet gaps list) in each entry's tooltip.
+        el('ul', {}, [...st.gaps.map((g) => el('li', { 'data-field': 'ledger-entry', title: g.jobId }, [g.symbol + ' trade ids ' + g.fromId + '..' + (g.toId - 1)])),
+          ...(st.unhealedGaps > st.gaps.length ? [el('li', {}, ['and ' + (st.unhealedGaps - st.gaps.length) + ' older'])] : [])])])];
+  return el('tr', { 'data-stream': st.name }, [
+    el('td', { 'data-field': 'name' }, [st.name]),
+    el('td', { 'data-field': 'venue' }, [st.venue]),
+    el('td', {}, [el('span', { 'data-field': 'symbols' }, [String(st.symbolCount)]), el('small', { 'data-field': 'channels' }, [st.channels.join(', ')])]),
+    el('td', { 'data-field': 'enabled' }, [st.enabled ? 'yes' : 'no']),
+    el('td', {}, [el('span', { 'data-field': 'holder' }, [h ? h.worker : '-']), el('small', {}, [h ? 'token ' + h.token : 'no lease'])]),
+    el('td', {}, [el('span', { class: 'pill ' + state, 'data-field': 'state' }, [state]),
+      el('small', { 'data-field': 'connected-since' }, [l && l.connectedSince ? 'since ' + l.connectedSince.slice(11, 19) + 'Z' : ''])]),
+    el('td', { 'data-field': 'messages' }, [num(l && l.messages)]),
+    el('td', { 'data-field': 'reconnects' }, [num(l && l.reconnects)]),
+    el('td', { 'data-field': 'gaps' }, [l ? l.gapsFound + ' / ' + l.gapsHealed + ' / ' : '- / - / ',
+      el('span', { class: l && l.gapsUnhealed > 0 ? 'bad' : '', 'data-field': 'gaps-unhealed' }, [num(l && l.gapsUnhealed)])]),
+    el('td', { 'data-field': 'resyncs' }, [num(l && l.resyncs)]),
+    // The age the holder saw when it published, and how old that publication is by this snapshot.
+    el('td', {}, [el('span', { 'data-field': 'last-message' }, [l ? dur(l.lastMessageAgeMs) + (l.lastMessageAgeMs === null ? '' : ' ago') : '-']),
+      el('small', {}, [l ? 'published ' + dur(Math.max(0, now - l.updatedAt)) + ' ago' : ''])]),
+    el('td', { 'data-field': 'skew' }, [l ? dur(l.timeQuality.skewP50Ms) + ' / ' + dur(l.timeQuality.skewP99Ms) : '-',
+      el('small', {}, [l ? l.timeQuality.outOfOrder + ' out of order' : ''])]),
+    el('td', { 'data-field': 'ledger' }, ledger),
+  ]);
+}
+function renderStreams(s) {
+  const list = s.streams || [];
+  const tbody = document.querySelector('#streams tbody');
+  tbody.replaceChildren(...list.map((st) => streamRow(st, s.atMs)));
+  if (list.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '13', class: 'dim' }, ['no streams defined (tickfleet streams add)'])]));
+  $('t-streams').textContent = list.filter((st) => st.holder).length + ' / ' + list.length;
+}
 function render(s) {
   const tbody = document.querySelector('#venues tbody');
   tbody.replaceChildren(...s.venues.map((v) => row(v, s.atMs)));
@@ -172,6 +233,7 @@ function render(s) {
   $('t-frozen').textContent = s.totals.frozenVenues;
   $('t-gaps').textContent = s.totals.openGaps;
   $('t-spool').textContent = s.spool ? s.spool.segments + ' seg · ' + bytes(s.spool.bytes) : 'n/a';
+  renderStreams(s);
   $('updated').textContent = new Date(s.atMs).toISOString().slice(11, 19) + 'Z';
 }
 async function tick() {
