@@ -91,7 +91,10 @@ describe('StreamRunner: unhealed gaps on the ledger', () => {
     expect(unhealed[0]!.payload).toMatchObject({ stream: 'majors', workerId: 'w-test', reason: expect.stringMatching(/aggTrades failed/) });
     // Each healing attempt asked the budget gate first.
     expect(gated.length).toBeGreaterThanOrEqual(holes.length);
-    expect(gated.every((g) => g.venue === 'binance' && g.endpoint === 'aggTrades' && g.weight === 4)).toBe(true);
+    // Healing asks aggTrades (weight 4) first, then historicalTrades (weight 25) for what is still missing.
+    const weights: Record<string, number> = { aggTrades: 4, historicalTrades: 25 };
+    expect(gated.every((g) => g.venue === 'binance' && weights[g.endpoint] === g.weight)).toBe(true);
+    expect(gated.some((g) => g.endpoint === 'aggTrades')).toBe(true);
     // The ledger prints trade ids, not dates.
     const listed = await runCli(['--store', dir.sqliteUrl('state.db'), 'gaps', 'list', ledger[0]!.jobId]);
     expect(listed.stdout).toContain(`trade id ${ledger[0]!.fromMs}`);
