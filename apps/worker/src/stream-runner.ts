@@ -1,5 +1,13 @@
 import { type BeforeRequestInfo, type Clock, type Envelope, type StreamDefinition, RateLimitedError, systemClock } from '@tickfleet/core';
-import { ConnectAttempts, publishStreamLive, StreamLeases, streamLiveKey, type RedisClient, type StreamLostReason } from '@tickfleet/queues';
+import {
+  ConnectAttempts,
+  publishStreamLive,
+  StreamLeases,
+  streamLiveKey,
+  type RedisClient,
+  type StreamLiveState,
+  type StreamLostReason,
+} from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
@@ -53,30 +61,8 @@ interface HeldStream {
   marked: Set<string>;
 }
 
-/** What `/healthz` and the Redis live-state key say about one held stream. */
-export interface StreamHealth {
-  name: string;
-  venue: string;
-  worker: string;
-  token: number;
-  state: StreamSessionStats['state'];
-  connectedSince: string | null;
-  messages: number;
-  reconnects: number;
-  gapsFound: number;
-  gapsHealed: number;
-  gapsUnhealed: number;
-  resyncs: number;
-  checksumMismatches: number;
-  garbledFrames: number;
-  lastMessageAgeMs: number | null;
-  recordsDelivered: number;
-  /** Records stored (sink or spool) and skipped as duplicates by message id. */
-  stored: number;
-  duplicates: number;
-  timeQuality: StreamSessionStats['timeQuality'];
-  updatedAt: number;
-}
+/** What `/healthz` and the Redis live-state key say about one held stream: the published contract, with the session's own state type. */
+export type StreamHealth = StreamLiveState & { state: StreamSessionStats['state']; timeQuality: StreamSessionStats['timeQuality'] };
 
 /** The live-state key outlives this many stats cycles, so a dead holder's state vanishes soon after it. */
 const LIVE_KEY_TTL_FACTOR = 3;
