@@ -25,8 +25,6 @@ export { PolygonPlanError } from './polygon/polygon-plan-error.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
 export { XetraAdapter, XETRA_DEFAULTS, XETRA_MARKETS, xetraBackoffMs, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
 export {
-  STREAM_CHANNELS,
-  type StreamChannel,
   type StreamEvent,
   type StreamRestRequest,
   type StreamSession,

@@ -1,8 +1,4 @@
-import type { Clock, Envelope } from '@tickfleet/core';
-
-/** What a session collects for each of its symbols. */
-export type StreamChannel = 'trades' | 'book';
-export const STREAM_CHANNELS: readonly StreamChannel[] = ['trades', 'book'];
+import type { Clock, Envelope, StreamChannel } from '@tickfleet/core';
 
 export type StreamState = 'connecting' | 'live' | 'resyncing' | 'backoff' | 'stopped';
 
