@@ -96,6 +96,38 @@ describe('gap ledger', () => {
     expect((await store.gaps.list({ jobId: JOB }))[0]!.kind).toBe('venue-hole');
   });
 
+  it('a fill that brings candles to one end of a gap, or only to another gap, leaves what is still missing open', async () => {
+    await sink.write(candles([0, 5, 9]));
+    await ledger.scan(JOB);
+    const [first, second] = await store.gaps.list({ jobId: JOB, open: true });
+    // One unit over both gaps: the venue returned the first gap's first two minutes and nothing else.
+    await sink.write(candles([1, 2]));
+    await ledger.fillAttempted(first!, 2);
+    await ledger.fillAttempted(second!, 2);
+    const open = await store.gaps.list({ jobId: JOB, open: true });
+    expect(open.map((g) => [(g.fromMs - T0) / M, (g.toMs - T0) / M, g.attempts])).toEqual([
+      [3, 5, 0],
+      [6, 9, 1],
+    ]);
+
+    // US equity day bars: the gap's neighbours are a holiday weekend away (Monday the 15th is MLK Day).
+    const day = (d: number): number => Date.UTC(2024, 0, d, 5);
+    const bar = (openTime: number): Envelope =>
+      candleEnvelope(
+        { venue: 'polygon', symbol: 'AAPL', timeframe: '1d', openTime, open: '1', high: '2', low: '0.5', close: '1.5', volume: '1' },
+        openTime + 1,
+      );
+    await sink.write([11, 12, 18, 19].map((d) => bar(day(d))));
+    const job = 'polygon:AAPL:1d:ohlcv';
+    await ledger.scan(job);
+    const [gap] = await store.gaps.list({ jobId: job, open: true });
+    expect([gap!.fromMs, gap!.toMs]).toEqual([day(16), day(18)]);
+    // Only Wednesday came back: Tuesday is still missing.
+    await sink.write([bar(day(17))]);
+    await ledger.fillAttempted(gap!, 1);
+    expect((await store.gaps.list({ jobId: job, open: true })).map((g) => [g.fromMs, g.toMs])).toEqual([[day(16), day(17)]]);
+  });
+
   it('merges touching and overlapping open gaps into ranges', () => {
     const g = (fromMs: number, toMs: number, kind: Gap['kind'] = 'missing', filledAt: number | null = null): Gap => ({
       jobId: JOB,

@@ -1,4 +1,4 @@
-import { parseJobId, systemClock, ValidationError, type Clock, type Gap } from '@tickfleet/core';
+import { calendarFor, parseJobId, systemClock, timeframeMs, ValidationError, type Clock, type Gap } from '@tickfleet/core';
 import type { GapsRepo } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import { findGaps } from './gaps.js';
@@ -147,8 +147,9 @@ export class GapLedger {
    */
   async fillAttempted(gap: Pick<Gap, 'jobId' | 'fromMs' | 'toMs'>, fetchedRecords: number): Promise<void> {
     if (fetchedRecords > 0) {
-      await this.scan(gap.jobId, { fromMs: gap.fromMs - 1, toMs: gap.toMs + 1 });
-      return;
+      const { open } = await this.scan(gap.jobId, withNeighbours(gap));
+      // Candles came back, but none inside this gap (they filled another one): an empty attempt for it.
+      if (!open.some((o) => o.fromMs === gap.fromMs && o.toMs === gap.toMs)) return;
     }
     await this.gaps.attempt(gap.jobId, gap.fromMs, gap.toMs);
     const stored = (await this.gaps.list({ jobId: gap.jobId })).find((g) => g.fromMs === gap.fromMs && g.toMs === gap.toMs);
@@ -157,6 +158,27 @@ export class GapLedger {
     }
   }
 }
+
+/**
+ * The gap's range widened to the calendar's candle before it and the one at its end: the stored
+ * candles that bound it. A scan sees holes only between stored candles of its range, so without
+ * them a gap still empty, or filled only at one end, would look filled. On a US-equity calendar
+ * those neighbours can be days away (weekends, holidays, closures).
+ */
+function withNeighbours(gap: Pick<Gap, 'jobId' | 'fromMs' | 'toMs'>): { fromMs: number; toMs: number } {
+  const { venue, timeframe: tf } = parseJobId(gap.jobId);
+  // Not a candle job: scan() refuses it, naming the job.
+  if (!tf) return { fromMs: gap.fromMs, toMs: gap.toMs };
+  const len = timeframeMs(tf);
+  const calendar = calendarFor(venue);
+  if (calendar.name === '24/7') return { fromMs: gap.fromMs - len, toMs: gap.toMs + len };
+  const before = calendar.expectedOpenTimes(tf, gap.fromMs - NEIGHBOUR_SEARCH_MS, gap.fromMs).at(-1) ?? gap.fromMs - len;
+  const after = calendar.expectedOpenTimes(tf, gap.toMs, gap.toMs + NEIGHBOUR_SEARCH_MS)[0] ?? gap.toMs;
+  return { fromMs: before, toMs: after + 1 };
+}
+
+/** How far a neighbour candle is looked for: longer than any run of US market closures (weekend plus holidays or an unscheduled closure). */
+const NEIGHBOUR_SEARCH_MS = 14 * 86_400_000;
 
 function within(g: Interval, range: { fromMs?: number; toMs?: number }): boolean {
   return (range.fromMs === undefined || g.fromMs >= range.fromMs) && (range.toMs === undefined || g.toMs <= range.toMs);
