@@ -20,7 +20,7 @@ import {
   usEquitySessions,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
-import type { GapLedger, Pipeline } from '@tickfleet/sinks';
+import { withNeighbours, type GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import {
@@ -294,7 +294,7 @@ export class UnitExecutor {
     }
     // A range that came back complete has no hole to find: the scan would re-read it for nothing.
     if (mayHoldHole(job.venue, records, fromMs, toMs, tf, this.options.clock.now())) {
-      await this.options.gapLedger?.scan(job.id, { fromMs: fromMs - len, toMs }).catch(async (err: unknown) => {
+      await this.options.gapLedger?.scan(job.id, withNeighbours(job.venue, tf, fromMs, toMs)).catch(async (err: unknown) => {
         // The unit ends here (shutdown, store down): its durable last page keeps its cursor.
         if (lastOpenTime !== null && !(err instanceof JobLockLostError) && !(ctx.signal.reason instanceof JobLockLostError))
           await this.options.store.jobs.advanceCursor(job.id, lastOpenTime).catch(() => undefined);
@@ -372,7 +372,7 @@ export class UnitExecutor {
         for (const g of inRange) await ledger.fillAttempted(g, records);
       } else if (mayHoldHole(job.venue, records, unit.fromMs, unit.toMs, tf, this.options.clock.now())) {
         // Only a chunk that came back short can hold a hole (a complete one would be re-read for nothing).
-        await ledger.scan(job.id, { fromMs: unit.fromMs - timeframeMs(tf), toMs: unit.toMs + timeframeMs(tf) });
+        await ledger.scan(job.id, withNeighbours(job.venue, tf, unit.fromMs, unit.toMs));
       }
     }
     // Per chunk and idempotent: a unit BullMQ runs twice marks the same chunk done twice.

@@ -1,4 +1,4 @@
-import { calendarFor, parseJobId, systemClock, timeframeMs, ValidationError, type Clock, type Gap } from '@tickfleet/core';
+import { calendarFor, parseJobId, systemClock, timeframeMs, ValidationError, type Clock, type Gap, type Timeframe } from '@tickfleet/core';
 import type { GapsRepo } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import { findGaps } from './gaps.js';
@@ -147,7 +147,9 @@ export class GapLedger {
    */
   async fillAttempted(gap: Pick<Gap, 'jobId' | 'fromMs' | 'toMs'>, fetchedRecords: number): Promise<void> {
     if (fetchedRecords > 0) {
-      const { open } = await this.scan(gap.jobId, withNeighbours(gap));
+      const { venue, timeframe } = parseJobId(gap.jobId);
+      const range = timeframe ? withNeighbours(venue, timeframe, gap.fromMs, gap.toMs) : {};
+      const { open } = await this.scan(gap.jobId, range);
       // Candles came back, but none inside this gap (they filled another one): an empty attempt for it.
       if (!open.some((o) => o.fromMs === gap.fromMs && o.toMs === gap.toMs)) return;
     }
@@ -160,20 +162,18 @@ export class GapLedger {
 }
 
 /**
- * The gap's range widened to the calendar's candle before it and the one at its end: the stored
- * candles that bound it. A scan sees holes only between stored candles of its range, so without
- * them a gap still empty, or filled only at one end, would look filled. On a US-equity calendar
- * those neighbours can be days away (weekends, holidays, closures).
+ * `[fromMs, toMs)` of a series widened to the calendar's candle before it and the one at its end:
+ * the stored candles that bound a hole there. A scan sees holes only between stored candles of its
+ * range, so without them a gap still empty, or filled at one end only, would look filled, and a
+ * hole at the start of a range would go unseen. On a US-equity calendar those neighbours can be
+ * days away (nights, weekends, holidays, closures); on a 24/7 one they are one candle away.
  */
-function withNeighbours(gap: Pick<Gap, 'jobId' | 'fromMs' | 'toMs'>): { fromMs: number; toMs: number } {
-  const { venue, timeframe: tf } = parseJobId(gap.jobId);
-  // Not a candle job: scan() refuses it, naming the job.
-  if (!tf) return { fromMs: gap.fromMs, toMs: gap.toMs };
+export function withNeighbours(venue: string, tf: Timeframe, fromMs: number, toMs: number): { fromMs: number; toMs: number } {
   const len = timeframeMs(tf);
   const calendar = calendarFor(venue);
-  if (calendar.name === '24/7') return { fromMs: gap.fromMs - len, toMs: gap.toMs + len };
-  const before = calendar.expectedOpenTimes(tf, gap.fromMs - NEIGHBOUR_SEARCH_MS, gap.fromMs).at(-1) ?? gap.fromMs - len;
-  const after = calendar.expectedOpenTimes(tf, gap.toMs, gap.toMs + NEIGHBOUR_SEARCH_MS)[0] ?? gap.toMs;
+  if (calendar.name === '24/7') return { fromMs: fromMs - len, toMs: toMs + len };
+  const before = calendar.expectedOpenTimes(tf, fromMs - NEIGHBOUR_SEARCH_MS, fromMs).at(-1) ?? fromMs - len;
+  const after = calendar.expectedOpenTimes(tf, toMs, toMs + NEIGHBOUR_SEARCH_MS)[0] ?? toMs;
   return { fromMs: before, toMs: after + 1 };
 }
 

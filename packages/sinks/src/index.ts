@@ -39,4 +39,4 @@ export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './repl
 export { PipelineMetrics } from './pipeline-metrics.js';
 export { Pipeline, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';
 export { expectedCandleCount, findGaps, gapsToRanges, type GapQuery } from './gaps.js';
-export { GapLedger, type GapLedgerOptions, type ScanResult, type SpooledRecords } from './gap-ledger.js';
+export { GapLedger, withNeighbours, type GapLedgerOptions, type ScanResult, type SpooledRecords } from './gap-ledger.js';
