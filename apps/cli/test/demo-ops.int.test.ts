@@ -155,7 +155,7 @@ describe('operations surface on a running demo fleet', () => {
         throw new Error(`${err.message}\n${fleetDiagnostics()}`);
       });
       await page.locator('tr[data-venue="binance"]').waitFor();
-      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(DEMO_VENUES);
+      expect(await page.locator('#venues tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(DEMO_VENUES);
       const cell = (venue: string, field: string) => page.locator(`tr[data-venue="${venue}"] [data-field="${field}"]`);
       expect(await cell('binance', 'status').textContent()).toBe('active');
       expect(await cell('binance', 'budget-limit').textContent()).toBe('5700');
