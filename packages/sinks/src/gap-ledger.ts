@@ -172,13 +172,18 @@ export function withNeighbours(venue: string, tf: Timeframe, fromMs: number, toM
   const len = timeframeMs(tf);
   const calendar = calendarFor(venue);
   if (calendar.name === '24/7') return { fromMs: fromMs - len, toMs: toMs + len };
-  const before = calendar.expectedOpenTimes(tf, fromMs - NEIGHBOUR_SEARCH_MS, fromMs).at(-1) ?? fromMs - len;
-  const after = calendar.expectedOpenTimes(tf, toMs, toMs + NEIGHBOUR_SEARCH_MS)[0] ?? toMs;
-  return { fromMs: before, toMs: after + 1 };
+  // Looked for one day back first (listing 14 days of minutes for every scan would cost more than the scan).
+  let before: number | undefined;
+  for (const backMs of NEIGHBOUR_SEARCH_MS) {
+    before = calendar.expectedOpenTimes(tf, fromMs - backMs, fromMs).at(-1);
+    if (before !== undefined) break;
+  }
+  const after = calendar.nextExpectedOpen(tf, toMs - 1);
+  return { fromMs: before ?? fromMs - len, toMs: after + 1 };
 }
 
-/** How far a neighbour candle is looked for: longer than any run of US market closures (weekend plus holidays or an unscheduled closure). */
-const NEIGHBOUR_SEARCH_MS = 14 * 86_400_000;
+/** How far back a neighbour candle is looked for, in turn: the last reaches past any run of US market closures (a weekend plus holidays or an unscheduled closure). */
+const NEIGHBOUR_SEARCH_MS = [1, 4, 14].map((days) => days * 86_400_000);
 
 function within(g: Interval, range: { fromMs?: number; toMs?: number }): boolean {
   return (range.fromMs === undefined || g.fromMs >= range.fromMs) && (range.toMs === undefined || g.toMs <= range.toMs);
