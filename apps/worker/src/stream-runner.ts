@@ -313,8 +313,23 @@ export class StreamRunner {
     const result = await this.options.pipeline.push(envelopes);
     held.stored += result.stored + result.spooled;
     held.duplicates += result.duplicates;
-    if (result.rejected.length > 0)
+    if (result.rejected.length > 0) {
       this.log('warn', `rejected:${held.name}`, { stream: held.name, rejected: result.rejected.length }, 'stream records rejected by validation');
+      // A rejected trade is not stored: its id goes on the ledger, or the checkpoint would pass a silent hole.
+      for (const { index, error } of result.rejected) {
+        const e = envelopes[index];
+        const id = e?.channel === 'trades' ? Number((e.payload as { tradeId?: unknown }).tradeId) : NaN;
+        if (e && Number.isSafeInteger(id))
+          this.onEvent(held, {
+            type: 'unhealed',
+            symbol: e.symbol,
+            channel: 'trades',
+            fromId: id,
+            toId: id,
+            reason: `rejected by validation: ${error.message}`,
+          });
+      }
+    }
     if (result.dropped > 0) {
       // The spool was full under drop_all: which trades of the batch went is not known, so each symbol's range goes on the ledger.
       for (const [symbol, r] of ranges) {
