@@ -234,6 +234,8 @@ describe('polymarket book cooldown and poll statistics', () => {
     const failing = books.slice(0, 6);
     mock.patchScenario({ venues: { [venue]: { failingBooks: failing } } });
     const start = mock.stats().venues[venue];
+    // The queue's finished units so far (the discovery unit among them): the two rounds add 16.
+    const settledBefore = (await counted()).settled;
 
     // Round 1: 6 of 8 polls answer 500 -> a window of >= 4 polls with half failed starts the cooldown.
     // (The bound on error records is exercised by the counts below: sampled + suppressed = failures.)
@@ -263,7 +265,7 @@ describe('polymarket book cooldown and poll statistics', () => {
     mock.patchScenario({ venues: { [venue]: { failingBooks: [] } } });
 
     // After the cooldown every unit of both rounds has polled its book once.
-    await waitFor(async () => (await counted()).settled >= 16, 'both rounds polled', { timeoutMs: COOLDOWN_MS + 60_000, intervalMs: 100 });
+    await waitFor(async () => (await counted()).settled >= settledBefore + 16, 'both rounds polled', { timeoutMs: COOLDOWN_MS + 60_000, intervalMs: 100 });
     await worker.flushPollStats();
     const end = mock.stats().venues[venue];
 
