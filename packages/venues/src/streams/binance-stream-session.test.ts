@@ -29,7 +29,7 @@ describe('BinanceStreamSession against the emulation', () => {
     await mv.stop();
   });
 
-  const open = async (extra: { silenceTimeoutMs?: number } = {}): Promise<BinanceStreamSession> => {
+  const open = async (extra: { silenceTimeoutMs?: number; symbols?: string[]; channels?: Array<'trades' | 'book'> } = {}): Promise<BinanceStreamSession> => {
     session = new BinanceStreamSession({
       wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
       restBaseUrl: mv.baseUrl('binance'),
@@ -54,26 +54,7 @@ describe('BinanceStreamSession against the emulation', () => {
   };
 
   /** A trades-only session of BTC/USDT. */
-  const openOne = async (): Promise<BinanceStreamSession> => {
-    session = new BinanceStreamSession({
-      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
-      restBaseUrl: mv.baseUrl('binance'),
-      symbols: ['BTC/USDT'],
-      channels: ['trades'],
-      clock,
-      backoff: { initialMs: 10, maxMs: 50 },
-      onRecords: async (envs) => {
-        records.push(...envs);
-      },
-      onEvent: (e) => events.push(e),
-      beforeRestRequest: async (r) => {
-        rest.push(r);
-      },
-    });
-    await session.start();
-    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
-    return session;
-  };
+  const openOne = (): Promise<BinanceStreamSession> => open({ symbols: ['BTC/USDT'], channels: ['trades'] });
 
   /** Everything the emulation owed its connections so far, and how often it (dis)connected. */
   const emulationMark = (): number[] => {
