@@ -9,6 +9,29 @@ import type { StateStore } from '../src/index.js';
  */
 export type OpenStoreInNamespace = (namespace: string) => Promise<StateStore>;
 
+/**
+ * Per test: a fresh namespace (`prefix` + random) and `openAgain`, which opens a store in it (the
+ * first call of a test makes the test's store; later calls, more connections to the same data);
+ * every store a test opened is closed after it.
+ */
+export function storePerTest(open: OpenStoreInNamespace, prefix: string): { openAgain: () => Promise<StateStore> } {
+  const opened: StateStore[] = [];
+  let ns = '';
+  beforeEach(() => {
+    ns = `${prefix}${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close().catch(() => undefined)));
+  });
+  return {
+    openAgain: async () => {
+      const s = await open(ns);
+      opened.push(s);
+      return s;
+    },
+  };
+}
+
 const T0 = Date.UTC(2024, 0, 1);
 
 function connector(venue: string, over: Partial<ConnectorInput> = {}): ConnectorInput {
@@ -26,23 +49,10 @@ function job(venue: string, symbol: string, over: Partial<JobInput> = {}): JobIn
  */
 export function describeStoreContract(name: string, open: OpenStoreInNamespace): void {
   describe(`StateStore contract: ${name}`, () => {
-    const opened: StateStore[] = [];
-    let ns = '';
+    const { openAgain } = storePerTest(open, 'c');
     let store: StateStore;
-
-    const openAgain = async (): Promise<StateStore> => {
-      const s = await open(ns);
-      opened.push(s);
-      return s;
-    };
-
     beforeEach(async () => {
-      ns = `c${randomUUID().replace(/-/g, '').slice(0, 16)}`;
       store = await openAgain();
-    });
-
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((s) => s.close().catch(() => undefined)));
     });
 
     it('pings', async () => {

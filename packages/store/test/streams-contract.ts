@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { NotFoundError, ValidationError } from '@tickfleet/core';
 import type { StateStore } from '../src/index.js';
-import type { OpenStoreInNamespace } from './store-contract.js';
+import { storePerTest, type OpenStoreInNamespace } from './store-contract.js';
 
 /**
  * The streams repository every StateStore adapter must provide: definitions, enable/disable, and
@@ -10,23 +9,10 @@ import type { OpenStoreInNamespace } from './store-contract.js';
  */
 export function describeStreamsContract(name: string, open: OpenStoreInNamespace): void {
   describe(`StreamsRepo contract: ${name}`, () => {
-    const opened: StateStore[] = [];
-    let ns = '';
+    const { openAgain } = storePerTest(open, 's');
     let store: StateStore;
-
-    const openAgain = async (): Promise<StateStore> => {
-      const s = await open(ns);
-      opened.push(s);
-      return s;
-    };
-
     beforeEach(async () => {
-      ns = `s${randomUUID().replace(/-/g, '').slice(0, 16)}`;
       store = await openAgain();
-    });
-
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((s) => s.close().catch(() => undefined)));
     });
 
     it('creates, replaces, disables and removes streams, bumping versions on changes only', async () => {
