@@ -1,7 +1,7 @@
 import type { Envelope } from '@tickfleet/core';
 import { binanceBookAtUpdateId, binanceModel, lastClosedTick, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { ManualClock, waitFor } from '@tickfleet/testkit';
-import { BinanceStreamSession } from './binance-stream-session.js';
+import { BinanceStreamSession, type BinanceStreamSessionOptions } from './binance-stream-session.js';
 import type { StreamEvent, StreamRestRequest } from './stream-session.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30);
@@ -29,7 +29,8 @@ describe('BinanceStreamSession against the emulation', () => {
     await mv.stop();
   });
 
-  const open = async (extra: { silenceTimeoutMs?: number; symbols?: string[]; channels?: Array<'trades' | 'book'> } = {}): Promise<BinanceStreamSession> => {
+  /** A session of PAIRS (trades + book) collecting into `records`, `events` and `rest`; `extra` overrides any option. */
+  const open = async (extra: Partial<BinanceStreamSessionOptions> = {}): Promise<BinanceStreamSession> => {
     session = new BinanceStreamSession({
       wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
       restBaseUrl: mv.baseUrl('binance'),
@@ -268,23 +269,16 @@ describe('BinanceStreamSession against the emulation', () => {
 
   test('a pipeline that throws: the records are kept and delivered again, the failure surfaced as an event', async () => {
     let failures = 3;
-    session = new BinanceStreamSession({
-      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
-      restBaseUrl: mv.baseUrl('binance'),
+    const s = await open({
       symbols: ['BTC/USDT'],
       channels: ['trades'],
-      clock,
-      backoff: { initialMs: 10, maxMs: 20 },
       onRecords: async (envs) => {
         // slow as well as failing: the session waits, it does not drop
         await new Promise((r) => setTimeout(r, 20));
         if (failures-- > 0) throw new Error('sink unavailable');
         records.push(...envs);
       },
-      onEvent: (e) => events.push(e),
     });
-    await session.start();
-    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
     clock.advance(2000);
     const model = binanceModel('BTC/USDT', SEED);
     const last = model.lastTradeId(lastClosedTick(clock.now()));
@@ -293,28 +287,20 @@ describe('BinanceStreamSession against the emulation', () => {
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => (ids[0] ?? 0) + i));
     expect(ids[0]).toBe(model.lastTradeId(lastClosedTick(T0)) + 1);
     expect(events.filter((e) => e.type === 'pipeline-error')).toHaveLength(3);
-    expect(session.stats().pipelineErrors).toBe(3);
+    expect(s.stats().pipelineErrors).toBe(3);
   });
 
   test('stopped while the pipeline still refuses: the undelivered trades are reported unhealed with their ranges', async () => {
     const refused: number[] = [];
-    session = new BinanceStreamSession({
-      wsBaseUrl: mv.url.replace('http://', 'ws://') + '/binance',
-      restBaseUrl: mv.baseUrl('binance'),
+    const s = await open({
       symbols: ['BTC/USDT'],
       channels: ['trades'],
-      clock,
-      backoff: { initialMs: 10, maxMs: 20 },
       onRecords: async (envs) => {
         for (const e of envs) refused.push(Number(e.payload.tradeId));
         throw new Error('sink unavailable');
       },
-      onEvent: (e) => events.push(e),
     });
-    await session.start();
-    await waitFor(() => mv.stats().streams.binance.openConnections === 1, 'connected');
     clock.advance(1000);
-    const s = session;
     await waitFor(() => s.stats().pipelineErrors >= 2, 'the pipeline refusing');
     await s.stop();
     const unhealed = events.filter((e): e is Extract<StreamEvent, { type: 'unhealed' }> => e.type === 'unhealed');
