@@ -27,6 +27,8 @@ const FIXED_RATE_LIMITS = [
 export class BinanceEmulation implements VenueEmulation {
   private instruments: Map<string, BinanceInstrument> | undefined;
   private instrumentsKey = '';
+  /** The symbols array the map was last checked against: the same array skips the O(n) key join. */
+  private instrumentsOf: readonly string[] | undefined;
   private exchangeInfoTail: string | undefined;
 
   route(ctx: RequestContext): Route | Reply {
@@ -192,6 +194,8 @@ export class BinanceEmulation implements VenueEmulation {
 
   private instrumentMap(ctx: RequestContext): Map<string, BinanceInstrument> {
     const pairs = ctx.settings.symbols ?? DEFAULT_BINANCE_SYMBOLS;
+    if (this.instruments && pairs === this.instrumentsOf) return this.instruments;
+    this.instrumentsOf = pairs;
     const key = pairs.join(',');
     if (!this.instruments || key !== this.instrumentsKey) {
       this.instruments = new Map(pairs.map((p) => [binanceInstrument(p).symbol, binanceInstrument(p)]));
