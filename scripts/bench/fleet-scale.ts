@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--cpu-prof DIR]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -13,11 +13,23 @@
  * also reports where the CPU went over the measured window: the machine's busy share (from
  * /proc/stat, over all cores), the worker processes, the scheduler, redis-server (INFO cpu) and this process (the
  * emulations and the benchmark's own polling), so the saturated resource is visible.
+ *
+ * The fleet is warmed up first: `--warm N` (default 10,000) other jobs per worker process run once
+ * through the same scheduler and worker processes and are then disabled, so the measured pass
+ * compares fleets in their steady state, not V8 compiling the same code once per process (a cold
+ * pass of 10,000 small units spread over 4 processes is largely JIT warm-up: see
+ * docs/benchmarks/fleet.md). `--warm 0` measures cold processes, started just before the window.
+ *
+ * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
+ * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
  */
 import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
@@ -30,6 +42,10 @@ const WORKERS = (argOf('workers') ?? '1,2,4').split(',').map(Number);
 /** Fleet-wide in-flight cap of the venue (also each worker's local concurrency). */
 const INFLIGHT = Number(argOf('inflight') ?? 128);
 const ROUNDS = Number(argOf('rounds') ?? 3);
+/** Warm-up jobs per worker process. */
+const WARM = Number(argOf('warm') ?? 10_000);
+const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
+const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 
 /** One measured run: units/s and the CPU spent in the window, in cores (1.0 = one core busy throughout). */
 interface Run {
@@ -41,6 +57,8 @@ interface Run {
   bench: number;
   /** redis-server CPU over the window, in cores. */
   redis: number;
+  /** Mean of the queue's active units, sampled every 250 ms while units were still waiting. */
+  inflight: number;
 }
 
 /** redis-server's CPU so far, ms (INFO cpu: the server's user + system time). */
@@ -57,7 +75,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
   const t0 = performance.now();
   const p0 = pids();
   const w0 = p0.workers.map(procCpuMs);
-  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Run => {
+  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight'> => {
     const seconds = (performance.now() - t0) / 1000;
     const m1 = machineCpuMs();
     const p1 = pids();
@@ -76,45 +94,115 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
 }
 
 const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5, '0')}/USDT`);
+const warmSymbols = Array.from({ length: WARM * Math.max(...WORKERS) }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
 
-async function seed(fleet: FleetHarness): Promise<void> {
-  await fleet.withStore(async (store) => {
+/** Upserts the connector and one due job per symbol; returns the job ids. */
+async function seed(fleet: FleetHarness, of: string[], nextRunAt = 0): Promise<string[]> {
+  return fleet.withStore(async (store) => {
     await store.connectors.upsert({
       venue: 'binance',
       baseUrl: fleet.mock.baseUrl('binance'),
       rateLimit: { limit: 100_000_000, periodMs: 10_000 },
       maxInflight: INFLIGHT,
     });
-    const since = Math.floor(Date.now() / 60_000) * 60_000 - 5 * 60_000;
-    for (const symbol of symbols) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1m', since, nextRunAt: 0 });
+    // Hourly candles: a job that ran is next due at the next hour, not within the measured window
+    // (1m jobs came due again at the next minute boundary, adding up to 10,000 units to a window).
+    const since = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 5 * 3_600_000;
+    const ids: string[] = [];
+    for (const symbol of of) ids.push((await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1h', since, nextRunAt })).id);
+    return ids;
   });
 }
 
-async function run(workers: number): Promise<Run> {
-  const fleet = await FleetHarness.start({ venues: { binance: { symbols, limit: { enabled: false } } } });
+/**
+ * Waits until the queue is drained and every job of `ids` has run once. Polling must not compete
+ * with what it measures: the queue's counters are one cheap Redis call; the store's full job list
+ * is read only once the queue looks drained.
+ */
+async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], active: number[] = []): Promise<void> {
+  const wanted = new Set(ids);
+  await waitFor(
+    async () => {
+      const c = await queues.counts('binance');
+      if (c.waiting + c.prioritized > 0) active.push(c.active);
+      if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
+      const jobs = await fleet.withStore((store) => store.jobs.list({ venue: 'binance' }));
+      return jobs.filter((j) => wanted.has(j.id) && j.stats.runs >= 1).length === wanted.size;
+    },
+    `${ids.length} jobs ran once`,
+    { timeoutMs: 900_000, intervalMs: 250 },
+  );
+}
+
+/**
+ * Runs the warm-up jobs once through the workers and `scheduler`, then disables them; returns how
+ * long seeding them took (the measured jobs, seeded next, take about as long).
+ */
+async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: number, scheduler: () => void): Promise<number> {
+  const t0 = performance.now();
+  const ids = await seed(fleet, warmSymbols.slice(0, WARM * workers));
+  const seedMs = performance.now() - t0;
+  scheduler();
+  await allRan(fleet, queues, ids);
+  await fleet.withStore(async (store) => {
+    for (const id of ids) await store.jobs.setEnabled(id, false);
+  });
+  return seedMs;
+}
+
+async function run(workers: number, round: number): Promise<Run> {
+  const fleet = await FleetHarness.start({
+    venues: { binance: { symbols: [...symbols, ...warmSymbols.slice(0, WARM * workers)], limit: { enabled: false } } },
+  });
   const redis = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(redis, { prefix: fleet.prefix });
   try {
-    await seed(fleet);
-    const procs = Array.from({ length: workers }, (_, i) => fleet.spawn(`worker-${i}`, ['worker'], { LOG_LEVEL: 'warn' }));
-    await new Promise((r) => setTimeout(r, 3000));
-    const started = performance.now();
-    const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
-    const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler.child.pid }), await redisCpuMs(redis));
-    // Polling must not compete with what it measures: the queue's counters are one cheap Redis
-    // call; the store's full job list (10,000 rows) is read only once the queue looks drained.
-    await waitFor(
-      async () => {
-        const c = await queues.counts('binance');
-        if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
-        return fleet.withStore(async (store) => (await store.jobs.list({ venue: 'binance' })).every((j) => j.stats.runs >= 1));
-      },
-      'every job ran once',
-      { timeoutMs: 900_000, intervalMs: 250 },
+    const profile = (i: number): string => join(PROFILE_DIR ?? '', `w${workers}-r${round}-worker-${i}.cpuprofile`);
+    const procs = Array.from({ length: workers }, (_, i) =>
+      fleet.spawn(`worker-${i}`, ['worker'], {
+        LOG_LEVEL: 'warn',
+        ...(PROFILE_DIR ? { NODE_OPTIONS: `--import tsx --import ${PRELOAD}`, HOT_PATH_CPU_PROF: profile(i) } : {}),
+      }),
     );
+    let scheduler: FleetProcess | undefined;
+    const startScheduler = (): void => {
+      scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
+    };
+    let ids: string[];
+    if (WARM > 0) {
+      // Warm: the same scheduler and workers go on; the measured jobs fall due together at `dueAt`,
+      // after they are all seeded, and the window starts there.
+      const seedMs = await warmUp(fleet, queues, workers, startScheduler);
+      const dueAt = Math.ceil(Date.now() + (2 * seedMs * JOBS) / (WARM * workers) + 3000);
+      ids = await seed(fleet, symbols, dueAt);
+      if (Date.now() >= dueAt) throw new Error('seeding the measured jobs took longer than planned: the window would include it');
+      await new Promise((r) => setTimeout(r, dueAt - Date.now()));
+    } else {
+      ids = await seed(fleet, symbols);
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+    if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
+    const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
+    const started = performance.now();
+    const schedulerCpu0 = procCpuMs(scheduler?.child.pid);
+    if (!scheduler) startScheduler();
+    const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler!.child.pid }), await redisCpuMs(redis));
+    const active: number[] = [];
+    await allRan(fleet, queues, ids, active);
     const seconds = (performance.now() - started) / 1000;
-    const measured = done(JOBS / seconds, 0, await redisCpuMs(redis));
-    await fleet.stopProcess(scheduler);
+    // Units counted by the emulation (one klines request each), not assumed: a job run twice in
+    // the window would show here.
+    const units = (fleet.mock.stats().venues.binance?.requests ?? 0) - served0;
+    if (units !== JOBS) process.stderr.write(`note: the emulation served ${units} klines requests for ${JOBS} jobs\n`);
+    const measured = {
+      ...done(units / seconds, Number.isNaN(schedulerCpu0) ? 0 : schedulerCpu0, await redisCpuMs(redis)),
+      inflight: active.length ? active.reduce((a, b) => a + b, 0) / active.length : NaN,
+    };
+    if (PROFILE_DIR) {
+      for (const p of procs) p.child.kill('SIGUSR2');
+      for (let i = 0; i < workers; i++) await waitFor(() => existsSync(profile(i)), `profile of worker ${i}`, { timeoutMs: 30_000 });
+    }
+    await fleet.stopProcess(scheduler!);
     await Promise.all(procs.map((p) => fleet.stopProcess(p)));
     return measured;
   } finally {
@@ -129,7 +217,7 @@ async function schedulerOnly(): Promise<number> {
   const redis = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(redis, { prefix: fleet.prefix });
   try {
-    await seed(fleet);
+    await seed(fleet, symbols);
     const started = performance.now();
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
     await waitFor(
@@ -155,7 +243,7 @@ const median = (xs: number[]): number => {
   return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
 process.stderr.write(
-  `fleet-scale: ${JOBS} jobs, workers ${WORKERS.join(',')}, cap ${INFLIGHT}, ${ROUNDS} round(s); load average ${loadavg()
+  `fleet-scale: ${JOBS} jobs (after ${WARM} warm-up jobs per worker process), workers ${WORKERS.join(',')}, cap ${INFLIGHT}, ${ROUNDS} round(s); load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}\n`,
 );
@@ -166,10 +254,10 @@ for (let round = 1; round <= ROUNDS; round++) {
   baselines.push(b);
   process.stderr.write(`round ${round}: scheduler alone ${b.toFixed(0)} units/s\n`);
   for (const w of WORKERS) {
-    const r = await run(w);
+    const r = await run(w, round);
     runs.get(w)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; load ${loadavg()[0]!.toFixed(1)}\n`,
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
