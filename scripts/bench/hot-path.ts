@@ -4,7 +4,7 @@
  * tickfleet, baseline, tickfleet, ...). A unit is one 1,000-candle Binance klines page from the
  * venue emulation (limiter off, no latency unless --latency) stored in SQLite.
  *
- *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live]
+ *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live] [--live-warm 2000]
  *
  * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
  * per symbol; `live` = N live jobs (one symbol each, L000/USDT…) with one incremental unit each,
@@ -23,6 +23,11 @@
  * Worker CPU per unit = utime+stime from /proc/<pid>/stat of the worker process between resume
  * and completion seen (both systems alike). In flight: the queue's active count every 200 ms,
  * counting the samples taken between first unit started and last unit done.
+ * Before the live scenario both workers also run `--live-warm` (default 2,000) live units of other
+ * jobs (W0000/USDT…), so its short window (1,000 units take about a second) compares warm
+ * processes, not V8 compiling each system's live path for the first time: the 8 backfill pages
+ * never run that path, and tickfleet has more code on it to compile than the baseline.
+ * `--live-warm 0` measures the live path cold.
  * `--cpu-prof DIR` preloads fixtures/hot-path-cpu-prof.ts into both workers and profiles exactly
  * the measured window (SIGUSR2 at resume and at completion seen): DIR/<system>-<scenario>-r<round>.cpuprofile
  * (open in Chrome DevTools or speedscope; timings of such a run include the profiler).
@@ -52,6 +57,7 @@ const UNITS = Math.max(8, Math.round(num('units', QUICK ? 16 : 200)));
 const ROUNDS = Math.max(1, Math.round(num('rounds', QUICK ? 1 : 3)));
 const LATENCY_MS = num('latency', 0);
 const LIVE_CANDLES = Math.max(1, Math.round(num('live-candles', 5)));
+const LIVE_WARM = Math.round(num('live-warm', 2000));
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
@@ -61,10 +67,15 @@ const DAY = 86_400_000;
 const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
 const MINUTE = 60_000;
 const LIVE_SYMBOLS = Array.from({ length: UNITS }, (_, i) => `L${String(i).padStart(3, '0')}/USDT`);
+const LIVE_WARM_SYMBOLS = Array.from({ length: LIVE_WARM }, (_, i) => `W${String(i).padStart(4, '0')}/USDT`);
 const BACKFILL_SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'SOL/USDT', 'XRP/USDT', 'ADA/USDT', 'AVAX/USDT', 'DOT/USDT', 'DOGE/USDT'];
 const SCENARIO = {
   venues: {
-    binance: { symbols: [...BACKFILL_SYMBOLS, ...LIVE_SYMBOLS], limit: { enabled: false }, ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}) },
+    binance: {
+      symbols: [...BACKFILL_SYMBOLS, ...LIVE_SYMBOLS, ...LIVE_WARM_SYMBOLS],
+      limit: { enabled: false },
+      ...(LATENCY_MS > 0 ? { latencyMs: LATENCY_MS } : {}),
+    },
   },
 };
 const FIXTURES = join(fileURLToPath(new URL('.', import.meta.url)), 'fixtures');
@@ -99,9 +110,47 @@ const SCENARIOS = ONLY ? ALL_SCENARIOS.filter((sc) => ONLY.includes(sc.name)) : 
  * The live scenario's jobs as of now: each collects from `since` (LIVE_CANDLES minutes before the
  * last candle closed 2 s ago or more, tickfleet's close delay) to that candle, in one unit.
  */
-function liveSeries(): Series[] {
+function liveSeries(symbols = LIVE_SYMBOLS): Series[] {
   const toMs = Math.floor((Date.now() - 2000) / MINUTE) * MINUTE;
-  return LIVE_SYMBOLS.map((symbol) => ({ symbol, fromMs: toMs - LIVE_CANDLES * MINUTE, toMs }));
+  return symbols.map((symbol) => ({ symbol, fromMs: toMs - LIVE_CANDLES * MINUTE, toMs }));
+}
+
+/** Upserts the live jobs of `live` as `jobs add` makes them (tickfleet reads its range from the job). */
+async function upsertLiveJobs(fleet: FleetHarness, live: Series[]): Promise<void> {
+  await fleet.withStore(async (store) => {
+    for (const s of live)
+      await store.jobs.upsert({
+        venue: 'binance',
+        type: 'ohlcv',
+        symbol: s.symbol,
+        timeframe: '1m',
+        since: s.fromMs,
+        nextRunAt: s.toMs + 10 * 365 * 86_400_000,
+      });
+  });
+}
+
+/**
+ * Enqueues `units` on the running (not paused) queue and waits until the emulation served a
+ * request for each and the queue is empty again (ground truth; BullMQ trims completed units).
+ */
+async function runThrough(
+  queues: VenueQueues,
+  mock: { stats(): { venues: Record<string, { requests: number } | undefined> } },
+  units: QueuedUnit[],
+  what: string,
+): Promise<void> {
+  const served0 = mock.stats().venues.binance?.requests ?? 0;
+  await queues.enqueue(units);
+  await waitFor(
+    async () => {
+      const c = await queues.counts('binance');
+      if (c.failed > 0) throw new Error(`${what}: ${c.failed} units failed`);
+      return (mock.stats().venues.binance?.requests ?? 0) - served0 >= units.length && c.waiting + c.prioritized + c.delayed + c.active === 0;
+    },
+    what,
+    { timeoutMs: 600_000, intervalMs: 200 },
+  );
 }
 
 /** One incremental unit per live job (the baseline reads the range from fromMs/toMs; tickfleet from the job's cursor). */
@@ -251,6 +300,7 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     const queue = queues.queue('binance');
     await queues.enqueue(unitsOf(WARM, 'warm'));
     await waitFor(async () => (await queues.counts('binance')).completed >= WARM_UNITS, 'baseline warm-up', { timeoutMs: 120_000, intervalMs: 100 });
+    if (sc.name === 'live' && LIVE_WARM > 0) await runThrough(queues, mock, liveUnits(liveSeries(LIVE_WARM_SYMBOLS)), 'baseline live warm-up');
     await queue.pause();
     const ids = new Set<string>();
     if (sc.name === 'live') {
@@ -375,6 +425,11 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     await workerReady(worker, port);
     const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
     await waitBackfillsDone(fleet, [warm], 120_000);
+    if (sc.name === 'live' && LIVE_WARM > 0) {
+      const warmLive = liveSeries(LIVE_WARM_SYMBOLS);
+      await upsertLiveJobs(fleet, warmLive);
+      await runThrough(queues, fleet.mock, liveUnits(warmLive), 'tickfleet live warm-up');
+    }
     const queue = queues.queue('binance');
     await queue.pause();
     const ids: string[] = [];
@@ -383,17 +438,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
       live = liveSeries();
       // Jobs as `jobs add` makes them, starting at the page's first candle; no scheduler runs, so
       // the only units are the ones enqueued here.
-      await fleet.withStore(async (store) => {
-        for (const s of live)
-          await store.jobs.upsert({
-            venue: 'binance',
-            type: 'ohlcv',
-            symbol: s.symbol,
-            timeframe: '1m',
-            since: s.fromMs,
-            nextRunAt: s.toMs + 10 * 365 * 86_400_000,
-          });
-      });
+      await upsertLiveJobs(fleet, live);
       const units = liveUnits(live);
       for (const u of units) ids.push(u.jobId);
       await queues.enqueue(units);
