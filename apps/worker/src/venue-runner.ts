@@ -4,6 +4,7 @@ import {
   BudgetExhaustedError,
   type Clock,
   JobLockLostError,
+  linkedSignal,
   type Connector,
   MalformedPayloadError,
   RateLimitedError,
@@ -32,7 +33,7 @@ import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
-import type { UnitExecutor } from './unit-executor.js';
+import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
 import { jitteredBackoffMs, type VenueCooldown } from './venue-cooldown.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -242,20 +243,25 @@ export class VenueRunner {
       const runUnit = async (lock: JobLockHandle | null) => {
         this.counters.submitted += 1;
         logger.info({ attempt: job.attemptsMade + 1 }, 'unit started');
-        const signals = [...(lock ? [lock.signal] : []), this.shutdown.signal, ...(signal ? [signal] : [])];
-        const unitSignal = AbortSignal.any(signals);
+        const linked = linkedSignal([lock?.signal, this.shutdown.signal, signal]);
+        const unitSignal = linked.signal;
         spent = { tokens: 0 };
         this.unitWeight.set(unitSignal, spent);
-        const result = await this.options.executor.run({
-          unit,
-          adapter: this.adapter,
-          signal: unitSignal,
-          logger,
-          heartbeat: async () => {
-            progressed = true;
-            if (lock?.lost) throw new JobLockLostError(unit.jobId);
-          },
-        });
+        let result: UnitOutcome;
+        try {
+          result = await this.options.executor.run({
+            unit,
+            adapter: this.adapter,
+            signal: unitSignal,
+            logger,
+            heartbeat: async () => {
+              progressed = true;
+              if (lock?.lost) throw new JobLockLostError(unit.jobId);
+            },
+          });
+        } finally {
+          linked.dispose();
+        }
         // The cursor of the run's last page, left to the completion by the executor (records durable).
         const cursor = result.cursor;
         // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.

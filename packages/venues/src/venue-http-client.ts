@@ -1,4 +1,4 @@
-import { BannedError, RateLimitedError, systemClock, TransientError, type Clock } from '@tickfleet/core';
+import { BannedError, linkedSignal, RateLimitedError, systemClock, TransientError, type Clock } from '@tickfleet/core';
 import { parseBannedUntilMs, parseRetryAfterMs, parseVenueErrorBody } from './internal/venue-error-body.js';
 import type { RequestHooks } from './types.js';
 import { VenueRejectedError } from './venue-rejected-error.js';
@@ -98,29 +98,22 @@ export class VenueHttpClient {
       ...(req.scope !== undefined ? { scope: req.scope } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
     });
-    // One controller for the timeout and the caller's signal. AbortSignal.timeout + AbortSignal.any
-    // cost ~17 µs per request on Node 20 (and weak references for the GC), this ~1 µs.
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), this.timeoutMs);
-    timer.unref();
-    const outer = req.signal;
-    const onAbort = (): void => controller.abort(outer?.reason);
-    outer?.addEventListener('abort', onAbort, { once: true });
+    // AbortSignal.timeout + AbortSignal.any cost ~17 µs per request on Node 20; this ~1 µs.
+    const linked = linkedSignal([req.signal], this.timeoutMs);
     const sentAtMs = this.clock.now();
     const started = this.clock.monotonic();
     let res: Response;
     let body: Buffer;
     try {
-      res = await fetch(req.url, { method: 'GET', signal: controller.signal, headers: { accept: 'application/json, */*', ...req.headers } });
+      res = await fetch(req.url, { method: 'GET', signal: linked.signal, headers: { accept: 'application/json, */*', ...req.headers } });
       body = Buffer.from(await res.arrayBuffer());
     } catch (err) {
       const latencyMs = this.clock.monotonic() - started;
       await this.hooks.afterResponse?.({ venue: this.venue, endpoint: req.endpoint, status: 0, latencyMs });
-      if (outer?.aborted) throw outer.reason;
+      if (req.signal?.aborted) throw req.signal.reason;
       throw this.transportError(err, req);
     } finally {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', onAbort);
+      linked.dispose();
     }
     const latencyMs = this.clock.monotonic() - started;
     const receivedAtMs = this.clock.now();
