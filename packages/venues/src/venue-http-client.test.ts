@@ -13,10 +13,18 @@ describe('VenueHttpClient', () => {
       if (req.path === '/ok') return { body: '{"ok":true}', headers: { 'x-used': '7' } };
       if (req.path === '/429-date') return { status: 429, headers: { 'retry-after': new Date(Date.UTC(2024, 0, 1, 0, 0, 42)).toUTCString() }, body: '' };
       if (req.path === '/429-bare') return { status: 429, body: '{"error":"Too Many Requests"}' };
+      if (req.path === '/moved') return { status: 301, headers: { location: '/ok' }, body: '' };
+      if (req.path === '/elsewhere') return { status: 302, headers: { location: `${other.url}/ok` }, body: '' };
+      if (req.path === '/loop') return { status: 302, headers: { location: '/loop' }, body: '' };
       return undefined;
     });
+    other = await FixtureServer.start((req) => (req.path === '/ok' ? { body: '{"other":true}' } : undefined));
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    await other.close();
+  });
+  let other: FixtureServer;
 
   const policy = { rateLimitFallbackMs: 60_000 };
 
@@ -26,6 +34,8 @@ describe('VenueHttpClient', () => {
     const err = await caught(() => http.get({ endpoint: 'slow', weight: 1, url: `${server.url}/slow` }));
     expect(err).toBeInstanceOf(TransientError);
     expect((err as Error).message).toMatch(/timed out after 200 ms/);
+    // Named as AbortSignal.timeout names its reason, which is how failure causes count timeouts.
+    expect((err as TransientError).cause).toMatchObject({ name: 'TimeoutError' });
     expect(after).toEqual([expect.objectContaining({ venue: 'test', endpoint: 'slow', status: 0 })]);
   });
 
@@ -87,5 +97,22 @@ describe('VenueHttpClient', () => {
     // Only a guess: the worker freezes for the connector's freezeMs instead.
     expect((err2 as RateLimitedError).fromVenue).toBe(false);
     expect((err2 as Error).message).toContain('Too Many Requests');
+  });
+
+  it('follows redirects, sending credentials only to the origin they were given for', async () => {
+    const after: AfterResponseInfo[] = [];
+    const http = new VenueHttpClient({ venue: 'test', errorPolicy: policy, hooks: { afterResponse: (i) => void after.push(i) } });
+    const headers = { 'X-Api-Key': 'secret-key' };
+    const same = await http.get({ endpoint: 'x', weight: 1, url: `${server.url}/moved`, headers });
+    expect(JSON.parse(same.body.toString())).toEqual({ ok: true });
+    expect(server.requests.at(-1)).toMatchObject({ path: '/ok', headers: expect.objectContaining({ 'x-api-key': 'secret-key' }) });
+    const moved = await http.get({ endpoint: 'x', weight: 1, url: `${server.url}/elsewhere`, headers });
+    expect(JSON.parse(moved.body.toString())).toEqual({ other: true });
+    expect(other.requests.at(-1)?.headers['x-api-key']).toBeUndefined();
+    // One request as far as the hooks (and so the budget) know, however many hops it took.
+    expect(after.map((a) => a.status)).toEqual([200, 200]);
+    // A redirect loop ends as the venue's last answer, a 302 the caller is told about.
+    const err = await caught(() => http.get({ endpoint: 'x', weight: 1, url: `${server.url}/loop` }));
+    expect((err as Error).message).toContain('302');
   });
 });

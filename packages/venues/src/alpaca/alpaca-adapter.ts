@@ -12,7 +12,7 @@ import {
 import { intOption, normaliseBaseUrl } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { CandlePage, CandleSource, FetchOptions, MultiSymbolCandleSource, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { type ResponseHeaders, VenueHttpClient } from '../venue-http-client.js';
 import { AlpacaMultiBars } from './alpaca-schemas.js';
 
 export const ALPACA_FEEDS = ['sip', 'iex'] as const;
@@ -204,7 +204,7 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
  * `X-RateLimit-Remaining`, counted in the window that ends at `X-RateLimit-Reset` (epoch seconds).
  * Absent or garbled headers report nothing (the fleet's own count stands).
  */
-export function alpacaUsage(headers: Headers, windowMs: number): { usedWeight: number; windowStartMs: number } | undefined {
+export function alpacaUsage(headers: ResponseHeaders, windowMs: number): { usedWeight: number; windowStartMs: number } | undefined {
   const limit = Number(headers.get('x-ratelimit-limit') ?? Number.NaN);
   const remaining = Number(headers.get('x-ratelimit-remaining') ?? Number.NaN);
   const reset = Number(headers.get('x-ratelimit-reset') ?? Number.NaN);

@@ -2,7 +2,7 @@ import { ConfigError, MalformedPayloadError, optionContractEnvelope, systemClock
 import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
 import type { FetchOptions, OptionChainSource, OptionChainSnapshot, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { type ResponseHeaders, VenueHttpClient } from '../venue-http-client.js';
 import { FinnhubOptionChain, type FinnhubOptionContract } from './finnhub-schemas.js';
 
 export interface FinnhubAdapterOptions extends VenueAdapterOptions {
@@ -144,7 +144,7 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
  * The budget correction from Finnhub's headers: used = `X-Ratelimit-Limit - X-Ratelimit-Remaining`
  * in the window that ends at `X-Ratelimit-Reset` (epoch seconds) and began `windowMs` (a minute) earlier.
  */
-export function rateLimitUsage(headers: Headers, windowMs = 60_000): { usedWeight: number; windowStartMs: number } | undefined {
+export function rateLimitUsage(headers: ResponseHeaders, windowMs = 60_000): { usedWeight: number; windowStartMs: number } | undefined {
   const limit = Number(headers.get('x-ratelimit-limit'));
   const remaining = Number(headers.get('x-ratelimit-remaining'));
   const reset = Number(headers.get('x-ratelimit-reset'));
