@@ -26,7 +26,7 @@
 import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,7 @@ const ROUNDS = Number(argOf('rounds') ?? 3);
 const WARM = Number(argOf('warm') ?? 10_000);
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
+if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
 /** One measured run: units/s and the CPU spent in the window, in cores (1.0 = one core busy throughout). */
 interface Run {
