@@ -3,6 +3,7 @@ import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, tradesInFile, xetraFil
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { jitteredBackoffMs } from '../src/venue-cooldown.js';
 
 const DAY = 86_400_000;
 
@@ -52,10 +53,13 @@ describe('fleet: order-book polling and daily files', () => {
     expect(bad!.stats.failures).toBeGreaterThanOrEqual(1);
     expect(bad!.stats.lastError).toMatch(/No orderbook exists/);
     // Backed off rather than polled every second like the others: after its n-th failure in a row
-    // it waits at least half of base * 2^(n-1) (base 5 s, half to full jitter), however long the
-    // test took to get here.
+    // it is due base * 2^(n-1) (base 5 s) plus its hash jitter after the failure, however long the
+    // test took to get here. The store stamps lastErrorAt a moment after the worker computed the
+    // retry time, so the gap is at most that delay; the lower bound leaves the moment room.
     const failures = bad!.stats.failures;
-    expect(bad!.nextRunAt - bad!.stats.lastErrorAt!).toBeGreaterThanOrEqual(Math.min(300_000, 5000 * 2 ** (failures - 1)) / 2);
+    const delayMs = Math.min(300_000, 5000 * 2 ** (failures - 1));
+    expect(bad!.nextRunAt - bad!.stats.lastErrorAt!).toBeLessThanOrEqual(jitteredBackoffMs(bad!.id, delayMs));
+    expect(bad!.nextRunAt - bad!.stats.lastErrorAt!).toBeGreaterThanOrEqual(delayMs / 2);
 
     // Daily files: the half of the UTC day (today or yesterday) that the venue still lists fully.
     const now = Date.now();

@@ -145,16 +145,20 @@ describe('FleetVenueControl', () => {
 
   it('backs off a failing book instrument fleet-wide, doubling up to the cap, until it succeeds', async () => {
     const prefix = redis.namespace();
-    const [a, b] = clients.slice(0, 2).map((c) => new FleetVenueControl(c, { prefix, random: () => 0.999_999 })) as [FleetVenueControl, FleetVenueControl];
+    const [a, b] = clients.slice(0, 2).map((c) => new FleetVenueControl(c, { prefix })) as [FleetVenueControl, FleetVenueControl];
     const job = 'binance:BTC/USDT:book';
     const opts = { baseMs: 1000, maxMs: 6000 };
+    // Two workers share the streak; the delay is exactly base * 2^(streak - 1), capped: no random part.
     expect(await a.bookBackoffMs('binance', job, opts)).toBe(1000);
     expect(await b.bookBackoffMs('binance', job, opts)).toBe(2000);
     expect(await a.bookBackoffMs('binance', job, opts)).toBe(4000);
     expect(await b.bookBackoffMs('binance', job, opts)).toBe(6000);
+    expect(await a.bookBackoffMs('binance', job, opts)).toBe(6000);
     expect(await a.bookBackoffMs('binance', 'binance:ETH/USDT:book', opts)).toBe(1000);
     await b.resetBookBackoff('binance', job);
-    expect(await a.bookBackoffMs('binance', job, opts)).toBe(1000);
+    // A new streak of the same instrument repeats the same delays.
+    expect(await b.bookBackoffMs('binance', job, opts)).toBe(1000);
+    expect(await a.bookBackoffMs('binance', job, opts)).toBe(2000);
   });
 });
 

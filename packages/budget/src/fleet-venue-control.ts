@@ -50,8 +50,6 @@ export interface FleetVenueControlOptions {
   clock?: Clock;
   /** Limits of venues not given to {@link FleetVenueControl.configure}. @defaultValue DEFAULT_AIMD_LIMITS */
   defaults?: AimdLimits;
-  /** Uniform random source in [0, 1) for the book backoff's jitter. @defaultValue Math.random */
-  random?: () => number;
 }
 
 /**
@@ -128,7 +126,6 @@ export class FleetVenueControl {
   private readonly freezeCmd: LuaCommand;
   private readonly rateLimitedCmd: LuaCommand;
   private readonly outcomeCmd: LuaCommand;
-  private readonly random: () => number;
 
   constructor(
     private readonly redis: RedisClient,
@@ -137,7 +134,6 @@ export class FleetVenueControl {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
-    this.random = options.random ?? Math.random;
     this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-3.lua');
     this.rateLimitedCmd = luaCommand(redis, COMMANDS, 'rateLimitedVenue-4.lua');
     this.outcomeCmd = luaCommand(redis, COMMANDS, 'reportOutcome-2.lua');
@@ -303,15 +299,16 @@ export class FleetVenueControl {
 
   /**
    * A book snapshot of `jobId` failed: how long that instrument waits before its next one. The
-   * failure streak is counted per instrument in Redis (fleet-wide), the delay doubles with it up
-   * to `maxMs`, drawn from [capped/2, capped) so instruments that failed together spread out.
+   * failure streak is counted per instrument in Redis (fleet-wide); the delay is `baseMs` doubled
+   * per failure in a row, up to `maxMs`: a pure function of the streak, with no random part, so
+   * one instrument's retries are reproducible. The worker spreads instruments that failed together
+   * with a share drawn from a hash of the job id on top (`jitteredBackoffMs`).
    */
   async bookBackoffMs(venue: string, jobId: string, options: BookBackoffOptions = {}): Promise<number> {
     const streak = await this.redis.hincrby(this.key(venue, 'book-backoff'), jobId, 1);
     const base = options.baseMs ?? 5000;
     const max = options.maxMs ?? 300_000;
-    const capped = Math.min(max, base * 2 ** Math.min(20, streak - 1));
-    return Math.round(capped / 2 + this.random() * (capped / 2));
+    return Math.min(max, base * 2 ** Math.min(20, streak - 1));
   }
 
   /** A book snapshot of `jobId` succeeded: its failure streak starts over. */
