@@ -1,4 +1,4 @@
-import { ISO_DATE_EXPECTED, parseDurationMs, parseIsoInstant, ValidationError } from '@tickfleet/core';
+import { AIMD_MIN_RESTART_AFTER_MS, formatDurationMs, ISO_DATE_EXPECTED, parseDurationMs, parseIsoInstant, ValidationError } from '@tickfleet/core';
 
 /** Argument parsers for commander: each throws a ValidationError naming the argument and what was expected. */
 
@@ -105,9 +105,16 @@ export function aimdSettings(name: string): (value: string, previous?: AimdPatch
         if (raw === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new ValidationError(what, 'a number in [0, 1]', raw);
         out[field] = n;
       } else if (key === 'start') out[field] = oneOf(what, ['floor', 'ceiling'] as const)(raw);
-      else if (key === 'restart-after' || key === 'stable') {
+      else if (key === 'stable') {
         const ms = raw === '0' ? 0 : parseDurationMs(raw);
         if (ms === undefined || ms < 0) throw new ValidationError(what, 'a duration such as 30s or 1m (0 to turn it off)', raw);
+        out[field] = ms;
+      } else if (key === 'restart-after') {
+        const ms = raw === '0' ? 0 : parseDurationMs(raw);
+        if (ms === undefined || ms < 0 || (ms > 0 && ms < AIMD_MIN_RESTART_AFTER_MS)) {
+          const min = formatDurationMs(AIMD_MIN_RESTART_AFTER_MS);
+          throw new ValidationError(what, `0 (never) or a duration of at least ${min} (the workers' liveness window), such as 60s`, raw);
+        }
         out[field] = ms;
       } else out[field] = duration(what)(raw);
     }

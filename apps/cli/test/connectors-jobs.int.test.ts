@@ -56,6 +56,31 @@ describe('tickfleet connectors and jobs', () => {
     expect(JSON.parse((await cli('connectors', 'resume', 'binance', '--json')).stdout).status).toBe('active');
   });
 
+  it("sets an order-book venue's cooldown settings, reads them back, and keeps the ones not given", async () => {
+    const created = await cli('connectors', 'upsert', 'polymarket', '--base-url', 'https://clob.polymarket.com', '--limit', '1500', '--period', '10s', '--json');
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout).bookCooldown).toEqual({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
+
+    const set = await cli('connectors', 'upsert', 'polymarket', '--cooldown-ratio', '0.8', '--cooldown-min-polls', '12', '--cooldown-window', '10s', '--cooldown', '2m');
+    expect(set.stderr).toBe('');
+    expect(set.code).toBe(0);
+    const shown = async () => JSON.parse((await cli('connectors', 'show', 'polymarket', '--json')).stdout) as Record<string, unknown>;
+    expect((await shown()).bookCooldown).toEqual({ failureRatio: 0.8, minPolls: 12, windowMs: 10_000, cooldownMs: 120_000 });
+
+    // One flag changes its own setting only; an update without cooldown flags keeps them all.
+    expect((await cli('connectors', 'upsert', 'polymarket', '--cooldown', '45s')).code).toBe(0);
+    expect((await cli('connectors', 'upsert', 'polymarket', '--limit', '1000')).code).toBe(0);
+    expect(await shown()).toMatchObject({
+      rateLimit: { limit: 1000, periodMs: 10_000 },
+      bookCooldown: { failureRatio: 0.8, minPolls: 12, windowMs: 10_000, cooldownMs: 45_000 },
+    });
+
+    // AIMD restart period: 0 (never) or at least the workers' liveness window.
+    const restart = await cli('connectors', 'upsert', 'polymarket', '--aimd', 'restart-after=15s', '--json');
+    expect(restart.stderr).toBe('');
+    expect(JSON.parse(restart.stdout).aimd).toMatchObject({ restartAfterMs: 15_000 });
+  });
+
   it("sets a xetra connector's per-market pacing: burst on create, even on update, other fields kept", async () => {
     const created = await cli(
       'connectors',
@@ -110,6 +135,16 @@ describe('tickfleet connectors and jobs', () => {
     [['connectors', 'upsert', 'binance', '--aimd', 'speed=3'], /invalid --aimd: expected comma-separated key=value pairs with keys min, max, .*got "speed=3"/],
     [['connectors', 'upsert', 'binance', '--aimd', 'start=middle'], /invalid --aimd start: expected one of floor, ceiling, got "middle"/],
     [['connectors', 'upsert', 'binance', '--aimd', 'p95-low=20s'], /lowP95LatencyMs.*at most the high one/],
+    [
+      ['connectors', 'upsert', 'binance', '--aimd', 'min=1,restart-after=5s'],
+      /invalid --aimd restart-after: expected 0 \(never\) or a duration of at least 15s \(the workers' liveness window\), such as 60s, got "5s"/,
+    ],
+    [['connectors', 'upsert', 'binance', '--cooldown-ratio', '1.5'], /invalid --cooldown-ratio: expected a number in \(0, 1\], got "1.5"/],
+    [['connectors', 'upsert', 'binance', '--cooldown-ratio', '0'], /invalid --cooldown-ratio: expected a number in \(0, 1\], got "0"/],
+    [['connectors', 'upsert', 'binance', '--cooldown-min-polls', '0'], /invalid --cooldown-min-polls: expected a positive integer, got "0"/],
+    [['connectors', 'upsert', 'binance', '--cooldown-min-polls', '2.5'], /invalid --cooldown-min-polls: expected a positive integer, got "2.5"/],
+    [['connectors', 'upsert', 'binance', '--cooldown-window', 'soon'], /invalid --cooldown-window: expected a positive duration such as 500ms, 10s, 1m, 1h, got "soon"/],
+    [['connectors', 'upsert', 'binance', '--cooldown', '0s'], /invalid --cooldown: expected a positive duration such as 500ms, 10s, 1m, 1h, got "0s"/],
     [
       ['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'],
       /invalid --policy: expected one of fixed-window, gcra/,

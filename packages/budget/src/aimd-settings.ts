@@ -1,4 +1,4 @@
-import { AimdSettings, defaultAimdMin, defaultAimdStart, type Connector } from '@tickfleet/core';
+import { AIMD_MIN_RESTART_AFTER_MS, AimdSettings, defaultAimdMin, defaultAimdStart, type Connector } from '@tickfleet/core';
 
 /** The AIMD bounds and thresholds of one venue, resolved from its connector. */
 export interface AimdLimits {
@@ -51,13 +51,17 @@ export const DEFAULT_AIMD_LIMITS: AimdLimits = {
 
 /**
  * The AIMD limits of a connector: its `aimd` settings, with `max` defaulting to `maxInflight`.
- * Settings stored by an older version lack the newer fields: their defaults are filled in here.
+ * Settings stored by an older version lack the newer fields: their defaults are filled in here;
+ * a restart period stored before it had a minimum is raised to it.
  */
 export function aimdLimitsFor(
   connector: Pick<Connector, 'venue' | 'maxInflight'> & { aimd: Partial<AimdSettings> },
   overrides: Partial<AimdLimits> = {},
 ): AimdLimits {
-  const aimd = AimdSettings.parse(connector.aimd);
+  const stored = connector.aimd.restartAfterMs;
+  const aimd = AimdSettings.parse(
+    stored === undefined || stored === 0 ? connector.aimd : { ...connector.aimd, restartAfterMs: Math.max(AIMD_MIN_RESTART_AFTER_MS, stored) },
+  );
   const max = Math.max(1, aimd.max ?? connector.maxInflight);
   const min = Math.min(aimd.min ?? defaultAimdMin(connector.venue), max);
   const limits: AimdLimits = {

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { AIMD_MIN_RESTART_AFTER_MS } from '@tickfleet/core';
 import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { Worker } from 'bullmq';
 import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
@@ -278,6 +279,9 @@ describe('FleetVenueControl AIMD rules', () => {
     // Settings stored before the low threshold existed: it defaults to 2 s, or to the high threshold when that is lower.
     const old = aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } });
     expect(old).toMatchObject({ max: 3, lowP95LatencyMs: 1, restartAfterMs: 60_000 });
+    // A restart period stored before it had a minimum is raised to the liveness window; 0 still never resets.
+    expect(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { restartAfterMs: 2000 } }).restartAfterMs).toBe(AIMD_MIN_RESTART_AFTER_MS);
+    expect(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { restartAfterMs: 0 } }).restartAfterMs).toBe(0);
   });
 
   describe('freeze escalation after 429s', () => {

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '@tickfleet/core';
+import { systemClock, WORKER_LIVENESS_MS, type Clock } from '@tickfleet/core';
 import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
@@ -14,7 +14,7 @@ export interface FleetRestartPolicy {
 export interface WorkerHeartbeatOptions {
   /** @defaultValue 'tickfleet' */
   prefix?: string;
-  /** A worker unseen for this long no longer counts as live. @defaultValue 15000 */
+  /** A worker unseen for this long no longer counts as live. @defaultValue WORKER_LIVENESS_MS (15000) */
   livenessMs?: number;
   clock?: Clock;
 }
@@ -38,7 +38,7 @@ export class WorkerHeartbeat {
     options: WorkerHeartbeatOptions = {},
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
-    this.livenessMs = options.livenessMs ?? 15_000;
+    this.livenessMs = options.livenessMs ?? WORKER_LIVENESS_MS;
     this.clock = options.clock ?? systemClock;
     this.beatCmd = luaCommand(redis, COMMANDS, 'heartbeatWorker-3.lua');
   }

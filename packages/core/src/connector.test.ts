@@ -1,4 +1,5 @@
-import { Connector, DEFAULT_MAX_INFLIGHT, defaultMaxInflight, VENUE_MAX_INFLIGHT_DEFAULTS } from './connector.js';
+import { AIMD_MIN_RESTART_AFTER_MS, Connector, DEFAULT_MAX_INFLIGHT, defaultMaxInflight, VENUE_MAX_INFLIGHT_DEFAULTS } from './connector.js';
+import { parseOrThrow } from './parse.js';
 
 const base = { baseUrl: 'https://venue.example.com', rateLimit: { limit: 100, periodMs: 60_000 } };
 
@@ -24,5 +25,22 @@ describe('Connector defaults', () => {
     const bad = Connector.safeParse({ venue: 'polygon', ...base, freezeMs: 120_000, freezeMaxMs: 60_000 });
     expect(bad.success).toBe(false);
     expect(bad.error?.issues[0]).toMatchObject({ path: ['freezeMaxMs'], message: 'a cap at least freezeMs (--freeze-max >= --freeze)' });
+  });
+
+  it('refuses an AIMD restart period shorter than the liveness window unless it is 0 (never)', () => {
+    const aimd = (restartAfterMs: number) => Connector.safeParse({ venue: 'polymarket', ...base, aimd: { restartAfterMs } });
+    expect(AIMD_MIN_RESTART_AFTER_MS).toBe(15_000);
+    expect(aimd(0).data?.aimd.restartAfterMs).toBe(0);
+    expect(aimd(15_000).data?.aimd.restartAfterMs).toBe(15_000);
+    expect(aimd(600_000).success).toBe(true);
+    for (const short of [1, 5000, 14_999]) {
+      expect(aimd(short).error?.issues[0]).toMatchObject({
+        path: ['aimd', 'restartAfterMs'],
+        message: "0 (never) or at least 15000 ms, the workers' liveness window",
+      });
+    }
+    expect(() => parseOrThrow(Connector, { venue: 'polymarket', ...base, aimd: { restartAfterMs: 5000 } }, 'connector')).toThrow(
+      "invalid connector.aimd.restartAfterMs: expected 0 (never) or at least 15000 ms, the workers' liveness window",
+    );
   });
 });
