@@ -312,6 +312,48 @@ describe('polymarket book cooldown and poll statistics', () => {
     );
   }, 180_000);
 
+  it('does not cool the venue down on 429s (the freeze handles them), while one 500 with the same settings does', async () => {
+    const cooldownKey = `${prefix}:venue:{${venue}}:cooldown`;
+    await waitFor(async () => (await connection.pttl(cooldownKey)) < 0, 'the earlier cooldown over', { timeoutMs: 60_000, intervalMs: 100 });
+    // One counted failure among up to 100 polls of the window would start a cooldown now; the
+    // worker applies the settings before the round.
+    const settings = { failureRatio: 0.01, minPolls: 1, windowMs: 60_000, cooldownMs: COOLDOWN_MS };
+    await store.connectors.upsert({ venue, baseUrl: mock.baseUrl(venue), rateLimit: { limit: 1000, periodMs: 10_000 }, bookCooldown: settings });
+    await worker.refreshConnectors();
+    const cooldowns = async () => (await worker.metrics.bookCooldowns.get()).values.reduce((n, v) => n + v.value, 0);
+    const cooldownsBefore = await cooldowns();
+    await worker.flushPollStats();
+    const start = mock.stats().venues[venue];
+    const settledBefore = (await counted()).settled;
+
+    // Every request is answered 429 (Retry-After at the storm's end) for 2 s: the venue freezes
+    // until then and the round's units wait, delayed, then each polls its book once.
+    mock.patchScenario({ venues: { [venue]: { stormForMs: 2000 } } });
+    await queues.enqueue(round(4));
+    await waitFor(async () => (await counted()).settled >= settledBefore + 8, 'the round polled after the storm', { timeoutMs: 60_000, intervalMs: 100 });
+    await worker.flushPollStats();
+    const end = mock.stats().venues[venue];
+    const refused = end.stormResponses - start.stormResponses;
+    expect(refused).toBeGreaterThanOrEqual(1);
+    expect(end.responses429 - start.responses429).toBe(refused);
+    expect(end.responses2xx - start.responses2xx).toBe(8);
+    // The worker counted each 429 as a failed poll (none before this test), and started no cooldown.
+    expect((await stored<PollStatsRecord>(venue, 'poll_stats')).reduce((n, r) => n + r.http429, 0)).toBe(refused);
+    expect(await cooldowns()).toBe(cooldownsBefore);
+    expect(await connection.pttl(cooldownKey)).toBeLessThan(0);
+
+    // The same settings with one book answering 500: that single failure starts a cooldown.
+    mock.patchScenario({ venues: { [venue]: { failingBooks: [books[0]!] } } });
+    await queues.enqueue([{ kind: 'book-poll', venue, jobId: jobId({ venue, type: 'book', symbol: books[0]! }), enqueuedAt: Date.now(), dueAt: 5 }]);
+    await waitFor(async () => (await connection.pttl(cooldownKey)) > 0, 'a cooldown from one 500', STATE_WAIT);
+    expect(await cooldowns()).toBe(cooldownsBefore + 1);
+    expect(mock.stats().venues[venue].responses5xx - end.responses5xx).toBe(1);
+
+    mock.patchScenario({ venues: { [venue]: { failingBooks: [] } } });
+    await store.connectors.upsert({ venue, baseUrl: mock.baseUrl(venue), rateLimit: { limit: 1000, periodMs: 10_000 }, bookCooldown: { failureRatio: 0.5, minPolls: 4, windowMs: 60_000, cooldownMs: COOLDOWN_MS } });
+    await worker.refreshConnectors();
+  }, 120_000);
+
   it('polls books while a slow discovery of the same venue is still waiting for its listing', async () => {
     const cooldownKey = `${prefix}:venue:{${venue}}:cooldown`;
     await waitFor(async () => (await connection.pttl(cooldownKey)) < 0, 'the cooldown over', { timeoutMs: 60_000, intervalMs: 100 });
