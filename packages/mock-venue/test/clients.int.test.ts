@@ -1,6 +1,7 @@
 /**
  * Widely used clients parse every emulated endpoint the fleet uses, over real HTTP: Binance's
- * `binance` (tiagosiebler) MainClient for exchangeInfo, depth and klines and its -1003 errors, and
+ * `binance` (tiagosiebler) MainClient for exchangeInfo, depth, klines, aggTrades and
+ * historicalTrades (the REST tape the stream sessions heal gaps from) and its -1003 errors, and
  * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash). Gamma
  * `/markets` has no official TypeScript client; PolymarketAdapter's schemas cover it.
  */
@@ -11,7 +12,8 @@ import { bookAt } from '../src/data/books.js';
 import { expectedCandles } from '../src/expected-candles.js';
 import { marketTokenIds, polymarketMarkets } from '../src/data/markets.js';
 import { startMockVenue, type MockVenue } from '../src/mock-venue-server.js';
-import { binanceDepthSnapshot } from '../src/venues/binance-ws-market.js';
+import { binanceDepthSnapshot, binanceModel } from '../src/venues/binance-ws-market.js';
+import { STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30, 250);
 const SEED = 11;
@@ -55,6 +57,53 @@ describe('public clients against the emulations', () => {
     const minute = T0 - (T0 % 60_000);
     const want = expectedCandles('binance', 'BTC/USDT', '1m', minute - 3 * 60_000, minute, SEED);
     expect(klines.map((k) => [k[0], k[4]])).toEqual(want.map((c) => [c.openTime, c.close]));
+  });
+
+  test('binance MainClient: aggTrades by time and historicalTrades by trade id parse to the tape', async () => {
+    const client = new MainClient({ baseUrl: mv.baseUrl('binance'), disableTimeSync: true });
+    const model = binanceModel('BTC/USDT', SEED);
+    // Four closed seconds before T0: every aggregate whose time lies in them, by the model.
+    const from = T0 - 5250;
+    const to = T0 - 1250;
+    const want: ModelAggregate[] = [];
+    for (let tick = Math.floor(from / STREAM_TICK_MS); tick <= Math.floor(to / STREAM_TICK_MS); tick++) {
+      want.push(...model.aggsInTick(tick).filter((a) => a.timeMs >= from && a.timeMs <= to));
+    }
+    expect(want.length).toBeGreaterThan(10);
+
+    const aggs = await client.getAggregateTrades({ symbol: 'BTCUSDT', startTime: from, endTime: to });
+    expect(aggs).toEqual(
+      want.map((a) => ({
+        a: a.id,
+        p: model.formatPrice(a.priceTicks, 8),
+        q: model.formatQty(a.qtyUnits, 8),
+        f: a.firstTradeId,
+        l: a.lastTradeId,
+        T: a.timeMs,
+        m: a.buyerMaker,
+        M: true,
+      })),
+    );
+    // Paging by aggregate id (how a session walks a hole larger than a page) returns the same rows.
+    expect(await client.getAggregateTrades({ symbol: 'BTCUSDT', fromId: aggs[3]!.a, limit: 5 })).toEqual(aggs.slice(3, 8));
+
+    // historicalTrades from the first aggregate's first fill: every fill on its own, the aggregates' ids and quantities.
+    const firstId = aggs[0]!.f;
+    const lastId = aggs.at(-1)!.l;
+    const trades = await client.getHistoricalTrades({ symbol: 'BTCUSDT', fromId: firstId, limit: lastId - firstId + 1 });
+    expect(trades.map((t) => t.id)).toEqual(Array.from({ length: lastId - firstId + 1 }, (_, i) => firstId + i));
+    const fills = model.tradesBetween(firstId, lastId);
+    expect(trades.map((t) => [t.id, t.price, t.qty, t.time, t.isBuyerMaker, t.isBestMatch])).toEqual(
+      fills.map((f) => [f.id, model.formatPrice(f.priceTicks, 8), model.formatQty(f.qtyUnits, 8), f.timeMs, f.buyerMaker, true]),
+    );
+    for (const t of trades) expect(Number(t.quoteQty)).toBeCloseTo(Number(t.price) * Number(t.qty), 7);
+    for (const a of aggs) {
+      const own = trades.filter((t) => t.id >= a.f && t.id <= a.l);
+      expect(own.every((t) => t.price === a.p && t.time === a.T && t.isBuyerMaker === a.m)).toBe(true);
+      expect(own.reduce((n, t) => n + Math.round(Number(t.qty) * 1e5), 0)).toBe(Math.round(Number(a.q) * 1e5));
+    }
+    // Some aggregates fill more than one trade: the case only historicalTrades can heal.
+    expect(aggs.some((a) => a.l > a.f)).toBe(true);
   });
 
   test('binance MainClient surfaces the -1003 weight-limit and ban bodies', async () => {
