@@ -65,7 +65,7 @@ const busyUs = totalUs - idleUs;
 /** Areas by the file of a frame, first match wins (tickfleet's own before the libraries it calls). */
 const AREAS: Array<[string, RegExp]> = [
   ["profiler (the benchmark's preload)", /hot-path-cpu-prof|node:inspector/],
-  ['job lock', /job-lock\.ts|redis-mutex\.ts/],
+  ['job lock', /unit-locks\.ts/],
   ['AIMD outcomes', /outcome-reporter\.ts/],
   ['budget gate', /budget-gate\.ts|budgets-repo\.ts/],
   ['sink pipeline + SQLite sink', /packages\/sinks\//],

@@ -10,7 +10,7 @@ import {
   StoreOutageFallback,
   WorkerHeartbeat,
 } from '@tickfleet/budget';
-import { createRedisConnection, JobLock, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
+import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
@@ -21,6 +21,7 @@ import { VenueCooldown } from './venue-cooldown.js';
 import { StreamMetrics } from './stream-metrics.js';
 import { StreamRunner, type StreamEndpoints, type StreamHealth } from './stream-runner.js';
 import { VenueRunner } from './venue-runner.js';
+import { UnitLocks } from './unit-locks.js';
 import { WorkerMetrics } from './worker-metrics.js';
 
 export interface FleetWorkerOptions {
@@ -68,7 +69,7 @@ export class FleetWorker {
   private gate: BudgetGate | undefined;
   private freezeWatch: FreezeWatch | undefined;
   private executor: UnitExecutor | undefined;
-  private jobLock: JobLock | undefined;
+  private unitLocks: UnitLocks | undefined;
   private timers: NodeJS.Timeout[] = [];
   private activeSets: ActiveSets | undefined;
   private cooldown: VenueCooldown | undefined;
@@ -110,9 +111,7 @@ export class FleetWorker {
       () => this.clock.monotonic(),
     );
     this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
-    // A unit's lock release rides on the next unit's acquire (one lock round trip per unit instead
-    // of two, issue 12's live units); 5 ms bounds how much longer a lock is held when none follows.
-    this.jobLock = new JobLock(connection, { prefix: this.prefix, releaseDelayMs: 5 });
+    this.unitLocks = new UnitLocks(options.store, () => this.clock.now());
     const reader = options.pipeline.sink.reader;
     this.executor = new UnitExecutor({
       store: options.store,
@@ -225,7 +224,7 @@ export class FleetWorker {
       store: this.options.store,
       executor: this.executor!,
       gate: this.gate!,
-      jobLock: this.jobLock!,
+      unitLocks: this.unitLocks!,
       metrics: this.metrics,
       logger: this.options.logger,
       clock: this.clock,
@@ -302,7 +301,7 @@ export class FleetWorker {
       const settleBy = Date.now() + 2000;
       while (runners.some((r) => r.inflightUnits > 0) && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 50));
     }
-    await this.jobLock?.flushReleases();
+    this.unitLocks?.close();
     await this.fallback?.leave();
     await this.flushPollStats().catch((err: unknown) => this.options.logger.warn({ err }, 'could not store the last poll statistics'));
     this.runners.clear();

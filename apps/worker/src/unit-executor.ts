@@ -46,6 +46,8 @@ export interface UnitContext {
    */
   adapter: VenueAdapter;
   signal: AbortSignal;
+  /** The unit's job as its unit lock read it (then the executor does not read it again). */
+  job?: Job;
   /** Renews the unit's job lock and BullMQ lock; call between pages of long units. */
   heartbeat(): Promise<void>;
   logger: Logger;
@@ -99,7 +101,8 @@ export class UnitExecutor {
     const { unit } = ctx;
     // a per-day unit serves many jobs: any of them may be gone, the others still run
     if (unit.kind === 'session-day') return this.sessionDay(ctx);
-    const job = await this.readJob(unit.jobId);
+    const job = ctx.job ?? (await this.readJob(unit.jobId));
+    if (ctx.job) this.lastJobs.set(ctx.job.id, ctx.job);
     if (!job) {
       // A backfill chunk whose job is gone can never be stored: end it as failed, not owed forever.
       if (unit.kind === 'backfill' && unit.backfillId && unit.fromMs !== undefined && unit.toMs !== undefined) {

@@ -18,22 +18,14 @@ import {
   type Envelope,
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
-import {
-  type JobLock,
-  type JobLockHandle,
-  QueuedUnit,
-  queueNameFor,
-  TRANSIENT_RETRY,
-  transientRetryDelayMs,
-  type VenueQueues,
-  type RedisClient,
-} from '@tickfleet/queues';
+import { QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
 import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
+import type { UnitLockHandle, UnitLocks } from './unit-locks.js';
 import { jitteredBackoffMs, type VenueCooldown } from './venue-cooldown.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -46,7 +38,8 @@ export interface VenueRunnerOptions {
   store: StateStore;
   executor: UnitExecutor;
   gate: BudgetGate;
-  jobLock: JobLock;
+  /** The job locks of the units that move a cursor (in the state store). */
+  unitLocks: UnitLocks;
   metrics: WorkerMetrics;
   logger: Logger;
   clock: Clock;
@@ -217,7 +210,7 @@ export class VenueRunner {
   }
 
   private async process(job: BullJob<QueuedUnit>, token: string | undefined, signal: AbortSignal | undefined): Promise<unknown> {
-    const { clock, jobLock, logger: baseLogger, metrics, control, store } = this.options;
+    const { clock, unitLocks, logger: baseLogger, metrics, control, store } = this.options;
     const unit = QueuedUnit.parse(job.data);
     const logger = baseLogger.child({ venue: this.venue, unitId: job.id, jobId: unit.jobId, kind: unit.kind });
     if (unit.kind === 'book-poll') {
@@ -239,47 +232,49 @@ export class VenueRunner {
     let spent: { tokens: number } | undefined;
     let status = 'error';
     let records = 0;
+    // Aborted by shutdown, by BullMQ, or by the loss of the unit's job lock.
+    const linked = linkedSignal([this.shutdown.signal, signal]);
     try {
-      const runUnit = async (lock: JobLockHandle | null) => {
+      const runUnit = async (lock: UnitLockHandle | null) => {
         this.counters.submitted += 1;
         logger.info({ attempt: job.attemptsMade + 1 }, 'unit started');
-        const linked = linkedSignal([lock?.signal, this.shutdown.signal, signal]);
         const unitSignal = linked.signal;
         spent = { tokens: 0 };
         this.unitWeight.set(unitSignal, spent);
-        let result: UnitOutcome;
-        try {
-          result = await this.options.executor.run({
-            unit,
-            adapter: this.adapter,
-            signal: unitSignal,
-            logger,
-            heartbeat: async () => {
-              progressed = true;
-              if (lock?.lost) throw new JobLockLostError(unit.jobId);
-            },
-          });
-        } finally {
-          linked.dispose();
-        }
+        const result: UnitOutcome = await this.options.executor.run({
+          unit,
+          adapter: this.adapter,
+          signal: unitSignal,
+          logger,
+          ...(lock?.job ? { job: lock.job } : {}),
+          heartbeat: async () => {
+            progressed = true;
+            if (lock?.lost) throw new JobLockLostError(unit.jobId);
+          },
+        });
         // The cursor of the run's last page, left to the completion by the executor (records durable).
         const cursor = result.cursor;
+        // The lock's token fences the job's writes below, and the completion frees the lock.
+        const unitToken = lock?.token ?? undefined;
         // A backfill chunk never ends its job's run, nor does an option-chain unit other than its cycle's last.
         if (unit.kind !== 'backfill' && unit.endsRun !== false) {
           // a per-day unit serves many jobs: each completes (its lease freed, its next due time set)
           for (const id of unit.jobIds ?? [unit.jobId]) {
+            const own = id === unit.jobId;
             const completion = {
               nextRunAt: unit.nextRunAt ?? clock.now(),
               records: result.records,
-              ...(cursor === undefined || id !== unit.jobId ? {} : { cursor }),
+              ...(cursor === undefined || !own ? {} : { cursor }),
+              ...(own && unitToken !== undefined ? { unitToken } : {}),
             };
             // a job of a per-day unit removed while it ran has nothing left to complete
             await store.jobs.complete(id, completion).catch((err: unknown) => {
               if (!(unit.jobIds && err instanceof NotFoundError)) throw err;
             });
+            if (own && lock) lock.released = true;
           }
           if (unit.kind === 'book-poll') await control.resetBookBackoff(this.venue, unit.jobId);
-        } else if (cursor !== undefined) await store.jobs.advanceCursor(unit.jobId, cursor);
+        } else if (cursor !== undefined) await store.jobs.advanceCursor(unit.jobId, cursor, unitToken);
         return result;
       };
       // Backfill chunks are disjoint ranges that never move the job's cursor, so they run in
@@ -289,7 +284,9 @@ export class VenueRunner {
       // Option-chain units of one universe job are different underliers, and the round-robin cursor
       // they move only goes forward (a maximum), so they run in parallel without the lock too.
       const unlocked = unit.kind === 'backfill' || unit.kind === 'option-chain';
-      const locked = unlocked ? { acquired: true as const, value: await runUnit(null) } : await jobLock.withLock(unit.jobId, runUnit);
+      const locked = unlocked
+        ? { acquired: true as const, value: await runUnit(null) }
+        : await unitLocks.withLock(unit.jobId, (err) => linked.abort(err), runUnit);
       if (!locked.acquired) {
         // Another unit of the same job (a live run and a backfill chunk) holds its cursor: come back shortly.
         await job.moveToDelayed(clock.now() + 500 + Math.floor(Math.random() * 500), token);
@@ -317,6 +314,7 @@ export class VenueRunner {
       status = finishStatus(err);
       return await this.handleFailure(job, token, unit, err, logger, clock.monotonic() - startedAt, progressed);
     } finally {
+      linked.dispose();
       this.inflight -= 1;
       const elapsedMs = clock.monotonic() - startedAt;
       metrics.inflight.set({ venue: this.venue }, this.inflight);

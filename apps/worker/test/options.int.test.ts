@@ -55,6 +55,15 @@ describe('fleet: Finnhub option chains over a universe', () => {
     const doneBeforeRestart = collected(worker).length;
     scheduler = fleet.spawn('scheduler-2', ['scheduler'], schedulerEnv);
     await waitFor(async () => (await cursor()) >= 2 * FIRST.length, 'a second round after the restart', { timeoutMs: 120_000, intervalMs: 200 });
+    // A unit moves the cursor before its worker logs it done: wait for the lines of the slots the cursor passed.
+    await waitFor(
+      () => {
+        const seen = new Set(collected(worker).map((u) => u.slot));
+        return Array.from({ length: 2 * FIRST.length }, (_, slot) => slot).every((slot) => seen.has(slot));
+      },
+      'the log lines of both rounds',
+      { timeoutMs: 30_000, intervalMs: 100 },
+    ).catch(() => undefined);
     const round = collected(worker);
     const slots = round.map((u) => u.slot);
     // Every slot of the two rounds ran, each on member slot % size: every underlier in turn, twice.

@@ -1,7 +1,7 @@
 import { FleetVenueControl } from '@tickfleet/budget';
 import { alignDown } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
-import { createRedisConnection, JobLock, VenueQueues } from '@tickfleet/queues';
+import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 
@@ -61,11 +61,6 @@ describe('fleet on Redis Cluster', () => {
       expect((await control.freezeOf('polygon'))?.cause).toBe('429');
       expect(await queues.frozenForMs('polygon')).toBeGreaterThan(1000);
       expect(await queues.frozenForMs('binance')).toBe(0);
-      const lock = new JobLock(redis, { prefix: fleet.prefix, ttlMs: 2000 });
-      const token = await lock.acquire('polygon:AAPL:1m:ohlcv');
-      expect(token).not.toBeNull();
-      expect(await lock.acquire('polygon:AAPL:1m:ohlcv')).toBeNull();
-      expect(await lock.release('polygon:AAPL:1m:ohlcv', token!)).toBe(true);
       const counts = await queues.counts('binance');
       expect(counts.failed).toBe(0);
     } finally {

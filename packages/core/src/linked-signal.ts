@@ -1,6 +1,8 @@
 /** A signal that follows several others (and optionally a timeout), and the way to let go of them. */
 export interface LinkedSignal {
   readonly signal: AbortSignal;
+  /** Aborts the signal with `reason` (another cause than its inputs: a lost lock) and lets go of the inputs. */
+  abort(reason: unknown): void;
   /** Removes the listeners from the inputs and clears the timer; idempotent. Call it when the work is done. */
   dispose(): void;
 }
@@ -23,12 +25,15 @@ export function linkedSignal(signals: ReadonlyArray<AbortSignal | undefined>, ti
     for (const [input, listener] of listeners) input.removeEventListener('abort', listener);
     listeners.length = 0;
   };
+  const abort = (reason: unknown): void => {
+    dispose();
+    controller.abort(reason);
+  };
   for (const input of signals) {
     if (input === undefined) continue;
     if (input.aborted) {
-      dispose();
-      controller.abort(input.reason);
-      return { signal: controller.signal, dispose };
+      abort(input.reason);
+      return { signal: controller.signal, abort, dispose };
     }
     const listener = (): void => {
       dispose();
@@ -44,5 +49,5 @@ export function linkedSignal(signals: ReadonlyArray<AbortSignal | undefined>, ti
     }, timeoutMs);
     timer.unref();
   }
-  return { signal: controller.signal, dispose };
+  return { signal: controller.signal, abort, dispose };
 }

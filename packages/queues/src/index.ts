@@ -23,7 +23,6 @@ export {
   type UnitCounts,
 } from './venue-queues.js';
 export { RedisMutex } from './redis-mutex.js';
-export { JobLock, type JobLockOptions, type JobLockHandle } from './job-lock.js';
 export { luaCommand, type LuaCommand } from './lua-command.js';
 export { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason, type LeaseCycle, type StreamHolder } from './stream-leases.js';
 export { streamLiveKey, readStreamLive, publishStreamLive, type StreamLiveState } from './stream-live.js';

@@ -10,6 +10,7 @@ export type {
   GapRecord,
   GapsRepo,
   JobCompletion,
+  UnitLockResult,
   JobFilter,
   JobsRepo,
   JobStats,

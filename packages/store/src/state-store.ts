@@ -25,7 +25,15 @@ export interface JobCompletion {
   nextRunAt: number;
   /** Records written by this run, for stats. */
   records?: number;
+  /**
+   * The unit lock the run holds ({@link JobsRepo.lockUnit}): released by the same write. When
+   * another unit holds the job's lock now, the completion changes nothing and throws JobLockLostError.
+   */
+  unitToken?: string;
 }
+
+/** What {@link JobsRepo.lockUnit} found: the job, now locked for the caller; or another unit holding it. */
+export type UnitLockResult = { locked: true; job: Job } | { locked: false; heldUntil: number };
 
 export interface JobFilter {
   venue?: string;
@@ -58,8 +66,23 @@ export interface JobsRepo {
   complete(id: string, completion: JobCompletion): Promise<Job>;
   /** Records a failed run: releases the lease, schedules `retryAtMs`, bumps failures and lastError. */
   fail(id: string, error: string, retryAtMs: number): Promise<Job>;
-  /** Moves the cursor forward only (never back); returns the stored cursor. */
-  advanceCursor(id: string, cursor: number): Promise<number | null>;
+  /**
+   * Moves the cursor forward only (never back); returns the stored cursor. With `unitToken`, only
+   * while that unit lock holds the job (else JobLockLostError, nothing changed).
+   */
+  advanceCursor(id: string, cursor: number, unitToken?: string): Promise<number | null>;
+  /**
+   * The job's unit lock: at most one unit that moves a job's cursor runs at a time (live runs,
+   * book polls, file and series units; backfill chunks never move it). Takes the lock for `token`
+   * until `now + ttlMs` when it is free, expired or already `token`'s, and returns the job as it
+   * is then, in the same write (the unit needs no separate read). Returns null for an unknown job.
+   * Expiry uses the caller's clock, like the scheduler's leases.
+   */
+  lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null>;
+  /** Extends the unit lock while `token` holds it; false when it does not (lost). */
+  renewUnitLock(id: string, token: string, ttlMs: number): Promise<boolean>;
+  /** Frees the unit lock if `token` holds it (a completion frees it by itself). */
+  releaseUnitLock(id: string, token: string): Promise<void>;
   /**
    * Progress of a per-day universe job planned in slices (Polygon day bars over `@<name>`): either
    * the last member stored of the day after the cursor (`member`, forward only, so a re-delivered

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ConnectorInput, type JobInput, MAX_UNIVERSE_SYMBOLS, NotFoundError, ValidationError } from '@tickfleet/core';
+import { type ConnectorInput, type JobInput, JobLockLostError, MAX_UNIVERSE_SYMBOLS, NotFoundError, ValidationError } from '@tickfleet/core';
 import { budgetContractCases } from '../../budget/test/budget-contract.js';
 import type { StateStore } from '../src/index.js';
 
@@ -303,6 +303,49 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await store.jobs.get(id)).toMatchObject({ lockedUntil: null, nextRunAt: T0 + 9000 });
         await expect(store.jobs.fail('binance:NOPE/USDT:1m:ohlcv', 'x', T0)).rejects.toBeInstanceOf(NotFoundError);
         await expect(store.jobs.release('binance:NOPE/USDT:1m:ohlcv')).rejects.toBeInstanceOf(NotFoundError);
+      });
+
+      it('unit lock: one holder at a time, the job read in the same write, fenced cursor writes, renewal, release and expiry', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const { id } = await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        await store.jobs.advanceCursor(id, T0);
+        const other = await openAgain();
+        const a = await store.jobs.lockUnit(id, 'token-a', 60_000);
+        expect(a).toEqual({ locked: true, job: await store.jobs.get(id) });
+        expect(a?.locked && a.job.cursor).toBe(T0);
+        // Another connection (another worker) finds it held; the holder may take it again.
+        expect(await other.jobs.lockUnit(id, 'token-b', 60_000)).toEqual({ locked: false, heldUntil: expect.any(Number) });
+        expect(await store.jobs.lockUnit(id, 'token-a', 60_000)).toMatchObject({ locked: true });
+        expect(await store.jobs.renewUnitLock(id, 'token-a', 60_000)).toBe(true);
+        expect(await other.jobs.renewUnitLock(id, 'token-b', 60_000)).toBe(false);
+        // Writes fenced by a token that does not hold the lock change nothing.
+        await expect(other.jobs.advanceCursor(id, T0 + 60_000, 'token-b')).rejects.toBeInstanceOf(JobLockLostError);
+        await expect(other.jobs.complete(id, { cursor: T0 + 60_000, nextRunAt: T0, unitToken: 'token-b' })).rejects.toBeInstanceOf(JobLockLostError);
+        expect(await store.jobs.get(id)).toMatchObject({ cursor: T0, stats: { runs: 0 } });
+        expect(await store.jobs.advanceCursor(id, T0 + 60_000, 'token-a')).toBe(T0 + 60_000);
+        // The holder's completion frees the lock in the same write.
+        expect(await store.jobs.complete(id, { cursor: T0 + 120_000, nextRunAt: T0, unitToken: 'token-a' })).toMatchObject({ cursor: T0 + 120_000 });
+        expect(await other.jobs.lockUnit(id, 'token-b', 60_000)).toMatchObject({ locked: true, job: { cursor: T0 + 120_000, stats: { runs: 1 } } });
+        // Release frees it only for its holder.
+        await store.jobs.releaseUnitLock(id, 'token-a');
+        expect(await store.jobs.lockUnit(id, 'token-c', 60_000)).toMatchObject({ locked: false });
+        await other.jobs.releaseUnitLock(id, 'token-b');
+        // An expired lock is free for the next unit, and its old holder is fenced out.
+        expect(await store.jobs.lockUnit(id, 'token-c', 50)).toMatchObject({ locked: true });
+        await new Promise((r) => setTimeout(r, 120));
+        expect(await other.jobs.lockUnit(id, 'token-d', 60_000)).toMatchObject({ locked: true });
+        await expect(store.jobs.complete(id, { nextRunAt: T0, unitToken: 'token-c' })).rejects.toBeInstanceOf(JobLockLostError);
+        expect(await store.jobs.lockUnit('binance:NOPE/USDT:1m:ohlcv', 'token-a', 60_000)).toBeNull();
+        await expect(store.jobs.complete('binance:NOPE/USDT:1m:ohlcv', { nextRunAt: T0, unitToken: 'token-a' })).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.jobs.lockUnit(id, 'token-a', 0)).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('never gives one unit lock to two concurrent callers (same handle and two handles)', async () => {
+        await store.connectors.upsert(connector('binance'));
+        const { id } = await store.jobs.upsert(job('binance', 'ETH/USDT'));
+        const other = await openAgain();
+        const tries = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).jobs.lockUnit(id, `token-${i}`, 60_000)));
+        expect(tries.filter((t) => t?.locked)).toHaveLength(1);
       });
 
       it('keeps the cursor across closing and reopening the store', async () => {

@@ -19,7 +19,8 @@ export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'p
   bookCooldown?: Connector['bookCooldown'];
   pacing?: Connector['pacing'] | null;
 };
-export type JobDoc = Job & { _id: string };
+/** `unitToken`/`unitUntil`: the job's unit lock (`JobsRepo.lockUnit`), absent on documents that never had one. */
+export type JobDoc = Job & { _id: string; unitToken?: string | null; unitUntil?: number | null };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
 /** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */

@@ -1,6 +1,6 @@
 import type { Filter } from 'mongodb';
-import { type Clock, type Job, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
-import type { JobCompletion, JobFilter, JobsRepo } from '../state-store.js';
+import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
+import type { JobCompletion, JobFilter, JobsRepo, UnitLockResult } from '../state-store.js';
 import { EMPTY_STATS, normalizeJob } from '../internal/inputs.js';
 import { type JobDoc, type MongoCollections, toJob } from './documents.js';
 
@@ -76,16 +76,26 @@ export class MongoJobsRepo implements JobsRepo {
 
   async complete(id: string, completion: JobCompletion): Promise<Job> {
     const now = this.clock.now();
+    const token = completion.unitToken;
     const doc = await this.c.jobs.findOneAndUpdate(
-      { _id: id },
+      // A run holding the unit lock writes only while it still holds it (fencing), and frees it.
+      token === undefined ? { _id: id } : { _id: id, unitToken: token },
       {
-        $set: { nextRunAt: completion.nextRunAt, lockedUntil: null, 'stats.lastRunAt': now, 'stats.lastSuccessAt': now, updatedAt: now },
+        $set: {
+          nextRunAt: completion.nextRunAt,
+          lockedUntil: null,
+          'stats.lastRunAt': now,
+          'stats.lastSuccessAt': now,
+          updatedAt: now,
+          ...(token === undefined ? {} : { unitToken: null, unitUntil: null }),
+        },
         $inc: { 'stats.runs': 1 },
         // Cursor only moves forward: $max, never $set.
         ...(completion.cursor === undefined || completion.cursor === null ? {} : { $max: { cursor: completion.cursor } }),
       },
       { returnDocument: 'after' },
     );
+    if (!doc && token !== undefined) await this.lockLostOrMissing(id);
     return this.found(id, doc);
   }
 
@@ -102,9 +112,40 @@ export class MongoJobsRepo implements JobsRepo {
     return this.found(id, doc);
   }
 
-  async advanceCursor(id: string, cursor: number): Promise<number | null> {
-    const doc = await this.c.jobs.findOneAndUpdate({ _id: id }, { $max: { cursor }, $set: { updatedAt: this.clock.now() } }, { returnDocument: 'after' });
+  async advanceCursor(id: string, cursor: number, unitToken?: string): Promise<number | null> {
+    const filter = unitToken === undefined ? { _id: id } : { _id: id, unitToken };
+    const doc = await this.c.jobs.findOneAndUpdate(filter, { $max: { cursor }, $set: { updatedAt: this.clock.now() } }, { returnDocument: 'after' });
+    if (!doc && unitToken !== undefined) await this.lockLostOrMissing(id);
     return this.found(id, doc).cursor;
+  }
+
+  /** One conditional `findOneAndUpdate`: free (no token), expired, or already this token's. */
+  async lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null> {
+    if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new ValidationError('ttlMs', 'a positive integer', ttlMs);
+    const now = this.clock.now();
+    const doc = await this.c.jobs.findOneAndUpdate(
+      { _id: id, $or: [{ unitToken: null }, { unitUntil: { $lte: now } }, { unitToken: token }] },
+      { $set: { unitToken: token, unitUntil: now + ttlMs } },
+      { returnDocument: 'after' },
+    );
+    if (doc) return { locked: true, job: toJob(doc) };
+    const held = await this.c.jobs.findOne({ _id: id }, { projection: { unitUntil: 1 } });
+    return held ? { locked: false, heldUntil: held.unitUntil ?? 0 } : null;
+  }
+
+  async renewUnitLock(id: string, token: string, ttlMs: number): Promise<boolean> {
+    const r = await this.c.jobs.updateOne({ _id: id, unitToken: token }, { $set: { unitUntil: this.clock.now() + ttlMs } });
+    return r.matchedCount > 0;
+  }
+
+  async releaseUnitLock(id: string, token: string): Promise<void> {
+    await this.c.jobs.updateOne({ _id: id, unitToken: token }, { $set: { unitToken: null, unitUntil: null } });
+  }
+
+  /** A write fenced by a unit token matched nothing: the job is gone (NotFoundError) or another unit holds it. */
+  private async lockLostOrMissing(id: string): Promise<never> {
+    if (await this.c.jobs.findOne({ _id: id }, { projection: { _id: 1 } })) throw new JobLockLostError(id);
+    throw new NotFoundError('job', id);
   }
 
   async advanceMembers(id: string, progress: { member: string } | { dayCursor: number }): Promise<Job> {

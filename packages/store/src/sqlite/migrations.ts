@@ -138,6 +138,11 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE jobs ADD COLUMN member_cursor TEXT;
   `,
+  // The unit lock of a job: the token of the unit that may move its cursor, and until when.
+  `
+  ALTER TABLE jobs ADD COLUMN unit_token TEXT;
+  ALTER TABLE jobs ADD COLUMN unit_until INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

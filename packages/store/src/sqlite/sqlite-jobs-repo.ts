@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
-import { type Clock, type Job, type JobInput, NotFoundError, ValidationError } from '@tickfleet/core';
-import type { JobCompletion, JobFilter, JobsRepo } from '../state-store.js';
+import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
+import type { JobCompletion, JobFilter, JobsRepo, UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 
@@ -22,6 +22,10 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly dayDoneStmt: Statement;
   private readonly releaseStmt: Statement;
   private readonly removeStmt: Statement;
+  private readonly lockUnitStmt: Statement;
+  private readonly unitHolderStmt: Statement;
+  private readonly renewUnitStmt: Statement;
+  private readonly releaseUnitStmt: Statement;
 
   constructor(
     private readonly db: Database,
@@ -56,13 +60,16 @@ export class SqliteJobsRepo implements JobsRepo {
     // than plain JS does, which counts when a scheduler tick claims 100 000 jobs.
     this.claimStmt.raw(true);
     this.claimColumns = this.claimStmt.columns().map((c) => c.name);
-    // Cursor only moves forward: MAX(), never a plain assignment.
+    // Cursor only moves forward: MAX(), never a plain assignment. A run holding the unit lock
+    // (:token) frees it in the same write, and writes nothing once another unit holds it (fencing).
     this.completeStmt = db.prepare(`
       UPDATE jobs SET
         cursor = CASE WHEN :cursor IS NULL THEN cursor WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END,
         next_run_at = :nextRunAt, locked_until = NULL,
-        runs = runs + 1, last_run_at = :now, last_success_at = :now, updated_at = :now
-      WHERE id = :id
+        runs = runs + 1, last_run_at = :now, last_success_at = :now, updated_at = :now,
+        unit_token = CASE WHEN :token IS NULL THEN unit_token END,
+        unit_until = CASE WHEN :token IS NULL THEN unit_until END
+      WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING *`);
     this.failStmt = db.prepare(`
       UPDATE jobs SET
@@ -72,8 +79,16 @@ export class SqliteJobsRepo implements JobsRepo {
       RETURNING *`);
     this.advanceStmt = db.prepare(`
       UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, updated_at = :now
-      WHERE id = :id
+      WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING cursor`);
+    // Free, expired or already this token's: the lock and the job's current row in one write.
+    this.lockUnitStmt = db.prepare(`
+      UPDATE jobs SET unit_token = :token, unit_until = :now + :ttlMs
+      WHERE id = :id AND (unit_token IS NULL OR unit_until <= :now OR unit_token = :token)
+      RETURNING *`);
+    this.unitHolderStmt = db.prepare('SELECT unit_until FROM jobs WHERE id = ?');
+    this.renewUnitStmt = db.prepare('UPDATE jobs SET unit_until = :now + :ttlMs WHERE id = :id AND unit_token = :token');
+    this.releaseUnitStmt = db.prepare('UPDATE jobs SET unit_token = NULL, unit_until = NULL WHERE id = :id AND unit_token = :token');
     // Forward only, like the cursor (BINARY collation: the byte order JavaScript sorts ASCII symbols in).
     this.memberStmt = db.prepare(`
       UPDATE jobs SET member_cursor = CASE WHEN member_cursor IS NULL OR member_cursor < :member THEN :member ELSE member_cursor END, updated_at = :now
@@ -156,7 +171,9 @@ export class SqliteJobsRepo implements JobsRepo {
   }
 
   async complete(id: string, completion: JobCompletion): Promise<Job> {
-    const row = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now() });
+    const token = completion.unitToken ?? null;
+    const row = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now(), token });
+    if (!row && token !== null) this.lockLostOrMissing(id);
     return this.found(id, row);
   }
 
@@ -164,10 +181,28 @@ export class SqliteJobsRepo implements JobsRepo {
     return this.found(id, this.failStmt.get({ id, error, retryAtMs, now: this.clock.now() }));
   }
 
-  async advanceCursor(id: string, cursor: number): Promise<number | null> {
-    const row = this.advanceStmt.get({ id, cursor, now: this.clock.now() }) as { cursor: number | null } | undefined;
+  async advanceCursor(id: string, cursor: number, unitToken?: string): Promise<number | null> {
+    const token = unitToken ?? null;
+    const row = this.advanceStmt.get({ id, cursor, now: this.clock.now(), token }) as { cursor: number | null } | undefined;
+    if (!row && token !== null) this.lockLostOrMissing(id);
     if (!row) throw new NotFoundError('job', id);
     return row.cursor;
+  }
+
+  async lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null> {
+    if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new ValidationError('ttlMs', 'a positive integer', ttlMs);
+    const row = this.lockUnitStmt.get({ id, token, ttlMs, now: this.clock.now() }) as JobRow | undefined;
+    if (row) return { locked: true, job: toJob(row) };
+    const held = this.unitHolderStmt.get(id) as { unit_until: number | null } | undefined;
+    return held ? { locked: false, heldUntil: held.unit_until ?? 0 } : null;
+  }
+
+  async renewUnitLock(id: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.renewUnitStmt.run({ id, token, ttlMs, now: this.clock.now() }).changes > 0;
+  }
+
+  async releaseUnitLock(id: string, token: string): Promise<void> {
+    this.releaseUnitStmt.run({ id, token });
   }
 
   async advanceMembers(id: string, progress: { member: string } | { dayCursor: number }): Promise<Job> {
@@ -184,6 +219,12 @@ export class SqliteJobsRepo implements JobsRepo {
 
   async remove(id: string): Promise<boolean> {
     return this.removeStmt.run(id).changes > 0;
+  }
+
+  /** A write fenced by a unit token matched no row: the job is gone (NotFoundError) or another unit holds it. */
+  private lockLostOrMissing(id: string): never {
+    if (this.unitHolderStmt.get(id)) throw new JobLockLostError(id);
+    throw new NotFoundError('job', id);
   }
 
   private found(id: string, row: unknown): Job {

@@ -25,7 +25,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /**
    * The same for budget acquires and observations, which have a fallback (the worker's local
-   * share) and so should learn quickly that the store is away.
+   * share) and so should learn quickly that the store is away, and for unit locks (a unit then
+   * runs without its lock, on that fallback).
    * @defaultValue 300
    */
   budgetBusyTimeoutMs?: number;
@@ -68,9 +69,11 @@ export class SqliteStateStore implements StateStore {
   ) {
     const { clock } = options;
     this.guard = { path, maxWaitMs: Math.max(0, options.busyTimeoutMs ?? 5000), onDamaged: (err) => (this.damage = err) };
-    const budgetWait = { methods: ['acquire', 'observe'], waitMs: Math.max(0, options.budgetBusyTimeoutMs ?? 300) };
+    const fastWaitMs = Math.max(0, options.budgetBusyTimeoutMs ?? 300);
+    const budgetWait = { methods: ['acquire', 'observe'], waitMs: fastWaitMs };
     this.connectors = guardRepo(new SqliteConnectorsRepo(db, clock), this.guard);
-    this.jobs = guardRepo(new SqliteJobsRepo(db, clock), this.guard);
+    // A unit that cannot take its job lock runs without it on the fallback budget (UnitLocks), so it learns as quickly.
+    this.jobs = guardRepo(new SqliteJobsRepo(db, clock), this.guard, { methods: ['lockUnit'], waitMs: fastWaitMs });
     this.budgets = guardRepo(new SqliteBudgetsRepo(db, clock), this.guard, budgetWait);
     this.backfills = guardRepo(new SqliteBackfillsRepo(db, clock), this.guard);
     this.gaps = guardRepo(new SqliteGapsRepo(db), this.guard);
