@@ -1,4 +1,4 @@
-import { AIMD_MIN_RESTART_AFTER_MS, formatDurationMs, ISO_DATE_EXPECTED, parseDurationMs, parseIsoInstant, ValidationError } from '@tickfleet/core';
+import { formatDurationMs, ISO_DATE_EXPECTED, parseDurationMs, parseIsoInstant, ValidationError, WORKER_LIVENESS_MS } from '@tickfleet/core';
 
 /** Argument parsers for commander: each throws a ValidationError naming the argument and what was expected. */
 
@@ -111,8 +111,8 @@ export function aimdSettings(name: string): (value: string, previous?: AimdPatch
         out[field] = ms;
       } else if (key === 'restart-after') {
         const ms = raw === '0' ? 0 : parseDurationMs(raw);
-        if (ms === undefined || ms < 0 || (ms > 0 && ms < AIMD_MIN_RESTART_AFTER_MS)) {
-          const min = formatDurationMs(AIMD_MIN_RESTART_AFTER_MS);
+        if (ms === undefined || ms < 0 || (ms > 0 && ms < WORKER_LIVENESS_MS)) {
+          const min = formatDurationMs(WORKER_LIVENESS_MS);
           throw new ValidationError(what, `0 (never) or a duration of at least ${min} (the workers' liveness window), such as 60s`, raw);
         }
         out[field] = ms;

@@ -57,11 +57,34 @@ describe('tickfleet connectors and jobs', () => {
   });
 
   it("sets an order-book venue's cooldown settings, reads them back, and keeps the ones not given", async () => {
-    const created = await cli('connectors', 'upsert', 'polymarket', '--base-url', 'https://clob.polymarket.com', '--limit', '1500', '--period', '10s', '--json');
+    const created = await cli(
+      'connectors',
+      'upsert',
+      'polymarket',
+      '--base-url',
+      'https://clob.polymarket.com',
+      '--limit',
+      '1500',
+      '--period',
+      '10s',
+      '--json',
+    );
     expect(created.code).toBe(0);
     expect(JSON.parse(created.stdout).bookCooldown).toEqual({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
 
-    const set = await cli('connectors', 'upsert', 'polymarket', '--cooldown-ratio', '0.8', '--cooldown-min-polls', '12', '--cooldown-window', '10s', '--cooldown', '2m');
+    const set = await cli(
+      'connectors',
+      'upsert',
+      'polymarket',
+      '--cooldown-ratio',
+      '0.8',
+      '--cooldown-min-polls',
+      '12',
+      '--cooldown-window',
+      '10s',
+      '--cooldown',
+      '2m',
+    );
     expect(set.stderr).toBe('');
     expect(set.code).toBe(0);
     const shown = async () => JSON.parse((await cli('connectors', 'show', 'polymarket', '--json')).stdout) as Record<string, unknown>;
@@ -143,7 +166,10 @@ describe('tickfleet connectors and jobs', () => {
     [['connectors', 'upsert', 'binance', '--cooldown-ratio', '0'], /invalid --cooldown-ratio: expected a number in \(0, 1\], got "0"/],
     [['connectors', 'upsert', 'binance', '--cooldown-min-polls', '0'], /invalid --cooldown-min-polls: expected a positive integer, got "0"/],
     [['connectors', 'upsert', 'binance', '--cooldown-min-polls', '2.5'], /invalid --cooldown-min-polls: expected a positive integer, got "2.5"/],
-    [['connectors', 'upsert', 'binance', '--cooldown-window', 'soon'], /invalid --cooldown-window: expected a positive duration such as 500ms, 10s, 1m, 1h, got "soon"/],
+    [
+      ['connectors', 'upsert', 'binance', '--cooldown-window', 'soon'],
+      /invalid --cooldown-window: expected a positive duration such as 500ms, 10s, 1m, 1h, got "soon"/,
+    ],
     [['connectors', 'upsert', 'binance', '--cooldown', '0s'], /invalid --cooldown: expected a positive duration such as 500ms, 10s, 1m, 1h, got "0s"/],
     [
       ['connectors', 'upsert', 'kraken', '--base-url', 'https://x.io', '--limit', '5', '--policy', 'token-bucket'],

@@ -350,7 +350,12 @@ describe('polymarket book cooldown and poll statistics', () => {
     expect(mock.stats().venues[venue].responses5xx - end.responses5xx).toBe(1);
 
     mock.patchScenario({ venues: { [venue]: { failingBooks: [] } } });
-    await store.connectors.upsert({ venue, baseUrl: mock.baseUrl(venue), rateLimit: { limit: 1000, periodMs: 10_000 }, bookCooldown: { failureRatio: 0.5, minPolls: 4, windowMs: 60_000, cooldownMs: COOLDOWN_MS } });
+    await store.connectors.upsert({
+      venue,
+      baseUrl: mock.baseUrl(venue),
+      rateLimit: { limit: 1000, periodMs: 10_000 },
+      bookCooldown: { failureRatio: 0.5, minPolls: 4, windowMs: 60_000, cooldownMs: COOLDOWN_MS },
+    });
     await worker.refreshConnectors();
   }, 120_000);
 

@@ -1,4 +1,4 @@
-import { AIMD_MIN_RESTART_AFTER_MS, AimdSettings, defaultAimdMin, defaultAimdStart, type Connector } from '@tickfleet/core';
+import { AimdSettings, defaultAimdMin, defaultAimdStart, WORKER_LIVENESS_MS, type Connector } from '@tickfleet/core';
 
 /** The AIMD bounds and thresholds of one venue, resolved from its connector. */
 export interface AimdLimits {
@@ -60,7 +60,7 @@ export function aimdLimitsFor(
 ): AimdLimits {
   const stored = connector.aimd.restartAfterMs;
   const aimd = AimdSettings.parse(
-    stored === undefined || stored === 0 ? connector.aimd : { ...connector.aimd, restartAfterMs: Math.max(AIMD_MIN_RESTART_AFTER_MS, stored) },
+    stored === undefined || stored === 0 ? connector.aimd : { ...connector.aimd, restartAfterMs: Math.max(WORKER_LIVENESS_MS, stored) },
   );
   const max = Math.max(1, aimd.max ?? connector.maxInflight);
   const min = Math.min(aimd.min ?? defaultAimdMin(connector.venue), max);

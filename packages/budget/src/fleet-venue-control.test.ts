@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { AIMD_MIN_RESTART_AFTER_MS } from '@tickfleet/core';
+import { WORKER_LIVENESS_MS } from '@tickfleet/core';
 import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { Worker } from 'bullmq';
 import { type QueuedUnit, queueNameFor, VenueQueues } from '@tickfleet/queues';
@@ -280,7 +280,7 @@ describe('FleetVenueControl AIMD rules', () => {
     const old = aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { min: 1, max: 3, increaseAfterMs: 1, maxFailureRatio: 0, maxP95LatencyMs: 1 } });
     expect(old).toMatchObject({ max: 3, lowP95LatencyMs: 1, restartAfterMs: 60_000 });
     // A restart period stored before it had a minimum is raised to the liveness window; 0 still never resets.
-    expect(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { restartAfterMs: 2000 } }).restartAfterMs).toBe(AIMD_MIN_RESTART_AFTER_MS);
+    expect(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { restartAfterMs: 2000 } }).restartAfterMs).toBe(WORKER_LIVENESS_MS);
     expect(aimdLimitsFor({ venue: 'binance', maxInflight: 8, aimd: { restartAfterMs: 0 } }).restartAfterMs).toBe(0);
   });
 

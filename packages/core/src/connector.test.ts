@@ -1,4 +1,4 @@
-import { AIMD_MIN_RESTART_AFTER_MS, Connector, DEFAULT_MAX_INFLIGHT, defaultMaxInflight, VENUE_MAX_INFLIGHT_DEFAULTS } from './connector.js';
+import { Connector, DEFAULT_MAX_INFLIGHT, defaultMaxInflight, VENUE_MAX_INFLIGHT_DEFAULTS, WORKER_LIVENESS_MS } from './connector.js';
 import { parseOrThrow } from './parse.js';
 
 const base = { baseUrl: 'https://venue.example.com', rateLimit: { limit: 100, periodMs: 60_000 } };
@@ -29,7 +29,7 @@ describe('Connector defaults', () => {
 
   it('refuses an AIMD restart period shorter than the liveness window unless it is 0 (never)', () => {
     const aimd = (restartAfterMs: number) => Connector.safeParse({ venue: 'polymarket', ...base, aimd: { restartAfterMs } });
-    expect(AIMD_MIN_RESTART_AFTER_MS).toBe(15_000);
+    expect(WORKER_LIVENESS_MS).toBe(15_000);
     expect(aimd(0).data?.aimd.restartAfterMs).toBe(0);
     expect(aimd(15_000).data?.aimd.restartAfterMs).toBe(15_000);
     expect(aimd(600_000).success).toBe(true);

@@ -30,16 +30,11 @@ export const AIMD_START_MODES = ['floor', 'ceiling'] as const;
 /**
  * How long a worker counts as live after its last beat for a venue (`WorkerHeartbeat`). Workers
  * beat on every connector refresh (`TICKFLEET_CONNECTOR_POLL_MS`, 5 s by default), so this is
- * three beats.
+ * three beats. It is also the shortest AIMD `restartAfterMs` other than 0 (never): "no live worker
+ * for `restartAfterMs`" cannot be known sooner, and a shorter period would read the gap between
+ * two beats of a live fleet as a restart and set its learnt concurrency back on every beat.
  */
 export const WORKER_LIVENESS_MS = 15_000;
-
-/**
- * The shortest AIMD `restartAfterMs` other than 0 (never): the liveness window. "No live worker for
- * `restartAfterMs`" cannot be known sooner, and a shorter period would read the gap between two
- * beats of a live fleet as a restart and set its learnt concurrency back on every beat.
- */
-export const AIMD_MIN_RESTART_AFTER_MS = WORKER_LIVENESS_MS;
 
 /**
  * Additive-increase / multiplicative-decrease of a venue's fleet-wide concurrency (the order-book
@@ -71,7 +66,7 @@ export const AimdSettings = z
     start: z.enum(AIMD_START_MODES).optional(),
     /**
      * No live worker for this long is a fleet restart: the concurrency goes back to its start. 0
-     * never; otherwise at least {@link AIMD_MIN_RESTART_AFTER_MS}. @defaultValue 60000
+     * never; otherwise at least {@link WORKER_LIVENESS_MS}. @defaultValue 60000
      */
     restartAfterMs: z.number().int().nonnegative().default(60_000),
   })
@@ -79,8 +74,8 @@ export const AimdSettings = z
     message: 'a low p95 threshold at most the high one (lowP95LatencyMs <= maxP95LatencyMs)',
     path: ['lowP95LatencyMs'],
   })
-  .refine((a) => a.restartAfterMs === 0 || a.restartAfterMs >= AIMD_MIN_RESTART_AFTER_MS, {
-    message: `0 (never) or at least ${AIMD_MIN_RESTART_AFTER_MS} ms, the workers' liveness window`,
+  .refine((a) => a.restartAfterMs === 0 || a.restartAfterMs >= WORKER_LIVENESS_MS, {
+    message: `0 (never) or at least ${WORKER_LIVENESS_MS} ms, the workers' liveness window`,
     path: ['restartAfterMs'],
   });
 export type AimdSettings = z.infer<typeof AimdSettings>;
