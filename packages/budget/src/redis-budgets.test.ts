@@ -79,6 +79,30 @@ describe('RedisBudgetsRepo', () => {
     }
   });
 
+  it('never stores a refused weight: the window reads what was granted, by every reader, at every moment', async () => {
+    const { store, budgets } = await fixture();
+    // An hour's window: the test's acquires all land in one.
+    await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 11, periodMs: 3_600_000, headroom: 1 } });
+    expect(await budgets.acquire('binance', 8)).toMatchObject({ ok: true, used: 8 });
+    const conn = new Redis(redis.url);
+    try {
+      const [key] = await conn.keys(`*{binance}:budget:fw:*`);
+      // Twenty refusals racing one another: none is ever counted, so no read sees more than 8.
+      const refusals = Array.from({ length: 20 }, () => budgets.acquire('binance', 4));
+      const reads: string[] = [];
+      while (reads.length < 20) reads.push((await conn.get(key!)) ?? '0');
+      expect((await Promise.all(refusals)).map((r) => (r.ok ? 'granted' : `refused at ${r.reason}`))).toEqual(Array(20).fill('refused at exhausted'));
+      expect(new Set([...reads, (await conn.get(key!)) ?? '0'])).toEqual(new Set(['8']));
+      expect((await budgets.usage('binance'))?.used).toBe(8);
+      // What still fits is granted, up to the limit exactly.
+      expect(await budgets.acquire('binance', 3)).toMatchObject({ ok: true, used: 11 });
+      expect(await budgets.acquire('binance', 1)).toMatchObject({ ok: false });
+      expect(await conn.get(key!)).toBe('11');
+    } finally {
+      conn.disconnect();
+    }
+  });
+
   it('a process whose clock is an hour ahead charges the windows the others charge, with retry times on its own clock', async () => {
     const { store, budgets, prefix } = await fixture();
     await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type Clock, effectiveLimit, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
 import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 import { connectRedis, luaCommand, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
@@ -6,6 +7,8 @@ import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResul
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
+/** The library's increment script, changed to store only a weight that fits (see the file). */
+const CONSUME_WINDOW_SCRIPT = readFileSync(new URL('consumeWindow-1.lua', COMMANDS), 'utf8');
 
 export interface RedisBudgetsOptions {
   /** The venues' connectors; `store.connectors` of the fleet's state store. */
@@ -28,8 +31,10 @@ export interface RedisBudgetsOptions {
 /**
  * Budgets in Redis (`TICKFLEET_BUDGET_URL`), the same {@link BudgetsRepo} as the state store's.
  *
- * Fixed-window budgets go through rate-limiter-flexible's `RateLimiterRedis` (its INCRBY-and-TTL
- * script): a weighted `consume(key, weight)` charges the window. The library's windows start at a
+ * Fixed-window budgets go through rate-limiter-flexible's `RateLimiterRedis`: a weighted
+ * `consume(key, weight)` charges the window, through the library's increment script changed to
+ * store nothing for a weight that does not fit (`consumeWindow-1.lua`, the library's
+ * `customIncrTtlLuaScript`), so a window never reads above what was granted. The library's windows start at a
  * key's first use (a key lives `duration` seconds from the first consume), so keyed by venue alone
  * its windows would drift off the venue's clock windows: four processes that each stayed within
  * the limit by the library's count let a venue see up to ~1.9× its per-second limit in one clock
@@ -109,12 +114,9 @@ export class RedisBudgetsRepo implements BudgetsRepo {
       ok = true;
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw this.unavailable(err);
-      // The library adds the weight before it compares: a refused weight stays counted until it
-      // is given back, so a heavy refusal would starve lighter requests that still fit. Until the
-      // reward lands, the extra count can only refuse (never over-grant); a failed reward leaves it.
+      // Refused: consumeWindow-1.lua stored nothing (it reports the sum it would have stored).
       ok = false;
       used = err.consumedPoints - weight;
-      await limiter.reward(key, weight, { customDuration: windowTtlSeconds(now, index, periodMs) }).catch(() => undefined);
     }
     // The decision's time is taken after Redis answered: a grant that crossed into the next window
     // on its way back reads as made at the very end of its window, and the BudgetGate's boundary
@@ -188,7 +190,14 @@ export class RedisBudgetsRepo implements BudgetsRepo {
       // uses StoreOutageFallback (a share of the limit per live worker); the library's in-memory
       // insurance would give every worker the whole limit. Not-ready rejects at once instead of
       // queueing the command until Redis is back.
-      limiter = new RateLimiterRedis({ storeClient: this.redis, points, duration: 1, keyPrefix: '', rejectIfRedisNotReady: true });
+      limiter = new RateLimiterRedis({
+        storeClient: this.redis,
+        points,
+        duration: 1,
+        keyPrefix: '',
+        rejectIfRedisNotReady: true,
+        customIncrTtlLuaScript: CONSUME_WINDOW_SCRIPT,
+      });
       this.limiters.set(points, limiter);
     }
     return limiter;
