@@ -115,18 +115,22 @@ function liveSeries(symbols = LIVE_SYMBOLS): Series[] {
   return symbols.map((symbol) => ({ symbol, fromMs: toMs - LIVE_CANDLES * MINUTE, toMs }));
 }
 
-/** Upserts the live jobs of `live` as `jobs add` makes them (tickfleet reads its range from the job). */
+/**
+ * Upserts the live jobs of `live` as `jobs add` makes them (tickfleet reads its range from the
+ * job), due at the page's last candle, and claims them as the scheduler does (a lease each, and
+ * the job's unit lock handed to the run with that due time), so the units enqueued for them are
+ * the scheduler's units in all but who enqueued them; no scheduler runs, so the only units are these.
+ */
 async function upsertLiveJobs(fleet: FleetHarness, live: Series[]): Promise<void> {
   await fleet.withStore(async (store) => {
-    for (const s of live)
-      await store.jobs.upsert({
-        venue: 'binance',
-        type: 'ohlcv',
-        symbol: s.symbol,
-        timeframe: '1m',
-        since: s.fromMs,
-        nextRunAt: s.toMs + 10 * 365 * 86_400_000,
-      });
+    for (const s of live) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: s.symbol, timeframe: '1m', since: s.fromMs, nextRunAt: s.toMs });
+    const wanted = new Set(live.map((s) => `binance:${s.symbol}:1m:ohlcv`));
+    let claimed = 0;
+    while (claimed < wanted.size) {
+      const batch = await store.jobs.claimDue(Date.now(), 5000, 600_000);
+      if (batch.length === 0) throw new Error(`claimed ${claimed} of ${wanted.size} live jobs`);
+      claimed += batch.filter((j) => wanted.has(j.id)).length;
+    }
   });
 }
 
@@ -436,8 +440,6 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     let live: Series[] = [];
     if (sc.name === 'live') {
       live = liveSeries();
-      // Jobs as `jobs add` makes them, starting at the page's first candle; no scheduler runs, so
-      // the only units are the ones enqueued here.
       await upsertLiveJobs(fleet, live);
       const units = liveUnits(live);
       for (const u of units) ids.push(u.jobId);

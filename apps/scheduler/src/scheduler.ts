@@ -414,6 +414,8 @@ export class Scheduler {
           kind: 'session-day',
           venue: part[0]!.venue,
           jobId: part[0]!.id,
+          // The claim handed the unit lock of the job the unit locks to this due time.
+          dueAt: part[0]!.nextRunAt,
           jobIds: part.map((j) => j.id),
           fromMs: group.dayStartMs,
           toMs: group.dayStartMs + 86_400_000,
@@ -442,6 +444,7 @@ export class Scheduler {
       kind: 'session-day',
       venue: job.venue,
       jobId: job.id,
+      dueAt: job.nextRunAt,
       jobIds: [job.id],
       fromMs: dayStartMs,
       toMs: dayStartMs + 86_400_000,

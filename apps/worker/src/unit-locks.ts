@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Job, JobLockLostError, StoreUnavailableError } from '@tickfleet/core';
-import type { StateStore } from '@tickfleet/store';
+import { type StateStore, UNIT_LOCK_TTL_MS } from '@tickfleet/store';
 
 /** A unit's hold on its job's lock (`JobsRepo.lockUnit`), with the job as the lock read it. */
 export interface UnitLockHandle {
@@ -21,7 +21,7 @@ export interface UnitLockHandle {
 export type UnitLockOutcome<T> = { acquired: true; value: T } | { acquired: false; heldUntil: number };
 
 export interface UnitLocksOptions {
-  /** Lock lifetime; a holder that dies frees the job after this long. @defaultValue 30000 */
+  /** Lock lifetime; a holder that dies frees the job after this long. @defaultValue UNIT_LOCK_TTL_MS (30 s) */
   ttlMs?: number;
   /** A lock held longer than this is renewed (one sweep for all held locks). @defaultValue ttlMs / 3 */
   renewEveryMs?: number;
@@ -54,7 +54,7 @@ export class UnitLocks {
     private readonly now: () => number,
     options: UnitLocksOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 30_000;
+    this.ttlMs = options.ttlMs ?? UNIT_LOCK_TTL_MS;
     this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(this.ttlMs / 3));
   }
 
@@ -65,10 +65,16 @@ export class UnitLocks {
    * job null): the unit reads the job itself (a read may still work, or the worker's last copy) and
    * spends its fallback budget share; its writes fail while the store is away, and a cursor only
    * ever moves forward to pages already stored, so a run without the lock cannot lose or duplicate data.
-   * `onLost` is called when a renewal finds the lock taken.
+   * `onLost` is called when a renewal finds the lock taken. `claimToken`: the token the claim of
+   * the unit's run handed the lock to (`dueUnitToken(unit.dueAt)`), which the unit then only reads.
    */
-  async withLock<T>(jobId: string, onLost: (err: JobLockLostError) => void, fn: (lock: UnitLockHandle) => Promise<T>): Promise<UnitLockOutcome<T>> {
-    const token = randomUUID();
+  async withLock<T>(
+    jobId: string,
+    onLost: (err: JobLockLostError) => void,
+    fn: (lock: UnitLockHandle) => Promise<T>,
+    claimToken?: string,
+  ): Promise<UnitLockOutcome<T>> {
+    const token = claimToken ?? randomUUID();
     let result;
     try {
       result = await this.store.jobs.lockUnit(jobId, token, this.ttlMs);

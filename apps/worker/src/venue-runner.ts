@@ -19,7 +19,7 @@ import {
 } from '@tickfleet/core';
 import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
 import { QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
-import type { StateStore } from '@tickfleet/store';
+import { dueUnitToken, type StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
@@ -286,7 +286,7 @@ export class VenueRunner {
       const unlocked = unit.kind === 'backfill' || unit.kind === 'option-chain';
       const locked = unlocked
         ? { acquired: true as const, value: await runUnit(null) }
-        : await unitLocks.withLock(unit.jobId, (err) => linked.abort(err), runUnit);
+        : await unitLocks.withLock(unit.jobId, (err) => linked.abort(err), runUnit, unit.dueAt === undefined ? undefined : dueUnitToken(unit.dueAt));
       if (!locked.acquired) {
         // Another unit of the same job (a live run and a backfill chunk) holds its cursor: come back shortly.
         await job.moveToDelayed(clock.now() + 500 + Math.floor(Math.random() * 500), token);

@@ -35,6 +35,22 @@ export interface JobCompletion {
 /** What {@link JobsRepo.lockUnit} found: the job, now locked for the caller; or another unit holding it. */
 export type UnitLockResult = { locked: true; job: Job } | { locked: false; heldUntil: number };
 
+/**
+ * The unit-lock token a claim hands to the run it leases ({@link JobsRepo.claimDue}): the run's due
+ * time, which the unit the scheduler makes of the claim carries as `dueAt` (and which is part of
+ * its deterministic id, so a reclaimed lease hands the lock to the same unit).
+ */
+export function dueUnitToken(nextRunAt: number): string {
+  return `due:${nextRunAt}`;
+}
+
+/**
+ * How long a unit lock lasts without renewal (the worker's default TTL) and how long a claim hands
+ * one to its run: a run that is not under way by then takes it with a write, and a unit with
+ * another token (queued by an older version, say) waits at most this long, as for a holder that died.
+ */
+export const UNIT_LOCK_TTL_MS = 30_000;
+
 export interface JobFilter {
   venue?: string;
   enabled?: boolean;
@@ -59,7 +75,10 @@ export interface JobsRepo {
   /**
    * Atomically leases up to `max` due jobs: enabled, connector active, `nextRunAt <= nowMs`,
    * lease free or expired. Sets `lockedUntil = nowMs + leaseMs`. Higher priority, then earliest due, first.
-   * Two concurrent callers never receive the same job.
+   * Two concurrent callers never receive the same job. In the same write each claimed job's unit
+   * lock goes to the run it leases, token {@link dueUnitToken}(nextRunAt), for {@link UNIT_LOCK_TTL_MS}
+   * (or the lease, when shorter), unless another unit holds the lock unexpired: the unit then takes
+   * it with a read (`lockUnit`).
    */
   claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]>;
   /** Records a successful run: cursor = max(cursor, completion.cursor), releases the lease, bumps stats. */
@@ -75,8 +94,9 @@ export interface JobsRepo {
    * The job's unit lock: at most one unit that moves a job's cursor runs at a time (live runs,
    * book polls, file and series units; backfill chunks never move it). Takes the lock for `token`
    * until `now + ttlMs` when it is free, expired or already `token`'s, and returns the job as it
-   * is then, in the same write (the unit needs no separate read). Returns null for an unknown job.
-   * Expiry uses the caller's clock, like the scheduler's leases.
+   * is then, in the same write (the unit needs no separate read). When `token` already holds it
+   * unexpired (the claim handed it over: {@link dueUnitToken}), the job is only read. Returns null
+   * for an unknown job. Expiry uses the caller's clock, like the scheduler's leases.
    */
   lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null>;
   /** Extends the unit lock while `token` holds it; false when it does not (lost). */

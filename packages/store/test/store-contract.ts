@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ConnectorInput, type JobInput, JobLockLostError, MAX_UNIVERSE_SYMBOLS, NotFoundError, ValidationError } from '@tickfleet/core';
 import { budgetContractCases } from '../../budget/test/budget-contract.js';
-import type { StateStore } from '../src/index.js';
+import { dueUnitToken, type StateStore } from '../src/index.js';
 
 /**
  * Opens a store in the namespace `namespace` (a fresh one for an unseen name; the same data for a
@@ -338,6 +338,35 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await store.jobs.lockUnit('binance:NOPE/USDT:1m:ohlcv', 'token-a', 60_000)).toBeNull();
         await expect(store.jobs.complete('binance:NOPE/USDT:1m:ohlcv', { nextRunAt: T0, unitToken: 'token-a' })).rejects.toBeInstanceOf(NotFoundError);
         await expect(store.jobs.lockUnit(id, 'token-a', 0)).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('hands each claimed job’s unit lock to the run it leases, and a release frees it', async () => {
+        await store.connectors.upsert(connector('binance'));
+        // The handed lock lasts as long as the lease, on the store's clock: due times around now.
+        const now = Date.now();
+        const { id } = await store.jobs.upsert(job('binance', 'XRP/USDT', { nextRunAt: now - 1000 }));
+        const other = await openAgain();
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        expect(await other.jobs.lockUnit(id, 'somebody-else', 60_000)).toMatchObject({ locked: false });
+        const handed = await other.jobs.lockUnit(id, dueUnitToken(now - 1000), 60_000);
+        expect(handed).toEqual({ locked: true, job: await store.jobs.get(id) });
+        await store.jobs.complete(id, { nextRunAt: now - 500, unitToken: dueUnitToken(now - 1000) });
+        // The next claim hands it to the next run; a release of that claim (the run was not queued) frees it.
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        expect(await other.jobs.lockUnit(id, dueUnitToken(now - 1000), 60_000)).toMatchObject({ locked: false });
+        await store.jobs.release(id, now - 200);
+        expect(await other.jobs.lockUnit(id, 'somebody-else', 60_000)).toMatchObject({ locked: true });
+        // A claim while a unit holds the lock unexpired leaves it with that unit.
+        await store.jobs.claimDue(now, 10, 60_000);
+        expect(await other.jobs.lockUnit(id, dueUnitToken(now - 200), 60_000)).toMatchObject({ locked: false });
+        expect(await other.jobs.lockUnit(id, 'somebody-else', 60_000)).toMatchObject({ locked: true });
+        // A handed lock lasts no longer than the lease (at most UNIT_LOCK_TTL_MS): a unit with another token gets it after.
+        await other.jobs.releaseUnitLock(id, 'somebody-else');
+        await store.jobs.release(id, Date.now() - 100);
+        expect(await store.jobs.claimDue(Date.now(), 10, 100)).toHaveLength(1);
+        expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: false });
+        await new Promise((r) => setTimeout(r, 150));
+        expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: true });
       });
 
       it('never gives one unit lock to two concurrent callers (same handle and two handles)', async () => {

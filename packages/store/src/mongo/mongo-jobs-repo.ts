@@ -1,6 +1,6 @@
 import type { Filter } from 'mongodb';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
-import type { JobCompletion, JobFilter, JobsRepo, UnitLockResult } from '../state-store.js';
+import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { EMPTY_STATS, normalizeJob } from '../internal/inputs.js';
 import { type JobDoc, type MongoCollections, toJob } from './documents.js';
 
@@ -65,7 +65,18 @@ export class MongoJobsRepo implements JobsRepo {
           nextRunAt: { $lte: nowMs },
           $or: [{ lockedUntil: null }, { lockedUntil: { $lte: nowMs } }],
         },
-        { $set: { lockedUntil: nowMs + leaseMs, updatedAt: this.clock.now() } },
+        // An update pipeline: the claimed run also gets the job's unit lock (dueUnitToken of its
+        // nextRunAt, as a long's digits), unless a unit holds it unexpired.
+        [
+          {
+            $set: {
+              lockedUntil: nowMs + leaseMs,
+              updatedAt: this.clock.now(),
+              unitToken: { $cond: [lockFree(nowMs), { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }, '$unitToken'] },
+              unitUntil: { $cond: [lockFree(nowMs), nowMs + Math.min(leaseMs, UNIT_LOCK_TTL_MS), '$unitUntil'] },
+            },
+          },
+        ],
         { sort: { priority: -1, nextRunAt: 1, _id: 1 }, returnDocument: 'after' },
       );
       if (!doc) break;
@@ -123,6 +134,10 @@ export class MongoJobsRepo implements JobsRepo {
   async lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null> {
     if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new ValidationError('ttlMs', 'a positive integer', ttlMs);
     const now = this.clock.now();
+    // Handed over by the claim (or taken before): a read, no write.
+    const current = await this.c.jobs.findOne({ _id: id });
+    if (!current) return null;
+    if (current.unitToken === token && (current.unitUntil ?? 0) > now) return { locked: true, job: toJob(current) };
     const doc = await this.c.jobs.findOneAndUpdate(
       { _id: id, $or: [{ unitToken: null }, { unitUntil: { $lte: now } }, { unitToken: token }] },
       { $set: { unitToken: token, unitUntil: now + ttlMs } },
@@ -158,9 +173,17 @@ export class MongoJobsRepo implements JobsRepo {
   }
 
   async release(id: string, nextRunAt?: number): Promise<void> {
-    const set: Record<string, unknown> = { lockedUntil: null, updatedAt: this.clock.now() };
+    // The unit lock the claim handed to the run it leased goes with the lease (one pipeline, so the
+    // token is compared with the due time before it changes).
+    const handed = { $eq: [{ $ifNull: ['$unitToken', null] }, { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }] };
+    const set: Record<string, unknown> = {
+      lockedUntil: null,
+      updatedAt: this.clock.now(),
+      unitToken: { $cond: [handed, null, '$unitToken'] },
+      unitUntil: { $cond: [handed, null, '$unitUntil'] },
+    };
     if (nextRunAt !== undefined) set.nextRunAt = nextRunAt;
-    const r = await this.c.jobs.updateOne({ _id: id }, { $set: set });
+    const r = await this.c.jobs.updateOne({ _id: id }, [{ $set: set }]);
     if (r.matchedCount === 0) throw new NotFoundError('job', id);
   }
 
@@ -172,4 +195,9 @@ export class MongoJobsRepo implements JobsRepo {
     if (!doc) throw new NotFoundError('job', id);
     return toJob(doc);
   }
+}
+
+/** Aggregation test: a job's unit lock is free (no token) or expired at `nowMs`. */
+function lockFree(nowMs: number): Record<string, unknown> {
+  return { $or: [{ $eq: [{ $ifNull: ['$unitToken', null] }, null] }, { $lte: [{ $ifNull: ['$unitUntil', 0] }, nowMs] }] };
 }

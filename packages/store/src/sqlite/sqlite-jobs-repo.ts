@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
-import type { JobCompletion, JobFilter, JobsRepo, UnitLockResult } from '../state-store.js';
+import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 
@@ -47,8 +47,11 @@ export class SqliteJobsRepo implements JobsRepo {
     this.setEnabledStmt = db.prepare('UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
     // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
     // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
+    // The claimed run also gets the job's unit lock (dueUnitToken), unless a unit holds it unexpired.
     this.claimStmt = db.prepare(`
-      UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow
+      UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow,
+        unit_token = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN 'due:' || next_run_at ELSE unit_token END,
+        unit_until = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN :now + :unitTtlMs ELSE unit_until END
       WHERE id IN (
         SELECT j.id FROM jobs j JOIN connectors c ON c.venue = j.venue
         WHERE j.enabled = 1 AND c.status = 'active' AND j.next_run_at <= :now
@@ -98,8 +101,11 @@ export class SqliteJobsRepo implements JobsRepo {
       UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, member_cursor = NULL, updated_at = :now
       WHERE id = :id
       RETURNING *`);
+    // The unit lock the claim handed to the run it leased goes with the lease.
     this.releaseStmt = db.prepare(`
-      UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now
+      UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now,
+        unit_token = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
       WHERE id = :id`);
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
   }
@@ -159,7 +165,7 @@ export class SqliteJobsRepo implements JobsRepo {
     if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
     if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
     if (max === 0) return [];
-    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now() }) as unknown[][];
+    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now(), unitTtlMs: Math.min(leaseMs, UNIT_LOCK_TTL_MS) }) as unknown[][];
     const columns = this.claimColumns;
     return rows
       .map((values) => {
@@ -191,7 +197,12 @@ export class SqliteJobsRepo implements JobsRepo {
 
   async lockUnit(id: string, token: string, ttlMs: number): Promise<UnitLockResult | null> {
     if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new ValidationError('ttlMs', 'a positive integer', ttlMs);
-    const row = this.lockUnitStmt.get({ id, token, ttlMs, now: this.clock.now() }) as JobRow | undefined;
+    const now = this.clock.now();
+    // Handed over by the claim (or taken before): a read, no write.
+    const current = this.getStmt.get(id) as (JobRow & { unit_token: string | null; unit_until: number | null }) | undefined;
+    if (!current) return null;
+    if (current.unit_token === token && (current.unit_until ?? 0) > now) return { locked: true, job: toJob(current) };
+    const row = this.lockUnitStmt.get({ id, token, ttlMs, now }) as JobRow | undefined;
     if (row) return { locked: true, job: toJob(row) };
     const held = this.unitHolderStmt.get(id) as { unit_until: number | null } | undefined;
     return held ? { locked: false, heldUntil: held.unit_until ?? 0 } : null;
