@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { retryWhileBusySync, type Candle } from '@tickfleet/core';
+import { retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, type Candle } from '@tickfleet/core';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
 import { sleep } from '../internal/sleep.js';
@@ -25,13 +25,13 @@ export interface SqliteSinkOptions extends RetryOptions {
 }
 
 /**
- * SQLite's own (synchronous) busy wait per try. better-sqlite3 blocks the event loop while SQLite
- * waits for a lock, and SQLite's busy handler sleeps in steps of up to 100 ms, so a process that
- * waited for another writer's lock this way stalled every unit it had in flight (waits of ~100 ms
- * were measured with 4 worker processes on one file). Longer waits are tries with short
- * asynchronous pauses in between, during which the process's other units go on.
+ * SQLite's own (synchronous) busy wait per try (see SQLITE_ATTEMPT_BUSY_MS). better-sqlite3 blocks
+ * the event loop while SQLite waits for a lock, and SQLite's busy handler sleeps in steps of up to
+ * 100 ms, so a process that waited for another writer's lock this way stalled every unit it had in
+ * flight (waits of ~100 ms were measured with 4 worker processes on one file). Longer waits are
+ * tries with short asynchronous pauses in between, during which the process's other units go on.
  */
-const ATTEMPT_BUSY_MS = 5;
+const ATTEMPT_BUSY_MS = SQLITE_ATTEMPT_BUSY_MS;
 
 /**
  * SQLite sink: one `BEGIN IMMEDIATE` transaction per batch, `INSERT … ON CONFLICT DO NOTHING`,
@@ -57,6 +57,7 @@ export class SqliteSink extends RetryingSink implements Sink {
     const db = this.db;
     retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs));
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+    if (path !== ':memory:') this.db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
     this.reader = new SqliteDataReader(this.db);

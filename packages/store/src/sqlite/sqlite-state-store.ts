@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { type Clock, ConfigError, retryWhileBusySync, StoreUnavailableError } from '@tickfleet/core';
+import { type Clock, ConfigError, retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, StoreUnavailableError } from '@tickfleet/core';
 import type { StateStore } from '../state-store.js';
 import { migrate, SCHEMA_VERSION } from './migrations.js';
 import { SqliteBackfillsRepo } from './sqlite-backfills-repo.js';
@@ -32,12 +32,8 @@ export interface SqliteStoreOptions {
   budgetBusyTimeoutMs?: number;
 }
 
-/**
- * SQLite's own busy wait per attempt. better-sqlite3 is synchronous, so this is how long one
- * attempt may stall the process's event loop (health probes, lock renewals); longer waits are
- * retries with asynchronous pauses in between.
- */
-const ATTEMPT_BUSY_MS = 5;
+/** SQLite's own busy wait per attempt (see SQLITE_ATTEMPT_BUSY_MS); longer waits are retries with asynchronous pauses. */
+const ATTEMPT_BUSY_MS = SQLITE_ATTEMPT_BUSY_MS;
 
 /** How often a readiness ping re-verifies the file's pages (`PRAGMA quick_check`). */
 const QUICK_CHECK_EVERY_MS = 60_000;
@@ -102,6 +98,7 @@ export class SqliteStateStore implements StateStore {
       db.pragma(`busy_timeout = ${Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
       retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
       db.pragma('synchronous = NORMAL');
+      db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
         throw new ConfigError(
