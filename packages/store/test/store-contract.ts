@@ -360,8 +360,21 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         await store.jobs.claimDue(now, 10, 60_000);
         expect(await other.jobs.lockUnit(id, dueUnitToken(now - 200), 60_000)).toMatchObject({ locked: false });
         expect(await other.jobs.lockUnit(id, 'somebody-else', 60_000)).toMatchObject({ locked: true });
-        // A handed lock lasts no longer than the lease (at most UNIT_LOCK_TTL_MS): a unit with another token gets it after.
+        // Completing or failing a run frees the lock its claim handed over when no unit took it (another job of a per-day unit).
         await other.jobs.releaseUnitLock(id, 'somebody-else');
+        await store.jobs.release(id, now - 150);
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        await store.jobs.complete(id, { nextRunAt: now - 100 });
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        expect(await other.jobs.lockUnit(id, dueUnitToken(now - 100), 60_000)).toMatchObject({ locked: true });
+        await other.jobs.releaseUnitLock(id, dueUnitToken(now - 100));
+        await store.jobs.release(id, now - 50);
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        await store.jobs.fail(id, 'venue said no', now - 20);
+        expect(await store.jobs.claimDue(now, 10, 60_000)).toHaveLength(1);
+        expect(await other.jobs.lockUnit(id, dueUnitToken(now - 20), 60_000)).toMatchObject({ locked: true });
+        await other.jobs.releaseUnitLock(id, dueUnitToken(now - 20));
+        // A handed lock lasts no longer than the lease (at most UNIT_LOCK_TTL_MS): a unit with another token gets it after.
         await store.jobs.release(id, Date.now() - 100);
         expect(await store.jobs.claimDue(Date.now(), 10, 100)).toHaveLength(1);
         expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: false });

@@ -88,6 +88,7 @@ export class MongoJobsRepo implements JobsRepo {
   async complete(id: string, completion: JobCompletion): Promise<Job> {
     const now = this.clock.now();
     const token = completion.unitToken;
+    if (token === undefined) await this.freeHandedLock(id);
     const doc = await this.c.jobs.findOneAndUpdate(
       // A run holding the unit lock writes only while it still holds it (fencing), and frees it.
       token === undefined ? { _id: id } : { _id: id, unitToken: token },
@@ -111,6 +112,7 @@ export class MongoJobsRepo implements JobsRepo {
   }
 
   async fail(id: string, error: string, retryAtMs: number): Promise<Job> {
+    await this.freeHandedLock(id);
     const now = this.clock.now();
     const doc = await this.c.jobs.findOneAndUpdate(
       { _id: id },
@@ -155,6 +157,18 @@ export class MongoJobsRepo implements JobsRepo {
 
   async releaseUnitLock(id: string, token: string): Promise<void> {
     await this.c.jobs.updateOne({ _id: id, unitToken: token }, { $set: { unitToken: null, unitUntil: null } });
+  }
+
+  /**
+   * Frees the unit lock the claim handed to the job's current run (token `due:<nextRunAt>`) when no
+   * unit took it with its token (the other jobs of a per-day unit), before the run's end moves
+   * `nextRunAt`; a run that holds its lock frees it with its own token instead.
+   */
+  private async freeHandedLock(id: string): Promise<void> {
+    await this.c.jobs.updateOne(
+      { _id: id, $expr: { $eq: [{ $ifNull: ['$unitToken', null] }, { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }] } },
+      { $set: { unitToken: null, unitUntil: null } },
+    );
   }
 
   /** A write fenced by a unit token matched nothing: the job is gone (NotFoundError) or another unit holds it. */

@@ -64,20 +64,23 @@ export class SqliteJobsRepo implements JobsRepo {
     this.claimStmt.raw(true);
     this.claimColumns = this.claimStmt.columns().map((c) => c.name);
     // Cursor only moves forward: MAX(), never a plain assignment. A run holding the unit lock
-    // (:token) frees it in the same write, and writes nothing once another unit holds it (fencing).
+    // (:token) frees it in the same write, and writes nothing once another unit holds it (fencing);
+    // a lock the claim handed to this run and no unit took (the other jobs of a per-day unit) goes too.
     this.completeStmt = db.prepare(`
       UPDATE jobs SET
         cursor = CASE WHEN :cursor IS NULL THEN cursor WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END,
         next_run_at = :nextRunAt, locked_until = NULL,
         runs = runs + 1, last_run_at = :now, last_success_at = :now, updated_at = :now,
-        unit_token = CASE WHEN :token IS NULL THEN unit_token END,
-        unit_until = CASE WHEN :token IS NULL THEN unit_until END
+        unit_token = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING *`);
     this.failStmt = db.prepare(`
       UPDATE jobs SET
         next_run_at = :retryAtMs, locked_until = NULL,
-        runs = runs + 1, failures = failures + 1, last_run_at = :now, last_error_at = :now, last_error = :error, updated_at = :now
+        runs = runs + 1, failures = failures + 1, last_run_at = :now, last_error_at = :now, last_error = :error, updated_at = :now,
+        unit_token = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
       WHERE id = :id
       RETURNING *`);
     this.advanceStmt = db.prepare(`
