@@ -80,13 +80,15 @@ describe('RedisBudgetsRepo', () => {
   });
 
   it('never stores a refused weight: the window reads what was granted, by every reader, at every moment', async () => {
-    const { store, budgets } = await fixture();
+    const { store, budgets, prefix } = await fixture();
     // An hour's window: the test's acquires all land in one.
     await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 11, periodMs: 3_600_000, headroom: 1 } });
     expect(await budgets.acquire('binance', 8)).toMatchObject({ ok: true, used: 8 });
     const conn = new Redis(redis.url);
     try {
-      const [key] = await conn.keys(`*{binance}:budget:fw:*`);
+      // This test's key only: the file's other tests budget binance in the same Redis.
+      const [key] = await conn.keys(`${prefix}:*{binance}:budget:fw:*`);
+      expect(key).toBeDefined();
       // Twenty refusals racing one another: none is ever counted, so no read sees more than 8.
       const refusals = Array.from({ length: 20 }, () => budgets.acquire('binance', 4));
       const reads: string[] = [];
