@@ -3,6 +3,7 @@ import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus,
 import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { toBackfill, type BackfillRow } from './rows.js';
+import { prepareReturning } from './returning-statement.js';
 
 interface ChunkRow {
   backfill_id: string;
@@ -36,11 +37,14 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
   ) {
     // Creating an existing id returns the stored record unchanged (ids are deterministic, so a
     // retried `backfill` command must not reset progress).
-    this.createStmt = db.prepare(`
+    this.createStmt = prepareReturning(
+      db,
+      `
       INSERT INTO backfills (id, job_id, from_ms, to_ms, units_total, units_done, units_failed, status, created_at, updated_at)
       VALUES (:id, :jobId, :fromMs, :toMs, :unitsTotal, 0, 0, 'pending', :now, :now)
       ON CONFLICT (id) DO UPDATE SET id = id
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.createChunkStmt = db.prepare(`
       INSERT INTO backfill_chunks (backfill_id, from_ms, to_ms, idx, status, error, updated_at)
       VALUES (:id, :fromMs, :toMs, :idx, 'pending', NULL, :now)
@@ -62,7 +66,9 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     // same transaction), so a repeat changes nothing and the cost does not grow with the number of
     // chunks (a recount read every chunk of the backfill on every settle: quadratic over a backfill).
     // A done chunk never changes again, so the capped done count only ever rises.
-    this.applyStmt = db.prepare(`
+    this.applyStmt = prepareReturning(
+      db,
+      `
       UPDATE backfills SET
         units_done = MIN(units_total, units_done + :dDone),
         units_failed = units_failed + :dFailed,
@@ -73,8 +79,9 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
           ELSE 'running' END,
         updated_at = :now
       WHERE id = :id
-      RETURNING *`);
-    this.setStatusStmt = db.prepare('UPDATE backfills SET status = ?, updated_at = ? WHERE id = ? RETURNING *');
+      RETURNING *`,
+    );
+    this.setStatusStmt = prepareReturning(db, 'UPDATE backfills SET status = ?, updated_at = ? WHERE id = ? RETURNING *');
     this.owedStmt = db.prepare(`
       SELECT c.*, b.job_id FROM backfill_chunks c JOIN backfills b ON b.id = c.backfill_id
       WHERE c.status = 'pending' AND b.status IN ('pending', 'running') AND (c.backfill_id, c.from_ms) > (:afterId, :afterFrom)

@@ -3,6 +3,7 @@ import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationE
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '@tickfleet/budget';
 // The policy math alone: the budget barrel also loads BullMQ, which a store-only process never needs.
 import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
+import { prepareReturning } from './returning-statement.js';
 
 /*
  * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every
@@ -76,7 +77,9 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
     db: Database,
     private readonly clock: Clock,
   ) {
-    this.acquireStmt = db.prepare(`
+    this.acquireStmt = prepareReturning(
+      db,
+      `
       UPDATE connectors SET
         b_ok           = ${OK},
         b_window_start = CASE WHEN policy = 'gcra' THEN b_window_start ELSE ${WS} END,
@@ -84,7 +87,8 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
         b_tat          = CASE WHEN policy = 'gcra' AND ${OK} THEN ${NEW_TAT} ELSE b_tat END,
         b_at           = ${NOW}
       WHERE venue = :venue
-      RETURNING status, policy, ${EFF} AS eff, period_ms, b_ok, b_at, b_window_start, b_used, b_tat`);
+      RETURNING status, policy, ${EFF} AS eff, period_ms, b_ok, b_at, b_window_start, b_used, b_tat`,
+    );
     // Raises (never lowers) the current window's usage to what the venue reported; a report about
     // any other window, or for a GCRA venue, matches no row and changes nothing.
     this.observeStmt = db.prepare(`

@@ -3,6 +3,7 @@ import { type Clock, type Connector, type ConnectorInput, ConnectorStatus, NotFo
 import type { ConnectorsRepo } from '../state-store.js';
 import { normalizeConnector } from '../internal/inputs.js';
 import { bit, toConnector, type ConnectorRow } from './rows.js';
+import { prepareReturning } from './returning-statement.js';
 
 const COLUMNS =
   'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, pacing, aimd, book_cooldown, created_at, updated_at';
@@ -19,7 +20,9 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
   ) {
     // One statement: a second upsert of the same venue updates the one row; optional fields the
     // caller left out keep their stored values (`CASE WHEN :g_x`), budget state is never touched.
-    this.upsertStmt = db.prepare(`
+    this.upsertStmt = prepareReturning(
+      db,
+      `
       INSERT INTO connectors (${COLUMNS})
       VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :pacing, :aimd, :bookCooldown, :now, :now)
       ON CONFLICT (venue) DO UPDATE SET
@@ -37,10 +40,11 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
         aimd         = CASE WHEN :g_aimd        THEN excluded.aimd         ELSE aimd         END,
         book_cooldown = CASE WHEN :g_bookCooldown THEN excluded.book_cooldown ELSE book_cooldown END,
         updated_at   = excluded.updated_at
-      RETURNING ${COLUMNS}`);
+      RETURNING ${COLUMNS}`,
+    );
     this.getStmt = db.prepare(`SELECT ${COLUMNS} FROM connectors WHERE venue = ?`);
     this.listStmt = db.prepare(`SELECT ${COLUMNS} FROM connectors ORDER BY venue`);
-    this.setStatusStmt = db.prepare(`UPDATE connectors SET status = ?, updated_at = ? WHERE venue = ? RETURNING ${COLUMNS}`);
+    this.setStatusStmt = prepareReturning(db, `UPDATE connectors SET status = ?, updated_at = ? WHERE venue = ? RETURNING ${COLUMNS}`);
   }
 
   async upsert(input: ConnectorInput): Promise<Connector> {

@@ -3,6 +3,7 @@ import type { Gap, GapKind } from '@tickfleet/core';
 import type { GapRecord, GapsRepo } from '../state-store.js';
 import { validateGapRecord } from '../internal/record-inputs.js';
 import { toGap, type GapRow } from './rows.js';
+import { prepareReturning } from './returning-statement.js';
 
 export class SqliteGapsRepo implements GapsRepo {
   private readonly recordStmt: Statement;
@@ -13,11 +14,14 @@ export class SqliteGapsRepo implements GapsRepo {
   constructor(private readonly db: Database) {
     // A gap detected again after it was marked filled is missing again: it reopens. Its first
     // detection time and attempt count are kept.
-    this.recordStmt = db.prepare(`
+    this.recordStmt = prepareReturning(
+      db,
+      `
       INSERT INTO gaps (job_id, from_ms, to_ms, kind, detected_at, filled_at, attempts)
       VALUES (:jobId, :fromMs, :toMs, :kind, :detectedAt, NULL, 0)
       ON CONFLICT (job_id, from_ms, to_ms) DO UPDATE SET kind = excluded.kind, filled_at = NULL
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.markFilledStmt = db.prepare(`
       UPDATE gaps SET filled_at = :filledAt
       WHERE job_id = :jobId AND filled_at IS NULL AND from_ms >= :fromMs AND to_ms <= :toMs`);

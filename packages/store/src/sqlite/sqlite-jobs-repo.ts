@@ -3,6 +3,7 @@ import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, V
 import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
+import { prepareReturning } from './returning-statement.js';
 
 /** Claim order, applied again to RETURNING rows (SQLite does not order them). */
 function byClaimOrder(a: Job, b: Job): number {
@@ -32,7 +33,9 @@ export class SqliteJobsRepo implements JobsRepo {
     private readonly clock: Clock,
   ) {
     // Cursor, lease and stats are not in the SET list: they survive any number of upserts.
-    this.upsertStmt = db.prepare(`
+    this.upsertStmt = prepareReturning(
+      db,
+      `
       INSERT INTO jobs (id, venue, type, symbol, timeframe, enabled, priority, next_run_at, since, per_cycle, created_at, updated_at)
       VALUES (:id, :venue, :type, :symbol, :timeframe, :enabled, :priority, :nextRunAt, :since, :perCycle, :now, :now)
       ON CONFLICT (id) DO UPDATE SET
@@ -42,13 +45,16 @@ export class SqliteJobsRepo implements JobsRepo {
         since       = CASE WHEN :g_since     THEN excluded.since       ELSE since       END,
         per_cycle   = CASE WHEN :g_perCycle  THEN excluded.per_cycle   ELSE per_cycle   END,
         updated_at  = excluded.updated_at
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?');
-    this.setEnabledStmt = db.prepare('UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
+    this.setEnabledStmt = prepareReturning(db, 'UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
     // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
     // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
     // The claimed run also gets the job's unit lock (dueUnitToken), unless a unit holds it unexpired.
-    this.claimStmt = db.prepare(`
+    this.claimStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow,
         unit_token = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN 'due:' || next_run_at ELSE unit_token END,
         unit_until = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN :now + :unitTtlMs ELSE unit_until END
@@ -58,7 +64,8 @@ export class SqliteJobsRepo implements JobsRepo {
           AND (j.locked_until IS NULL OR j.locked_until <= :now)
         ORDER BY j.priority DESC, j.next_run_at ASC, j.id ASC
         LIMIT :max)
-      RETURNING *`);
+      RETURNING *`,
+    );
     // Rows come back as arrays: better-sqlite3 builds a 19-key object per row much more slowly
     // than plain JS does, which counts when a scheduler tick claims 100 000 jobs.
     this.claimStmt.raw(true);
@@ -66,7 +73,9 @@ export class SqliteJobsRepo implements JobsRepo {
     // Cursor only moves forward: MAX(), never a plain assignment. A run holding the unit lock
     // (:token) frees it in the same write, and writes nothing once another unit holds it (fencing);
     // a lock the claim handed to this run and no unit took (the other jobs of a per-day unit) goes too.
-    this.completeStmt = db.prepare(`
+    this.completeStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET
         cursor = CASE WHEN :cursor IS NULL THEN cursor WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END,
         next_run_at = :nextRunAt, locked_until = NULL,
@@ -74,36 +83,52 @@ export class SqliteJobsRepo implements JobsRepo {
         unit_token = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
         unit_until = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
-      RETURNING *`);
-    this.failStmt = db.prepare(`
+      RETURNING *`,
+    );
+    this.failStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET
         next_run_at = :retryAtMs, locked_until = NULL,
         runs = runs + 1, failures = failures + 1, last_run_at = :now, last_error_at = :now, last_error = :error, updated_at = :now,
         unit_token = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
         unit_until = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
       WHERE id = :id
-      RETURNING *`);
-    this.advanceStmt = db.prepare(`
+      RETURNING *`,
+    );
+    this.advanceStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, updated_at = :now
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
-      RETURNING cursor`);
+      RETURNING cursor`,
+    );
     // Free, expired or already this token's: the lock and the job's current row in one write.
-    this.lockUnitStmt = db.prepare(`
+    this.lockUnitStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET unit_token = :token, unit_until = :now + :ttlMs
       WHERE id = :id AND (unit_token IS NULL OR unit_until <= :now OR unit_token = :token)
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.unitHolderStmt = db.prepare('SELECT unit_until FROM jobs WHERE id = ?');
     this.renewUnitStmt = db.prepare('UPDATE jobs SET unit_until = :now + :ttlMs WHERE id = :id AND unit_token = :token');
     this.releaseUnitStmt = db.prepare('UPDATE jobs SET unit_token = NULL, unit_until = NULL WHERE id = :id AND unit_token = :token');
     // Forward only, like the cursor (BINARY collation: the byte order JavaScript sorts ASCII symbols in).
-    this.memberStmt = db.prepare(`
+    this.memberStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET member_cursor = CASE WHEN member_cursor IS NULL OR member_cursor < :member THEN :member ELSE member_cursor END, updated_at = :now
       WHERE id = :id
-      RETURNING *`);
-    this.dayDoneStmt = db.prepare(`
+      RETURNING *`,
+    );
+    this.dayDoneStmt = prepareReturning(
+      db,
+      `
       UPDATE jobs SET cursor = CASE WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END, member_cursor = NULL, updated_at = :now
       WHERE id = :id
-      RETURNING *`);
+      RETURNING *`,
+    );
     // The unit lock the claim handed to the run it leased goes with the lease.
     this.releaseStmt = db.prepare(`
       UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now,

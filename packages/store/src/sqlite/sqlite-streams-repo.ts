@@ -10,6 +10,7 @@ import {
   type StreamVenue,
 } from '@tickfleet/core';
 import type { StreamFilter, StreamsRepo } from '../state-store.js';
+import { prepareReturning } from './returning-statement.js';
 
 interface StreamRow {
   name: string;
@@ -57,13 +58,16 @@ export class SqliteStreamsRepo implements StreamsRepo {
   ) {
     // A name used again after its removal is a new stream (new createdAt) whose version goes on
     // from the removed one's.
-    this.upsertStmt = db.prepare(`
+    this.upsertStmt = prepareReturning(
+      db,
+      `
       INSERT INTO streams (name, venue, symbols, channels, book_depth, enabled, removed, version, created_at, updated_at)
       VALUES (:name, :venue, :symbols, :channels, :bookDepth, :enabled, 0, 1, :now, :now)
       ON CONFLICT (name) DO UPDATE SET venue = excluded.venue, symbols = excluded.symbols, channels = excluded.channels,
         book_depth = excluded.book_depth, enabled = excluded.enabled, version = version + 1, updated_at = excluded.updated_at,
         created_at = CASE WHEN removed = 1 THEN excluded.created_at ELSE created_at END, removed = 0
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.rowStmt = db.prepare('SELECT * FROM streams WHERE name = ?');
     this.listStmt = db.prepare(`
       SELECT * FROM streams WHERE removed = 0 AND (:venue IS NULL OR venue = :venue) AND (:enabled IS NULL OR enabled = :enabled) ORDER BY name`);

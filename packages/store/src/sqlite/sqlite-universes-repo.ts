@@ -2,6 +2,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, NotFoundError, type Universe, universeKey } from '@tickfleet/core';
 import type { UniversesRepo } from '../state-store.js';
 import { validateUniverse } from '../internal/universe-inputs.js';
+import { prepareReturning } from './returning-statement.js';
 
 interface UniverseRow {
   venue: string;
@@ -26,10 +27,13 @@ export class SqliteUniversesRepo implements UniversesRepo {
     db: Database,
     private readonly clock: Clock,
   ) {
-    this.setStmt = db.prepare(`
+    this.setStmt = prepareReturning(
+      db,
+      `
       INSERT INTO universes (venue, name, symbols, created_at, updated_at) VALUES (:venue, :name, :symbols, :now, :now)
       ON CONFLICT (venue, name) DO UPDATE SET symbols = excluded.symbols, updated_at = excluded.updated_at
-      RETURNING *`);
+      RETURNING *`,
+    );
     this.getStmt = db.prepare('SELECT * FROM universes WHERE venue = ? AND name = ?');
     this.listStmt = db.prepare('SELECT * FROM universes ORDER BY venue, name');
     this.listVenueStmt = db.prepare('SELECT * FROM universes WHERE venue = ? ORDER BY name');
