@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--cpu-prof DIR]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -14,9 +14,10 @@
  * /proc/stat, over all cores), the worker processes, the scheduler, redis-server (INFO cpu) and this process (the
  * emulations and the benchmark's own polling), so the saturated resource is visible.
  *
- * The fleet is warmed up first: `--warm N` (default 10,000) other jobs per worker process run once
- * through the same scheduler and worker processes and are then disabled, so the measured pass
- * compares fleets in their steady state, not V8 compiling the same code once per process (a cold
+ * The fleet is warmed up first: `--warm N` (default 10,000) other jobs per worker process of the
+ * largest fleet measured (40,000 for `--workers 1,2,4`, in every run, so every fleet's store and
+ * emulation hold the same rows) run once through the same scheduler and worker processes and are
+ * then disabled, so the measured pass compares fleets in their steady state, not V8 compiling the same code once per process (a cold
  * pass of 10,000 small units spread over 4 processes is largely JIT warm-up: see
  * docs/benchmarks/fleet.md). `--warm 0` measures cold processes, started just before the window.
  *
@@ -44,6 +45,9 @@ const INFLIGHT = Number(argOf('inflight') ?? 128);
 const ROUNDS = Number(argOf('rounds') ?? 3);
 /** Warm-up jobs per worker process. */
 const WARM = Number(argOf('warm') ?? 10_000);
+/** `--budget redis`: the venue budget in the fleet's Redis (TICKFLEET_BUDGET_URL) instead of the SQLite state store. */
+const BUDGET = argOf('budget') ?? 'store';
+if (BUDGET !== 'store' && BUDGET !== 'redis') throw new Error(`--budget must be store or redis, not ${BUDGET}`);
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
@@ -58,6 +62,10 @@ interface Run {
   bench: number;
   /** redis-server CPU over the window, in cores. */
   redis: number;
+  /** Redis commands per unit over the window (every client: workers, scheduler, the benchmark's polling). */
+  redisCallsPerUnit: number;
+  /** The five most called commands, per unit. */
+  redisTop: string;
   /** Mean of the queue's active units, sampled every 250 ms while units were still waiting. */
   inflight: number;
 }
@@ -69,6 +77,25 @@ async function redisCpuMs(redis: RedisClient): Promise<number> {
   return (cpu('used_cpu_user') + cpu('used_cpu_sys')) * 1000;
 }
 
+/** Calls per Redis command so far (INFO commandstats), e.g. `evalsha` -> 123456. */
+async function redisCalls(redis: RedisClient): Promise<Map<string, number>> {
+  const text = await redis.info('commandstats');
+  return new Map([...text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+/** Redis commands per unit between two commandstats readings: the total and the five most called. */
+function callsPerUnit(before: Map<string, number>, after: Map<string, number>, units: number): { total: number; top: string } {
+  const delta = [...after].map(([cmd, n]) => [cmd, (n - (before.get(cmd) ?? 0)) / units] as const).filter(([, n]) => n > 0);
+  delta.sort((a, b) => b[1] - a[1]);
+  return {
+    total: delta.reduce((sum, [, n]) => sum + n, 0),
+    top: delta
+      .slice(0, 5)
+      .map(([cmd, n]) => `${cmd} ${n.toFixed(2)}`)
+      .join(', '),
+  };
+}
+
 /** Measures CPU from `start()` to `stop()` for the given processes. */
 function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: number | undefined }, redis0: number) {
   const m0 = machineCpuMs();
@@ -76,7 +103,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
   const t0 = performance.now();
   const p0 = pids();
   const w0 = p0.workers.map(procCpuMs);
-  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight'> => {
+  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight' | 'redisCallsPerUnit' | 'redisTop'> => {
     const seconds = (performance.now() - t0) / 1000;
     const m1 = machineCpuMs();
     const p1 = pids();
@@ -95,7 +122,9 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
 }
 
 const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5, '0')}/USDT`);
-const warmSymbols = Array.from({ length: WARM * Math.max(...WORKERS) }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
+/** Warm-up jobs of every run: the same count whatever the run's number of processes. */
+const WARM_JOBS = WARM * Math.max(...WORKERS);
+const warmSymbols = Array.from({ length: WARM_JOBS }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
 
 /** Upserts the connector and one due job per symbol; returns the job ids. */
 async function seed(fleet: FleetHarness, of: string[], nextRunAt = 0): Promise<string[]> {
@@ -116,32 +145,36 @@ async function seed(fleet: FleetHarness, of: string[], nextRunAt = 0): Promise<s
 }
 
 /**
- * Waits until the queue is drained and every job of `ids` has run once. Polling must not compete
- * with what it measures: the queue's counters are one cheap Redis call; the store's full job list
- * is read only once the queue looks drained.
+ * Waits until the queue is drained and every job of `ids` has run once; returns when the last of
+ * them completed (its `lastSuccessAt`, epoch ms), so the time this poll takes to notice is not
+ * counted. Polling must not compete with what it measures: the queue's counters are one cheap
+ * Redis call; the store's full job list is read only once the queue looks drained.
  */
-async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], active: number[] = []): Promise<void> {
+async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], active: number[] = []): Promise<number> {
   const wanted = new Set(ids);
+  let lastMs = 0;
   await waitFor(
     async () => {
       const c = await queues.counts('binance');
       if (c.waiting + c.prioritized > 0) active.push(c.active);
       if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
-      const jobs = await fleet.withStore((store) => store.jobs.list({ venue: 'binance' }));
-      return jobs.filter((j) => wanted.has(j.id) && j.stats.runs >= 1).length === wanted.size;
+      const ran = (await fleet.withStore((store) => store.jobs.list({ venue: 'binance' }))).filter((j) => wanted.has(j.id) && j.stats.runs >= 1);
+      lastMs = Math.max(0, ...ran.map((j) => j.stats.lastSuccessAt ?? 0));
+      return ran.length === wanted.size;
     },
     `${ids.length} jobs ran once`,
     { timeoutMs: 900_000, intervalMs: 250 },
   );
+  return lastMs;
 }
 
 /**
  * Runs the warm-up jobs once through the workers and `scheduler`, then disables them; returns how
  * long seeding them took (the measured jobs, seeded next, take about as long).
  */
-async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: number, scheduler: () => void): Promise<number> {
+async function warmUp(fleet: FleetHarness, queues: VenueQueues, scheduler: () => void): Promise<number> {
   const t0 = performance.now();
-  const ids = await seed(fleet, warmSymbols.slice(0, WARM * workers));
+  const ids = await seed(fleet, warmSymbols);
   const seedMs = performance.now() - t0;
   scheduler();
   await allRan(fleet, queues, ids);
@@ -153,7 +186,7 @@ async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: number,
 
 async function run(workers: number, round: number): Promise<Run> {
   const fleet = await FleetHarness.start({
-    venues: { binance: { symbols: [...symbols, ...warmSymbols.slice(0, WARM * workers)], limit: { enabled: false } } },
+    venues: { binance: { symbols: [...symbols, ...warmSymbols], limit: { enabled: false } } },
   });
   const redis = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(redis, { prefix: fleet.prefix });
@@ -162,6 +195,7 @@ async function run(workers: number, round: number): Promise<Run> {
     const procs = Array.from({ length: workers }, (_, i) =>
       fleet.spawn(`worker-${i}`, ['worker'], {
         LOG_LEVEL: 'warn',
+        ...(BUDGET === 'redis' ? { TICKFLEET_BUDGET_URL: fleet.redis.url } : {}),
         ...(PROFILE_DIR ? { NODE_OPTIONS: `--import tsx --import ${PRELOAD}`, HOT_PATH_CPU_PROF: profile(i) } : {}),
       }),
     );
@@ -173,8 +207,8 @@ async function run(workers: number, round: number): Promise<Run> {
     if (WARM > 0) {
       // Warm: the same scheduler and workers go on; the measured jobs fall due together at `dueAt`,
       // after they are all seeded, and the window starts there.
-      const seedMs = await warmUp(fleet, queues, workers, startScheduler);
-      const dueAt = Math.ceil(Date.now() + (2 * seedMs * JOBS) / (WARM * workers) + 3000);
+      const seedMs = await warmUp(fleet, queues, startScheduler);
+      const dueAt = Math.ceil(Date.now() + (2 * seedMs * JOBS) / WARM_JOBS + 3000);
       ids = await seed(fleet, symbols, dueAt);
       if (Date.now() >= dueAt) throw new Error('seeding the measured jobs took longer than planned: the window would include it');
       await new Promise((r) => setTimeout(r, dueAt - Date.now()));
@@ -184,19 +218,24 @@ async function run(workers: number, round: number): Promise<Run> {
     }
     if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
     const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
-    const started = performance.now();
+    const startedAt = Date.now();
     const schedulerCpu0 = procCpuMs(scheduler?.child.pid);
     if (!scheduler) startScheduler();
+    const calls0 = await redisCalls(redis);
     const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler!.child.pid }), await redisCpuMs(redis));
     const active: number[] = [];
-    await allRan(fleet, queues, ids, active);
-    const seconds = (performance.now() - started) / 1000;
+    const lastDoneAt = await allRan(fleet, queues, ids, active);
+    // The window ends at the last completion stored (the workers' clocks, on this machine).
+    const seconds = ((lastDoneAt > startedAt ? lastDoneAt : Date.now()) - startedAt) / 1000;
     // Units counted by the emulation (one klines request each), not assumed: a job run twice in
     // the window would show here.
     const units = (fleet.mock.stats().venues.binance?.requests ?? 0) - served0;
     if (units !== JOBS) process.stderr.write(`note: the emulation served ${units} klines requests for ${JOBS} jobs\n`);
+    const calls = callsPerUnit(calls0, await redisCalls(redis), units);
     const measured = {
       ...done(units / seconds, Number.isNaN(schedulerCpu0) ? 0 : schedulerCpu0, await redisCpuMs(redis)),
+      redisCallsPerUnit: calls.total,
+      redisTop: calls.top,
       inflight: active.length ? active.reduce((a, b) => a + b, 0) / active.length : NaN,
     };
     if (PROFILE_DIR) {
@@ -244,7 +283,7 @@ const median = (xs: number[]): number => {
   return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
 process.stderr.write(
-  `fleet-scale: ${JOBS} jobs (after ${WARM} warm-up jobs per worker process), workers ${WORKERS.join(',')}, cap ${INFLIGHT}, ${ROUNDS} round(s); load average ${loadavg()
+  `fleet-scale: ${JOBS} jobs (after ${WARM_JOBS} warm-up jobs in every run), workers ${WORKERS.join(',')}, cap ${INFLIGHT}, budget in ${BUDGET === 'redis' ? 'Redis' : 'the state store'}, ${ROUNDS} round(s); load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}\n`,
 );
@@ -258,7 +297,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     const r = await run(w, round);
     runs.get(w)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); load ${loadavg()[0]!.toFixed(1)}\n`,
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
