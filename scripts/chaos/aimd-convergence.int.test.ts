@@ -14,7 +14,7 @@ import { runAimdConvergence, type AimdPhaseResult } from './fixtures/aimd-run.js
  *
  * Phases (each ends after a number of requests counted by the emulation, not after a time):
  * loose (the fleet grows from its floor), tight (30 per s, refused beyond 700 ms of queueing: 429s
- * halve the concurrency, which settles), loose again (it grows back), tight again (25 per s with the
+ * halve the concurrency, or on a loaded machine the latency brings it down first; it settles), loose again (it grows back), tight again (25 per s with the
  * venue's default 2 s queue: the latency alone brings it down). The settled part of a phase is its
  * last 30 % of requests: there the AIMD value stays within one step and 429s are near zero. Time is
  * compressed: a 1 s adjustment interval (the emulated limit's window, so each observation sees a
@@ -58,8 +58,11 @@ describe('AIMD under an opaque limit that tightens and loosens', () => {
     expect(atChange(loose)).toBeLessThanOrEqual(2);
     expect(Math.min(...settled(loose))).toBeGreaterThan(2);
     expect(loose.responses429).toBe(0);
-    // Tightened below what the fleet sent: the venue refused some (429s halved the value), and it settled lower.
-    expect(tight.responses429).toBeGreaterThan(0);
+    // Tightened below what the fleet sent: it settled lower. Which signal brought it down first
+    // depends on the machine: usually 429s (the venue refuses beyond 700 ms of queueing and each
+    // 429 halves the value), but on a loaded machine the p95 crosses 600 ms before any request
+    // waits 700 ms and the latency alone does it (seen once in CI with a core kept busy). Halving
+    // on 429s is asserted exactly in packages/budget's AIMD tests.
     expect(Math.max(...settled(tight))).toBeLessThan(atChange(tight));
     // Loosened: it grew back, without a 429.
     expect(looseAgain.responses429).toBe(0);
