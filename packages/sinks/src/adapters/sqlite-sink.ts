@@ -13,7 +13,7 @@ import { SqliteDataReader } from './sqlite-data-reader.js';
 export interface SqliteSinkOptions extends RetryOptions {
   /**
    * How long a batch waits for another process's write lock before its attempt fails (then the
-   * sink's retries and state machine take over). The wait is asynchronous: see {@link ATTEMPT_BUSY_MS}.
+   * sink's retries and state machine take over). The wait is asynchronous: see {@link SQLITE_ATTEMPT_BUSY_MS}.
    * @defaultValue 2000
    */
   busyTimeoutMs?: number;
@@ -23,15 +23,6 @@ export interface SqliteSinkOptions extends RetryOptions {
    */
   synchronous?: 'NORMAL' | 'FULL';
 }
-
-/**
- * SQLite's own (synchronous) busy wait per try (see SQLITE_ATTEMPT_BUSY_MS). better-sqlite3 blocks
- * the event loop while SQLite waits for a lock, and SQLite's busy handler sleeps in steps of up to
- * 100 ms, so a process that waited for another writer's lock this way stalled every unit it had in
- * flight (waits of ~100 ms were measured with 4 worker processes on one file). Longer waits are
- * tries with short asynchronous pauses in between, during which the process's other units go on.
- */
-const ATTEMPT_BUSY_MS = SQLITE_ATTEMPT_BUSY_MS;
 
 /**
  * SQLite sink: one `BEGIN IMMEDIATE` transaction per batch, `INSERT … ON CONFLICT DO NOTHING`,
@@ -53,13 +44,13 @@ export class SqliteSink extends RetryingSink implements Sink {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
     // Opening and the schema below wait for a lock the blocking way (once, at start).
-    this.db = new Database(path, { timeout: Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs) });
+    this.db = new Database(path, { timeout: Math.max(SQLITE_ATTEMPT_BUSY_MS, this.busyTimeoutMs) });
     const db = this.db;
-    retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, this.busyTimeoutMs));
+    retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, this.busyTimeoutMs));
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     if (path !== ':memory:') this.db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
     this.db.exec(SQLITE_SCHEMA);
-    this.db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
+    this.db.pragma(`busy_timeout = ${SQLITE_ATTEMPT_BUSY_MS}`);
     this.reader = new SqliteDataReader(this.db);
 
     const envStmt = this.db.prepare(

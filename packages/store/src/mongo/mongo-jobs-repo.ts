@@ -72,7 +72,7 @@ export class MongoJobsRepo implements JobsRepo {
             $set: {
               lockedUntil: nowMs + leaseMs,
               updatedAt: this.clock.now(),
-              unitToken: { $cond: [lockFree(nowMs), { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }, '$unitToken'] },
+              unitToken: { $cond: [lockFree(nowMs), DUE_TOKEN, '$unitToken'] },
               unitUntil: { $cond: [lockFree(nowMs), nowMs + Math.min(leaseMs, UNIT_LOCK_TTL_MS), '$unitUntil'] },
             },
           },
@@ -165,10 +165,7 @@ export class MongoJobsRepo implements JobsRepo {
    * `nextRunAt`; a run that holds its lock frees it with its own token instead.
    */
   private async freeHandedLock(id: string): Promise<void> {
-    await this.c.jobs.updateOne(
-      { _id: id, $expr: { $eq: [{ $ifNull: ['$unitToken', null] }, { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }] } },
-      { $set: { unitToken: null, unitUntil: null } },
-    );
+    await this.c.jobs.updateOne({ _id: id, $expr: HANDED }, { $set: { unitToken: null, unitUntil: null } });
   }
 
   /** A write fenced by a unit token matched nothing: the job is gone (NotFoundError) or another unit holds it. */
@@ -189,12 +186,11 @@ export class MongoJobsRepo implements JobsRepo {
   async release(id: string, nextRunAt?: number): Promise<void> {
     // The unit lock the claim handed to the run it leased goes with the lease (one pipeline, so the
     // token is compared with the due time before it changes).
-    const handed = { $eq: [{ $ifNull: ['$unitToken', null] }, { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] }] };
     const set: Record<string, unknown> = {
       lockedUntil: null,
       updatedAt: this.clock.now(),
-      unitToken: { $cond: [handed, null, '$unitToken'] },
-      unitUntil: { $cond: [handed, null, '$unitUntil'] },
+      unitToken: { $cond: [HANDED, null, '$unitToken'] },
+      unitUntil: { $cond: [HANDED, null, '$unitUntil'] },
     };
     if (nextRunAt !== undefined) set.nextRunAt = nextRunAt;
     const r = await this.c.jobs.updateOne({ _id: id }, [{ $set: set }]);
@@ -210,6 +206,11 @@ export class MongoJobsRepo implements JobsRepo {
     return toJob(doc);
   }
 }
+
+/** Aggregation expression of {@link dueUnitToken}: the token a claim hands to the run due at the job's `nextRunAt` (a long's digits). */
+const DUE_TOKEN = { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] };
+/** Aggregation test: the job's unit lock is the one its claim handed to the current run (no unit took it with a token of its own). */
+const HANDED = { $eq: [{ $ifNull: ['$unitToken', null] }, DUE_TOKEN] };
 
 /** Aggregation test: a job's unit lock is free (no token) or expired at `nowMs`. */
 function lockFree(nowMs: number): Record<string, unknown> {

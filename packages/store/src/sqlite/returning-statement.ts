@@ -1,7 +1,7 @@
-import type { Database, RunResult, Statement } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 
 /**
- * Prepares a write statement with a `RETURNING` clause whose `get` and `run` step it to the end.
+ * Prepares a write statement with a `RETURNING` clause whose `get` steps it to the end.
  *
  * SQLite checkpoints a WAL file automatically (every 1,000 pages, `wal_autocheckpoint`) from a
  * hook it calls only when a statement's step returns SQLITE_DONE. better-sqlite3's `get` (and
@@ -9,19 +9,17 @@ import type { Database, RunResult, Statement } from 'better-sqlite3';
  * the hook never runs. A store whose writes all return rows (budget acquires, unit locks, job
  * completions) then never checkpoints: the WAL grew to 360 MB while 10,000 jobs were added in the
  * fleet-scale benchmark, and every read of a page written since comes from that file (a `pread`
- * each, not the memory map). `all` steps past the last row, so here `get` is `all()[0]` and
- * `run` counts the rows `all` returned (a `RETURNING` statement returns each row it changed).
+ * each, not the memory map). `all` steps past the last row, so here `get` is `all()[0]`; `run`
+ * would skip the hook again and throws. A statement read with `all` alone (the claim) needs none of this.
  */
 export function prepareReturning(db: Database, sql: string): Statement {
-  const stmt = db.prepare(sql);
   if (!/\bRETURNING\b/i.test(sql)) throw new Error(`prepareReturning: a statement without RETURNING: ${sql.trim().slice(0, 60)}`);
+  const stmt = db.prepare(sql);
   const all = stmt.all.bind(stmt);
-  const lastRowid = db.prepare('SELECT last_insert_rowid() AS id').pluck();
   return Object.assign(stmt, {
     get: (...params: unknown[]): unknown => all(...params)[0],
-    run: (...params: unknown[]): RunResult => {
-      const rows = all(...params);
-      return { changes: rows.length, lastInsertRowid: lastRowid.get() as number };
+    run: (): never => {
+      throw new Error('prepareReturning: read a RETURNING statement with get() or all(); run() would skip the WAL checkpoint');
     },
   });
 }

@@ -5,6 +5,11 @@ import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
 
+/** SQL of {@link dueUnitToken}: the unit-lock token a claim hands to the run due at the row's `next_run_at`. */
+const DUE_TOKEN = "'due:' || next_run_at";
+/** The row's unit lock is the one its claim handed to the current run (no unit took it with a token of its own). */
+const HANDED = `unit_token = ${DUE_TOKEN}`;
+
 /** Claim order, applied again to RETURNING rows (SQLite does not order them). */
 function byClaimOrder(a: Job, b: Job): number {
   return b.priority - a.priority || a.nextRunAt - b.nextRunAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -52,11 +57,11 @@ export class SqliteJobsRepo implements JobsRepo {
     // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
     // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
     // The claimed run also gets the job's unit lock (dueUnitToken), unless a unit holds it unexpired.
-    this.claimStmt = prepareReturning(
-      db,
+    // Read with all(), which steps it to its end (see prepareReturning).
+    this.claimStmt = db.prepare(
       `
       UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow,
-        unit_token = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN 'due:' || next_run_at ELSE unit_token END,
+        unit_token = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN ${DUE_TOKEN} ELSE unit_token END,
         unit_until = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN :now + :unitTtlMs ELSE unit_until END
       WHERE id IN (
         SELECT j.id FROM jobs j JOIN connectors c ON c.venue = j.venue
@@ -80,8 +85,8 @@ export class SqliteJobsRepo implements JobsRepo {
         cursor = CASE WHEN :cursor IS NULL THEN cursor WHEN cursor IS NULL THEN :cursor ELSE MAX(cursor, :cursor) END,
         next_run_at = :nextRunAt, locked_until = NULL,
         runs = runs + 1, last_run_at = :now, last_success_at = :now, updated_at = :now,
-        unit_token = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
-        unit_until = CASE WHEN :token IS NOT NULL OR unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
+        unit_token = CASE WHEN :token IS NOT NULL OR ${HANDED} THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN :token IS NOT NULL OR ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING *`,
     );
@@ -91,8 +96,8 @@ export class SqliteJobsRepo implements JobsRepo {
       UPDATE jobs SET
         next_run_at = :retryAtMs, locked_until = NULL,
         runs = runs + 1, failures = failures + 1, last_run_at = :now, last_error_at = :now, last_error = :error, updated_at = :now,
-        unit_token = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
-        unit_until = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
+        unit_token = CASE WHEN ${HANDED} THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id
       RETURNING *`,
     );
@@ -132,8 +137,8 @@ export class SqliteJobsRepo implements JobsRepo {
     // The unit lock the claim handed to the run it leased goes with the lease.
     this.releaseStmt = db.prepare(`
       UPDATE jobs SET locked_until = NULL, next_run_at = COALESCE(:nextRunAt, next_run_at), updated_at = :now,
-        unit_token = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_token END,
-        unit_until = CASE WHEN unit_token = 'due:' || next_run_at THEN NULL ELSE unit_until END
+        unit_token = CASE WHEN ${HANDED} THEN NULL ELSE unit_token END,
+        unit_until = CASE WHEN ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id`);
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
   }

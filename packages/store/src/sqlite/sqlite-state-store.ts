@@ -19,7 +19,7 @@ export interface SqliteStoreOptions {
    * How long one store call keeps retrying while another connection holds the write lock before
    * it fails with StoreUnavailableError. Statements hold the lock for tens of microseconds, so
    * 5 s only runs out when another process is stuck or holds a long transaction. The wait is
-   * asynchronous: each attempt blocks the event loop for at most {@link ATTEMPT_BUSY_MS}.
+   * asynchronous: each attempt blocks the event loop for at most {@link SQLITE_ATTEMPT_BUSY_MS}.
    * @defaultValue 5000
    */
   busyTimeoutMs?: number;
@@ -31,9 +31,6 @@ export interface SqliteStoreOptions {
    */
   budgetBusyTimeoutMs?: number;
 }
-
-/** SQLite's own busy wait per attempt (see SQLITE_ATTEMPT_BUSY_MS); longer waits are retries with asynchronous pauses. */
-const ATTEMPT_BUSY_MS = SQLITE_ATTEMPT_BUSY_MS;
 
 /** How often a readiness ping re-verifies the file's pages (`PRAGMA quick_check`). */
 const QUICK_CHECK_EVERY_MS = 60_000;
@@ -95,8 +92,8 @@ export class SqliteStateStore implements StateStore {
     }
     try {
       // busy_timeout first: switching to WAL needs a lock another opener may hold.
-      db.pragma(`busy_timeout = ${Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-      retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
+      db.pragma(`busy_timeout = ${Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
       db.pragma('synchronous = NORMAL');
       db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
       const version = db.pragma('user_version', { simple: true }) as number;
@@ -108,7 +105,7 @@ export class SqliteStateStore implements StateStore {
       }
       migrate(db);
       assertIntact(db, path);
-      db.pragma(`busy_timeout = ${ATTEMPT_BUSY_MS}`);
+      db.pragma(`busy_timeout = ${SQLITE_ATTEMPT_BUSY_MS}`);
       return new SqliteStateStore(db, path, options);
     } catch (err) {
       db.close();
