@@ -274,19 +274,25 @@ describe('Scheduler', () => {
     await f.store.backfills.chunkFailed('bf-r', chunks[3]!, 'unrecoverable: HTTP 400');
     const idOf = (c: { fromMs: number; toMs: number }) => `bf|bf-r|${c.fromMs}-${c.toMs}`;
 
-    // Nothing in Redis (units lost, queue settings lost): the owed chunks 0 and 2 come back; done,
-    // failed and cancelled ones do not.
+    // Just created: the command that recorded the backfill is still enqueueing its units, so a
+    // repair leaves them to it (re-creating them would report units lost that never were). The
+    // queue's missing global concurrency is set at once.
     expect(await s.queues.globalConcurrency('binance')).toBeNull();
-    const first = await s.repair();
-    expect(first).toEqual({
+    expect(await s.repair()).toEqual({
       owed: 2,
-      recreated: 2,
+      recreated: 0,
       concurrency: [
         { venue: 'binance', value: 3 },
         { venue: 'kraken', value: expect.any(Number) },
       ],
     });
     expect(await s.queues.globalConcurrency('binance')).toBe(3);
+    expect(await unitsIn(s, 'binance')).toEqual([]);
+
+    // Past the grace, still nothing in Redis (the units were lost): the owed chunks 0 and 2 come
+    // back; done, failed and cancelled ones do not.
+    f.clock.advance(15_000);
+    expect(await s.repair()).toEqual({ owed: 2, recreated: 2, concurrency: [] });
     const units = await unitsIn(s, 'binance');
     expect(units.map((u) => u.id)).toEqual([idOf(chunks[0]!), idOf(chunks[2]!)]);
     expect(units[0]!.data).toMatchObject({ kind: 'backfill', jobId, backfillId: 'bf-r', fromMs: chunks[0]!.fromMs, toMs: chunks[0]!.toMs, chunkIndex: 0 });
@@ -328,6 +334,7 @@ describe('Scheduler', () => {
     const s = f.scheduler({ tickMs: 50, repairEveryMs: 100 });
     const chunks = [{ fromMs: START, toMs: START + 600_000 }];
     await f.store.backfills.create({ id: 'bf-auto', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: START, toMs: START + 600_000, chunks });
+    f.clock.advance(15_000); // past the grace a repair leaves to the backfill's creator
     s.start();
     const id = `bf|bf-auto|${START}-${START + 600_000}`;
     await waitFor(async () => (await s.queues.queue('binance').getJob(id)) !== undefined, 'the owed unit queued by the running scheduler');

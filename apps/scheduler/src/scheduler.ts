@@ -84,6 +84,12 @@ export interface SchedulerOptions {
   /** Owed chunks read per store call during a repair. @defaultValue 1000 */
   repairBatch?: number;
   /**
+   * A backfill's creator (`tickfleet backfill`) records it with its chunks, then enqueues their
+   * units: a repair leaves the chunks of a backfill created less than this long ago to its creator
+   * (re-creating them would report units lost that were only not queued yet). @defaultValue 15000
+   */
+  repairGraceMs?: number;
+  /**
    * Where per-day jobs (Alpaca day and minute bars) without `since` start: minute bars
    * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue 7 and 30
    */
@@ -137,6 +143,7 @@ export class Scheduler {
   private lastTickEndMs: number | undefined;
   private readonly repairEveryMs: number;
   private readonly repairBatch: number;
+  private readonly repairGraceMs: number;
   private readonly control: FleetVenueControl;
   private lastRepairMs: number | undefined;
   private readonly sessionDayStarts: SessionDayStarts;
@@ -157,6 +164,7 @@ export class Scheduler {
     this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
     this.repairEveryMs = options.repairEveryMs ?? 30_000;
     this.repairBatch = options.repairBatch ?? 1000;
+    this.repairGraceMs = options.repairGraceMs ?? 15_000;
     this.sessionDayStarts = { ...DEFAULT_SESSION_DAY_STARTS, ...options.sessionDayStarts };
     this.symbolsPerUnit = options.symbolsPerUnit ?? {};
     const prefix = options.prefix ?? QUEUE_PREFIX;
@@ -266,8 +274,10 @@ export class Scheduler {
    * `claimDue` claims them again. Backfill chunks have no lease, so every pending chunk of a
    * pending/running backfill is enqueued with its deterministic id: a unit still queued or running
    * is left alone, a lost one is added, and one BullMQ finished without the chunk being recorded
-   * (failed as stalled, or its failure could not be stored) is replaced. A venue queue whose global
-   * concurrency is gone gets the fleet-wide AIMD value back (capped by the connector).
+   * (failed as stalled, or its failure could not be stored) is replaced. Chunks of a backfill
+   * created less than `repairGraceMs` ago are left to the command still enqueueing them. A venue
+   * queue whose global concurrency is gone gets the fleet-wide AIMD value back (capped by the
+   * connector).
    */
   async repair(): Promise<RepairResult> {
     const result: RepairResult = { owed: 0, recreated: 0, concurrency: [] };
@@ -280,6 +290,7 @@ export class Scheduler {
       result.concurrency.push({ venue: connector.venue, value });
     }
     const priorities = new Map<string, number | undefined>();
+    const createdAt = new Map<string, number>();
     let after: { backfillId: string; fromMs: number } | undefined;
     for (;;) {
       const owed = await this.store.backfills.owedChunks({ limit: this.repairBatch, ...(after ? { after } : {}) });
@@ -290,6 +301,9 @@ export class Scheduler {
       const now = this.clock.now();
       const units: QueuedUnit[] = [];
       for (const chunk of owed) {
+        if (!createdAt.has(chunk.backfillId)) createdAt.set(chunk.backfillId, (await this.store.backfills.get(chunk.backfillId))?.createdAt ?? 0);
+        // Still being enqueued by the command that created it.
+        if (createdAt.get(chunk.backfillId)! > now - this.repairGraceMs) continue;
         if (!priorities.has(chunk.jobId)) priorities.set(chunk.jobId, (await this.store.jobs.get(chunk.jobId))?.priority);
         const priority = priorities.get(chunk.jobId);
         units.push({
@@ -304,7 +318,7 @@ export class Scheduler {
           enqueuedAt: now,
         });
       }
-      const outcomes = await this.queues.enqueue(units);
+      const outcomes = units.length > 0 ? await this.queues.enqueue(units) : [];
       // A unit that finished after the chunk list was read may have stored its chunk meanwhile
       // (a chunk is recorded before its unit completes or fails): replace a finished unit only
       // when the store, read now, still owes its chunk.

@@ -18,8 +18,7 @@ export interface RestartableRedisOptions {
   /**
    * Append-only file persistence in `dir`, fsynced on every write (`appendfsync always`): a
    * SIGKILL then loses nothing Redis acknowledged. With the default `everysec`, a loaded machine
-   * makes Redis postpone its AOF writes by up to 2 s, and a kill loses them (seen once: 12 queued
-   * units re-created). @defaultValue false
+   * makes Redis postpone its AOF writes by up to 2 s, and a kill loses them. @defaultValue false
    */
   aof?: boolean;
   /** Working directory of the server (the AOF lives here); required with `aof`. */
