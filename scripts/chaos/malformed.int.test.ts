@@ -24,8 +24,9 @@ describe('chaos: 10,000 malformed venue payloads mixed into a catch-up', () => {
   let venue: MockVenueProcess;
   beforeAll(async () => {
     fleet = await FleetHarness.start();
-    // The emulation runs in its own process here: inside jest's VM it serves ~10 pages/s, and
-    // this experiment needs well over 100.
+    // The emulation runs in its own process here: this experiment needs about 90 answers of
+    // 1,000 candles per second, and inside jest's VM (about 65 pages/s of one core) it would
+    // compete with the harness for this process.
     venue = await startMockVenueProcess({ venues: { binance: { malformedRate: 0.97, limit: { weight: 40_000, windowMs: 10_000 } } } });
   });
   afterAll(async () => {
