@@ -7,7 +7,8 @@
  *   D  the spool's disk full too: worker-a applies `drop_all`, worker-b `block` (3 s, then the
  *      unit goes back to the queue); both counted, no attempt burned, nothing spooled corrupted;
  *      a worker started now exits non-zero with one line naming its spool directory
- *   E  both disks freed: the spools replay, the units come back, the backfill ends
+ *   E  both disks freed (and the connector's limit raised): the spools replay, the units come
+ *      back, the backfill ends
  *
  * Ground truth at the end: the sink equals `expectedCandles` from the backfill start to the live
  * cursor (0 missing, 0 duplicated), the cursor is the newest stored candle, no unit failed, no gap
@@ -191,10 +192,13 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
       expect(intact.records).toBeGreaterThanOrEqual(spooledAtFull.records);
       mark('D policies observed');
 
-      // E: space comes back.
+      // E: space comes back, and the connector's limit goes up to a tenth of the emulation's 6000
+      // per minute: the rest of the backfill need not crawl at the pace that kept it running
+      // through the outages (about 40 s more), and the venue still sees no over-limit request.
       spoolFs.free();
       sinkFs.free();
       mark('E disks freed');
+      await fleet.upsertConnector('binance', '--limit', '100', '--period', '10s', '--max-inflight', '4');
       let state: unknown;
       await waitFor(
         async () => {
