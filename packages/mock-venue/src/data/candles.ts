@@ -1,6 +1,6 @@
 import { alignDown, lastClosedOpenTime, timeframeMs, ValidationError, type Candle, type Timeframe } from '@tickfleet/core';
 import type { Holes } from '../scenario.js';
-import { roundTo, unitFloat } from './random.js';
+import { absorb, HASH_START, roundTo, unitFloat, unitFloatOf } from './random.js';
 
 const DAY_MS = 86_400_000;
 
@@ -12,14 +12,59 @@ export function canonicalSymbol(symbol: string): string {
   return symbol.replace(/\//g, '').toUpperCase();
 }
 
+// Module bindings, not globals: this runs for every candle, also inside jest's vm context where
+// each global lookup goes through the context's interceptor.
+const { exp, max, min, sin, sqrt, floor, PI } = Math;
+
 /** Decimal places of an instrument's prices: large prices get cents, small ones more places. */
 export function priceDecimals(venue: string, symbol: string, seed: number): number {
-  const base = basePrice(venue, canonicalSymbol(symbol), seed);
-  return base >= 1000 ? 2 : base >= 10 ? 3 : 5;
+  return priceSeries(venue, symbol, seed).decimals;
 }
 
 function basePrice(venue: string, key: string, seed: number): number {
   return 10 ** (0.5 + 4 * unitFloat('base', venue, key, seed));
+}
+
+/**
+ * What one instrument's prices hang off, computed once for a run of calls on it (a page of candles
+ * asks for the same instrument a thousand times): its base price and phase, and the hash state of
+ * its per-instant jitter after the parts every instant shares.
+ */
+interface PriceSeries {
+  venue: string;
+  symbol: string;
+  seed: number;
+  key: string;
+  base: number;
+  phase: number;
+  decimals: number;
+  jitter: number;
+}
+
+let lastPrice: PriceSeries | undefined;
+
+function priceSeries(venue: string, symbol: string, seed: number): PriceSeries {
+  const last = lastPrice;
+  if (last !== undefined && last.venue === venue && last.symbol === symbol && last.seed === seed) return last;
+  const key = canonicalSymbol(symbol);
+  const base = basePrice(venue, key, seed);
+  lastPrice = {
+    venue,
+    symbol,
+    seed,
+    key,
+    base,
+    phase: 2 * PI * unitFloat('phase', venue, key, seed),
+    decimals: base >= 1000 ? 2 : base >= 10 ? 3 : 5,
+    jitter: absorb(HASH_START, 'jitter', venue, key, seed),
+  };
+  return lastPrice;
+}
+
+function priceOf(s: PriceSeries, tMs: number): number {
+  const trend = 0.04 * sin((2 * PI * tMs) / (5 * DAY_MS) + s.phase) + 0.01 * sin((2 * PI * tMs) / 3_600_000 + 2 * s.phase);
+  const jitter = 0.002 * (unitFloatOf(absorb(s.jitter, tMs)) - 0.5);
+  return s.base * exp(trend + jitter);
 }
 
 /**
@@ -28,12 +73,7 @@ function basePrice(venue: string, key: string, seed: number): number {
  * open instant, consecutive candles join without jumps.
  */
 export function priceAt(venue: string, symbol: string, tMs: number, seed: number): number {
-  const key = canonicalSymbol(symbol);
-  const base = basePrice(venue, key, seed);
-  const phase = 2 * Math.PI * unitFloat('phase', venue, key, seed);
-  const trend = 0.04 * Math.sin((2 * Math.PI * tMs) / (5 * DAY_MS) + phase) + 0.01 * Math.sin((2 * Math.PI * tMs) / 3_600_000 + 2 * phase);
-  const jitter = 0.002 * (unitFloat('jitter', venue, key, seed, tMs) - 0.5);
-  return base * Math.exp(trend + jitter);
+  return priceOf(priceSeries(venue, symbol, seed), tMs);
 }
 
 /** Numeric values of one candle, before a venue formats them. */
@@ -53,25 +93,62 @@ export interface CandleValues {
   decimals: number;
 }
 
+/** One instrument's candles of one timeframe: the hash states of their parts shared by every open time. */
+interface CandleSeries {
+  price: PriceSeries;
+  timeframe: Timeframe;
+  lenMs: number;
+  hi: number;
+  lo: number;
+  notional: number;
+  vwap: number;
+  trades: number;
+  taker: number;
+}
+
+let lastCandles: CandleSeries | undefined;
+
+function candleSeries(venue: string, symbol: string, timeframe: Timeframe, seed: number): CandleSeries {
+  const price = priceSeries(venue, symbol, seed);
+  const last = lastCandles;
+  if (last !== undefined && last.price === price && last.timeframe === timeframe) return last;
+  const prefix = (tag: string): number => absorb(HASH_START, tag, venue, price.key, timeframe);
+  lastCandles = {
+    price,
+    timeframe,
+    lenMs: timeframeMs(timeframe),
+    hi: prefix('hi'),
+    lo: prefix('lo'),
+    notional: prefix('notional'),
+    vwap: prefix('vwap'),
+    trades: prefix('trades'),
+    taker: prefix('taker'),
+  };
+  return lastCandles;
+}
+
 /** The numeric candle of `symbol` opening at `openTimeMs` (must be aligned to `timeframe`). */
 export function candleValuesAt(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number): CandleValues {
   if (alignDown(openTimeMs, timeframe) !== openTimeMs) {
     throw new ValidationError('openTimeMs', `an open time aligned to ${timeframe}`, openTimeMs);
   }
-  const key = canonicalSymbol(symbol);
-  const lenMs = timeframeMs(timeframe);
-  const decimals = priceDecimals(venue, key, seed);
-  const open = roundTo(priceAt(venue, key, openTimeMs, seed), decimals);
-  const close = roundTo(priceAt(venue, key, openTimeMs + lenMs, seed), decimals);
-  const span = Math.max(open, close) * 0.002;
-  const high = roundTo(Math.max(open, close) + span * unitFloat('hi', venue, key, timeframe, openTimeMs, seed), decimals);
-  const low = roundTo(Math.min(open, close) - span * unitFloat('lo', venue, key, timeframe, openTimeMs, seed), decimals);
+  const c = candleSeries(venue, symbol, timeframe, seed);
+  const { lenMs } = c;
+  const decimals = c.price.decimals;
+  // Each value hashes (tag, venue, symbol, timeframe, openTimeMs, seed): the series holds the
+  // state after the first four.
+  const u = (state: number): number => unitFloatOf(absorb(state, openTimeMs, seed));
+  const open = roundTo(priceOf(c.price, openTimeMs), decimals);
+  const close = roundTo(priceOf(c.price, openTimeMs + lenMs), decimals);
+  const span = max(open, close) * 0.002;
+  const high = roundTo(max(open, close) + span * u(c.hi), decimals);
+  const low = roundTo(min(open, close) - span * u(c.lo), decimals);
   const minutes = lenMs / 60_000;
-  const notional = 10 ** (4 + 2 * unitFloat('notional', venue, key, timeframe, openTimeMs, seed)) * Math.sqrt(minutes);
-  const volume = Math.max(0.0001, roundTo(notional / open, 4));
-  const vwap = roundTo(low + (high - low) * unitFloat('vwap', venue, key, timeframe, openTimeMs, seed), decimals + 2);
-  const trades = 1 + Math.floor(unitFloat('trades', venue, key, timeframe, openTimeMs, seed) * 500 * Math.sqrt(minutes));
-  const takerBuyVolume = roundTo(volume * unitFloat('taker', venue, key, timeframe, openTimeMs, seed), 4);
+  const notional = 10 ** (4 + 2 * u(c.notional)) * sqrt(minutes);
+  const volume = max(0.0001, roundTo(notional / open, 4));
+  const vwap = roundTo(low + (high - low) * u(c.vwap), decimals + 2);
+  const trades = 1 + floor(u(c.trades) * 500 * sqrt(minutes));
+  const takerBuyVolume = roundTo(volume * u(c.taker), 4);
   return { openTime: openTimeMs, closeTime: openTimeMs + lenMs - 1, open, high, low, close, volume, vwap, trades, takerBuyVolume, decimals };
 }
 
