@@ -1,9 +1,10 @@
 import { CommanderError } from 'commander';
 import { errorExitCode, oneLineError } from './edge-errors.js';
+import { commandGroupOf } from './commands/index.js';
 import { buildProgram } from './program.js';
 
 try {
-  await buildProgram().parseAsync(process.argv);
+  await (await buildProgram(commandGroupOf(process.argv.slice(2)))).parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
     // commander already printed its one-line message (e.g. "error: unknown option '--x'").

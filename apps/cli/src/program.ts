@@ -1,18 +1,19 @@
 import { Command } from 'commander';
 import { cliEnv } from './cli-env.js';
-import { registerCommands } from './commands/index.js';
+import { registerCommands, type CommandGroup } from './commands/index.js';
 
 /**
  * The `tickfleet` command tree, built without parsing anything: main.ts runs it, and
- * apps/cli/test/json-output.int.test.ts walks it to run every command that takes `--json`.
+ * apps/cli/test/json-output.int.test.ts walks it to run every command that takes `--json`. With
+ * `only`, the tree holds that one command group (what main.ts needs to run one command).
  */
-export function buildProgram(): Command {
+export async function buildProgram(only?: CommandGroup): Promise<Command> {
   const program = new Command('tickfleet')
     .description('tickfleet: a market-data collection fleet with fleet-wide rate budgets')
     .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', cliEnv('TICKFLEET_STORE_URL').TICKFLEET_STORE_URL)
     // One line and a hint, not the whole help, after a mistyped command or option.
     .showHelpAfterError('(run tickfleet --help, or tickfleet <command> --help, for usage)')
     .exitOverride();
-  registerCommands(program);
+  await registerCommands(program, only);
   return program;
 }

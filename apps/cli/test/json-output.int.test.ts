@@ -248,8 +248,9 @@ function pathOf(cmd: Command): string {
 
 const longFlags = (cmd: Command): string[] => cmd.options.flatMap((o) => (o.long ? [o.long] : []));
 
+const program = await buildProgram();
+
 describe('--json output of every command that declares it', () => {
-  const program = buildProgram();
   const all = commandsUnder(program);
 
   it('CASES covers exactly the commands declaring --json, and no command can take a subcommand’s option', () => {

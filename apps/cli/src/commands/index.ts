@@ -1,20 +1,4 @@
 import type { Command } from 'commander';
-import { registerUp } from './up.js';
-import { registerScheduler } from './scheduler.js';
-import { registerWorker } from './worker.js';
-import { registerDashboard } from './dashboard.js';
-import { registerMockVenue } from './mock-venue.js';
-import { registerConnectors } from './connectors.js';
-import { registerJobs } from './jobs.js';
-import { registerUniverses } from './universes.js';
-import { registerStreams } from './streams.js';
-import { registerBackfill } from './backfill.js';
-import { registerStatus } from './status.js';
-import { registerQueues } from './queues.js';
-import { registerUnits } from './units.js';
-import { registerGaps } from './gaps.js';
-import { registerData } from './data.js';
-import { registerSpool } from './spool.js';
 
 /**
  * Every command group registers itself here, one file per group under `commands/`, in the order
@@ -26,21 +10,52 @@ import { registerSpool } from './spool.js';
  * (`backfill start`, `gaps list`). Only the root has options (`--store`), global on purpose, and
  * no command reuses their names. apps/cli/test/json-output.int.test.ts checks both.
  */
-export function registerCommands(program: Command): void {
-  registerUp(program);
-  registerScheduler(program);
-  registerWorker(program);
-  registerDashboard(program);
-  registerMockVenue(program);
-  registerConnectors(program);
-  registerJobs(program);
-  registerUniverses(program);
-  registerStreams(program);
-  registerBackfill(program);
-  registerStatus(program);
-  registerQueues(program);
-  registerUnits(program);
-  registerGaps(program);
-  registerData(program);
-  registerSpool(program);
+export async function registerCommands(program: Command, only?: CommandGroup): Promise<void> {
+  for (const name of only ? [only] : COMMAND_GROUPS) (await GROUPS[name]())(program);
+}
+
+type Register = (program: Command) => void;
+
+/**
+ * Each group's module is loaded only when it is registered: `tickfleet connectors list` does not
+ * load the venue adapters, the sinks or the emulations (half of a command's start-up time).
+ */
+const GROUPS = {
+  up: async () => (await import('./up.js')).registerUp,
+  scheduler: async () => (await import('./scheduler.js')).registerScheduler,
+  worker: async () => (await import('./worker.js')).registerWorker,
+  dashboard: async () => (await import('./dashboard.js')).registerDashboard,
+  'mock-venue': async () => (await import('./mock-venue.js')).registerMockVenue,
+  connectors: async () => (await import('./connectors.js')).registerConnectors,
+  jobs: async () => (await import('./jobs.js')).registerJobs,
+  universes: async () => (await import('./universes.js')).registerUniverses,
+  streams: async () => (await import('./streams.js')).registerStreams,
+  backfill: async () => (await import('./backfill.js')).registerBackfill,
+  status: async () => (await import('./status.js')).registerStatus,
+  queues: async () => (await import('./queues.js')).registerQueues,
+  units: async () => (await import('./units.js')).registerUnits,
+  gaps: async () => (await import('./gaps.js')).registerGaps,
+  data: async () => (await import('./data.js')).registerData,
+  spool: async () => (await import('./spool.js')).registerSpool,
+} satisfies Record<string, () => Promise<Register>>;
+
+export type CommandGroup = keyof typeof GROUPS;
+
+/** The groups in the order `tickfleet --help` lists them. */
+const COMMAND_GROUPS = Object.keys(GROUPS) as CommandGroup[];
+
+/**
+ * The command group an argument list runs (`['--store', url, 'connectors', 'list']` runs
+ * `connectors`), or undefined when it runs none of them or asks for help before naming one: then
+ * every group is registered, so help lists them all and a mistyped name gets commander's message.
+ */
+export function commandGroupOf(args: readonly string[]): CommandGroup | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--store') i += 1;
+    else if (arg.startsWith('--store=')) continue;
+    else if (arg.startsWith('-')) return undefined;
+    else return Object.hasOwn(GROUPS, arg) ? (arg as CommandGroup) : undefined;
+  }
+  return undefined;
 }

@@ -22,7 +22,7 @@ describe('tickfleet streams', () => {
       return true;
     }) as typeof process.stdout.write;
     try {
-      await buildProgram().parseAsync(['--store', store, ...args], { from: 'user' });
+      await (await buildProgram()).parseAsync(['--store', store, ...args], { from: 'user' });
       return { out: chunks.join('') };
     } catch (err) {
       return { out: chunks.join(''), err };
