@@ -18,7 +18,7 @@ type Register = (program: Command) => void;
 
 /**
  * Each group's module is loaded only when it is registered: `tickfleet connectors list` does not
- * load the venue adapters, the sinks or the emulations (half of a command's start-up time).
+ * load the venue adapters, the sinks or the emulations (about a third of its start-up time).
  */
 const GROUPS = {
   up: async () => (await import('./up.js')).registerUp,
