@@ -1,7 +1,8 @@
 import { timeframeMs, ValidationError } from '@tickfleet/core';
 import { bookAt } from './books.js';
 import { expectedCandles } from '../expected-candles.js';
-import { candleAt, isHole } from './candles.js';
+import { candleAt, isHole, priceAt } from './candles.js';
+import { hash32 } from './random.js';
 import { marketTokenIds, polymarketMarkets } from './markets.js';
 import { parseXetraFileName, tradesInFile, tradesInMinute, xetraFileName, xetraFilesBetween } from './trades.js';
 
@@ -20,6 +21,68 @@ describe('deterministic data', () => {
     expect(candleAt('polygon', 'BTC/USDT', '1m', T0, 42).open).not.toEqual(a.open);
     // tickfleet and venue spellings of a pair are one instrument
     expect(candleAt('binance', 'BTCUSDT', '1m', T0, 42)).toEqual({ ...a, symbol: 'BTCUSDT' });
+  });
+
+  test('values are pinned: the series memo and prefix hashing give what per-value hashing gave', () => {
+    // Computed with the code before the memo (every value hashed all its parts), called in this
+    // order: the instrument changes between calls, so a memo that kept a stale series would differ.
+    expect([
+      candleAt('binance', 'BTC/USDT', '1m', T0, 42),
+      candleAt('polygon', 'AAPL', '1h', T0, 7),
+      candleAt('binance', 'ETHUSDT', '1d', Date.UTC(2024, 0, 15), 42),
+      candleAt('binance', 'BTC/USDT', '1m', T0 + 60_000, 42),
+    ]).toEqual([
+      {
+        venue: 'binance',
+        symbol: 'BTC/USDT',
+        timeframe: '1m',
+        openTime: T0,
+        open: '6.43166000',
+        high: '6.44452000',
+        low: '6.41464000',
+        close: '6.42599000',
+        volume: '3483.66240000',
+        trades: 220,
+      },
+      {
+        venue: 'polygon',
+        symbol: 'AAPL',
+        timeframe: '1h',
+        openTime: T0,
+        open: '41.109',
+        high: '41.111',
+        low: '41.026',
+        close: '41.077',
+        volume: '4561.1103',
+        trades: 3688,
+      },
+      {
+        venue: 'binance',
+        symbol: 'ETHUSDT',
+        timeframe: '1d',
+        openTime: Date.UTC(2024, 0, 15),
+        open: '97.47100000',
+        high: '101.43100000',
+        low: '97.45800000',
+        close: '101.37800000',
+        volume: '8565.96070000',
+        trades: 11352,
+      },
+      {
+        venue: 'binance',
+        symbol: 'BTC/USDT',
+        timeframe: '1m',
+        openTime: T0 + 60_000,
+        open: '6.42599000',
+        high: '6.43440000',
+        low: '6.41351000',
+        close: '6.43100000',
+        volume: '7036.25010000',
+        trades: 293,
+      },
+    ]);
+    expect(priceAt('xetra', 'DE0007164600', T0 + 123, 42)).toBe(21452.861246559183);
+    expect([hash32('a', 1, 'bc'), hash32()]).toEqual([77936519, 2872998923]);
   });
 
   test('candles are consistent: close joins the next open, high/low bound the body', () => {
