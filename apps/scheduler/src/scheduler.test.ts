@@ -279,7 +279,7 @@ describe('Scheduler', () => {
     // queue's missing global concurrency is set at once.
     expect(await s.queues.globalConcurrency('binance')).toBeNull();
     expect(await s.repair()).toEqual({
-      owed: 2,
+      owed: 0,
       recreated: 0,
       concurrency: [
         { venue: 'binance', value: 3 },

@@ -99,7 +99,7 @@ export interface SchedulerOptions {
 }
 
 export interface RepairResult {
-  /** Owed chunks looked at. */
+  /** Owed chunks looked at (of backfills older than the repair's grace). */
   owed: number;
   /** Units re-created because their chunk was owed and no unit of it was queued. */
   recreated: number;
@@ -290,10 +290,11 @@ export class Scheduler {
       result.concurrency.push({ venue: connector.venue, value });
     }
     const priorities = new Map<string, number | undefined>();
-    const createdAt = new Map<string, number>();
+    // A backfill younger than the grace is still being enqueued by the command that created it.
+    const createdBefore = this.clock.now() - this.repairGraceMs;
     let after: { backfillId: string; fromMs: number } | undefined;
     for (;;) {
-      const owed = await this.store.backfills.owedChunks({ limit: this.repairBatch, ...(after ? { after } : {}) });
+      const owed = await this.store.backfills.owedChunks({ limit: this.repairBatch, createdBefore, ...(after ? { after } : {}) });
       if (owed.length === 0) break;
       const last = owed[owed.length - 1]!;
       after = { backfillId: last.backfillId, fromMs: last.fromMs };
@@ -301,9 +302,6 @@ export class Scheduler {
       const now = this.clock.now();
       const units: QueuedUnit[] = [];
       for (const chunk of owed) {
-        if (!createdAt.has(chunk.backfillId)) createdAt.set(chunk.backfillId, (await this.store.backfills.get(chunk.backfillId))?.createdAt ?? 0);
-        // Still being enqueued by the command that created it.
-        if (createdAt.get(chunk.backfillId)! > now - this.repairGraceMs) continue;
         if (!priorities.has(chunk.jobId)) priorities.set(chunk.jobId, (await this.store.jobs.get(chunk.jobId))?.priority);
         const priority = priorities.get(chunk.jobId);
         units.push({
@@ -318,7 +316,7 @@ export class Scheduler {
           enqueuedAt: now,
         });
       }
-      const outcomes = units.length > 0 ? await this.queues.enqueue(units) : [];
+      const outcomes = await this.queues.enqueue(units);
       // A unit that finished after the chunk list was read may have stored its chunk meanwhile
       // (a chunk is recorded before its unit completes or fails): replace a finished unit only
       // when the store, read now, still owes its chunk.

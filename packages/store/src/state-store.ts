@@ -136,6 +136,12 @@ export interface OwedChunk extends BackfillChunk {
   jobId: string;
 }
 
+export interface OwedChunksQuery {
+  limit: number;
+  after?: { backfillId: string; fromMs: number };
+  createdBefore?: number;
+}
+
 export interface BackfillsRepo {
   /** Records a backfill and its chunks; creating an existing id returns it unchanged. */
   create(input: BackfillCreate): Promise<Backfill>;
@@ -153,9 +159,10 @@ export interface BackfillsRepo {
   chunks(id: string, filter?: { status?: BackfillChunkStatus }): Promise<BackfillChunk[]>;
   /**
    * Pending chunks of pending/running backfills, ordered by (backfillId, fromMs), at most `limit`
-   * after the key `after` (keyset paging for the scheduler's repair pass).
+   * after the key `after` (keyset paging for the scheduler's repair pass); with `createdBefore`,
+   * only of backfills created at or before that instant (store clock, epoch ms).
    */
-  owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]>;
+  owedChunks(options: OwedChunksQuery): Promise<OwedChunk[]>;
   setStatus(id: string, status: BackfillStatus): Promise<Backfill>;
 }
 

@@ -494,6 +494,9 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         const page1 = await store.backfills.owedChunks({ limit: 2 });
         const page2 = await store.backfills.owedChunks({ limit: 2, after: { backfillId: page1[1]!.backfillId, fromMs: page1[1]!.fromMs } });
         expect([...page1, ...page2]).toEqual(all);
+        // Only backfills created by `createdBefore` (the repair's grace leaves newer ones to their creator).
+        expect(await store.backfills.owedChunks({ limit: 100, createdBefore: Date.now() + 60_000 })).toEqual(all);
+        expect(await store.backfills.owedChunks({ limit: 100, createdBefore: Date.now() - 60_000 })).toEqual([]);
       });
 
       it('counts concurrent chunk reports from two connections exactly', async () => {

@@ -1,6 +1,6 @@
 import { MongoBulkWriteError, type Filter } from 'mongodb';
 import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
-import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
+import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk, OwedChunksQuery } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { type BackfillChunkDoc, type BackfillDoc, type MongoCollections, toBackfill } from './documents.js';
 
@@ -129,9 +129,9 @@ export class MongoBackfillsRepo implements BackfillsRepo {
     return (await this.c.backfillChunks.find(q).sort({ fromMs: 1 }).toArray()).map(toChunk);
   }
 
-  async owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]> {
+  async owedChunks(options: OwedChunksQuery): Promise<OwedChunk[]> {
     const open = await this.c.backfills
-      .find({ status: { $in: ['pending', 'running'] } })
+      .find({ status: { $in: ['pending', 'running'] }, ...(options.createdBefore === undefined ? {} : { createdAt: { $lte: options.createdBefore } }) })
       .sort({ _id: 1 })
       .toArray();
     const limit = Math.max(1, Math.floor(options.limit));

@@ -1,6 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
-import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk } from '../state-store.js';
+import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk, OwedChunksQuery } from '../state-store.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { toBackfill, type BackfillRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
@@ -84,7 +84,8 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     this.setStatusStmt = prepareReturning(db, 'UPDATE backfills SET status = ?, updated_at = ? WHERE id = ? RETURNING *');
     this.owedStmt = db.prepare(`
       SELECT c.*, b.job_id FROM backfill_chunks c JOIN backfills b ON b.id = c.backfill_id
-      WHERE c.status = 'pending' AND b.status IN ('pending', 'running') AND (c.backfill_id, c.from_ms) > (:afterId, :afterFrom)
+      WHERE c.status = 'pending' AND b.status IN ('pending', 'running') AND b.created_at <= :createdBefore
+        AND (c.backfill_id, c.from_ms) > (:afterId, :afterFrom)
       ORDER BY c.backfill_id, c.from_ms
       LIMIT :limit`);
   }
@@ -138,8 +139,9 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     return rows.map(toChunk);
   }
 
-  async owedChunks(options: { limit: number; after?: { backfillId: string; fromMs: number } }): Promise<OwedChunk[]> {
+  async owedChunks(options: OwedChunksQuery): Promise<OwedChunk[]> {
     const rows = this.owedStmt.all({
+      createdBefore: options.createdBefore ?? Number.MAX_SAFE_INTEGER,
       afterId: options.after?.backfillId ?? '',
       afterFrom: options.after?.fromMs ?? Number.MIN_SAFE_INTEGER,
       limit: Math.max(1, Math.floor(options.limit)),
