@@ -104,6 +104,7 @@ interface CandleSeries {
   vwap: number;
   trades: number;
   taker: number;
+  hole: number;
 }
 
 let lastCandles: CandleSeries | undefined;
@@ -123,6 +124,7 @@ function candleSeries(venue: string, symbol: string, timeframe: Timeframe, seed:
     vwap: prefix('vwap'),
     trades: prefix('trades'),
     taker: prefix('taker'),
+    hole: prefix('hole'),
   };
   return lastCandles;
 }
@@ -188,15 +190,16 @@ export function toCandle(venue: string, symbol: string, timeframe: Timeframe, v:
 /** True when the scenario's holes remove this candle from the venue's own data. */
 export function isHole(venue: string, symbol: string, timeframe: Timeframe, openTimeMs: number, seed: number, holes: Holes | undefined): boolean {
   if (!holes) return false;
-  const key = canonicalSymbol(symbol);
+  const series = candleSeries(venue, symbol, timeframe, seed);
   for (const r of holes.ranges ?? []) {
     if (openTimeMs < r.fromMs || openTimeMs >= r.toMs) continue;
-    if (r.symbol !== undefined && canonicalSymbol(r.symbol) !== key) continue;
+    if (r.symbol !== undefined && canonicalSymbol(r.symbol) !== series.price.key) continue;
     if (r.timeframe !== undefined && r.timeframe !== timeframe) continue;
     return true;
   }
   const rate = holes.rate ?? 0;
-  return rate > 0 && unitFloat('hole', venue, key, timeframe, openTimeMs, seed) < rate;
+  // hash('hole', venue, symbol, timeframe, openTimeMs, seed), the series holding the first four
+  return rate > 0 && unitFloatOf(absorb(series.hole, openTimeMs, seed)) < rate;
 }
 
 export interface ExpectedCandlesOptions {

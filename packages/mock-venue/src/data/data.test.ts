@@ -116,6 +116,11 @@ describe('deterministic data', () => {
     expect(day.length).toBeGreaterThan(1440 * 0.85);
     expect(day.length).toBeLessThan(1440 * 0.95);
     expect(day.every((c) => !isHole('binance', 'BTC/USDT', '1m', c.openTime, 42, { rate: 0.1 }))).toBe(true);
+    // Pinned, as the code before the series memo drew them: 1,281 kept, the first holes at these minutes.
+    expect(day).toHaveLength(1281);
+    const kept = new Set(day.map((c) => (c.openTime - T0) / 60_000));
+    expect([20, 33, 39, 42, 64, 70, 71, 74].every((m) => !kept.has(m))).toBe(true);
+    expect(Array.from({ length: 20 }, (_, m) => m).every((m) => kept.has(m))).toBe(true);
   });
 
   test('bookAt: pure per second, best first, bids below asks', () => {
