@@ -22,7 +22,11 @@ export function candleKey(c: Pick<Candle, 'venue' | 'symbol' | 'timeframe' | 'op
   return `${c.venue}:${c.symbol}:${c.timeframe}:${c.openTime}`;
 }
 
-/** The envelope of a closed candle: its candle key is the message id, so re-fetching a candle dedups structurally. */
+/**
+ * The envelope of a closed candle: its candle key is the message id, so re-fetching a candle dedups
+ * structurally. The candle itself is the payload (no copy: an adapter builds a fresh candle per
+ * envelope, and a page is 1,000 of them).
+ */
 export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeMs?: number): Envelope {
   return {
     v: 1,
@@ -32,7 +36,7 @@ export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeM
     symbol: candle.symbol,
     ...(serverTimeMs === undefined ? {} : { serverTimeMs }),
     receivedAtMs,
-    payload: { ...candle },
+    payload: candle,
   };
 }
 

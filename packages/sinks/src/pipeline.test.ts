@@ -57,6 +57,16 @@ describe('Pipeline', () => {
     expect(await pipeline.push(trades(20))).toMatchObject({ stored: 0, duplicates: 20 });
   });
 
+  it('without a dedup window, a repeat within one push is stored once and counted as a duplicate by the sink', async () => {
+    const metrics = new PipelineMetrics();
+    pipeline = new Pipeline({ sink, metrics, batch: { maxBatchAgeMs: 5 } });
+    const batch = [...trades(10), ...trades(4, 3), ...candles([0, 1]), ...candles([1])];
+    expect(await pipeline.pushValidated(batch)).toMatchObject({ accepted: 17, stored: 12, duplicates: 5, dropped: 0 });
+    expect(await sink.reader.countEnvelopes({})).toBe(10);
+    expect(await sink.reader.countCandles({ venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m' })).toMatchObject({ count: 2 });
+    expect(await metrics.registry.metrics()).toContain('tickfleet_sink_duplicates_total{adapter="sqlite"} 5');
+  });
+
   it('rejects malformed records naming the field, counts and samples them, stores the rest, and keeps running', async () => {
     const metrics = new PipelineMetrics();
     pipeline = new Pipeline({ sink, metrics, batch: { maxBatchAgeMs: 5 }, errors: { perMinute: 2 } });

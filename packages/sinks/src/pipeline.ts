@@ -108,6 +108,24 @@ export class Pipeline {
   }
 
   private async write(valid: readonly KeyedEnvelope[], rejected: RejectedRecord[]): Promise<PushResult> {
+    // Without a dedup window every record goes to the sink, which stores each key once (a repeat
+    // within the push included) and counts the rest as duplicates.
+    const { fresh, windowDrops } = this.dedup ? this.dropSeen(valid) : { fresh: valid, windowDrops: 0 };
+    const outcomes = await this.batcher.push(fresh);
+    const result: PushResult = { accepted: fresh.length, stored: 0, duplicates: windowDrops, spooled: 0, dropped: 0, rejected };
+    outcomes.forEach((o, i) => {
+      if (o === 'stored') result.stored += 1;
+      else if (o === 'duplicate') result.duplicates += 1;
+      else if (o === 'spooled') result.spooled += 1;
+      else result.dropped += 1;
+      // Remember only what is durable, so a failed push can be retried without the window eating it.
+      if (o !== 'dropped' && this.dedup) this.dedup.add((fresh[i] as KeyedEnvelope).key);
+    });
+    return result;
+  }
+
+  /** The records neither seen by the dedup window nor repeated earlier in the same push. */
+  private dropSeen(valid: readonly KeyedEnvelope[]): { fresh: KeyedEnvelope[]; windowDrops: number } {
     const fresh: KeyedEnvelope[] = [];
     let windowDrops = 0;
     const inPush = new Set<string>();
@@ -120,17 +138,7 @@ export class Pipeline {
       inPush.add(k.key);
       fresh.push(k);
     }
-    const outcomes = await this.batcher.push(fresh);
-    const result: PushResult = { accepted: fresh.length, stored: 0, duplicates: windowDrops, spooled: 0, dropped: 0, rejected };
-    outcomes.forEach((o, i) => {
-      if (o === 'stored') result.stored += 1;
-      else if (o === 'duplicate') result.duplicates += 1;
-      else if (o === 'spooled') result.spooled += 1;
-      else result.dropped += 1;
-      // Remember only what is durable, so a failed push can be retried without the window eating it.
-      if (o !== 'dropped' && this.dedup) this.dedup.add((fresh[i] as KeyedEnvelope).key);
-    });
-    return result;
+    return { fresh, windowDrops };
   }
 
   /** Writes whatever is batched now. */

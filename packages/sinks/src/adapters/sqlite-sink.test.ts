@@ -1,7 +1,9 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { tempDir, type TempDir } from '@tickfleet/testkit';
 import { keyEnvelope } from '../records.js';
-import { candles } from '../../test/fixtures/envelopes.js';
+import type { Candle } from '@tickfleet/core';
+import type { StoredCandle } from '../sink.js';
+import { candles, T0, trades } from '../../test/fixtures/envelopes.js';
 import { holdWriteLock } from '../../test/fixtures/sqlite-lock.js';
 import { SqliteSink } from './sqlite-sink.js';
 
@@ -39,6 +41,31 @@ describe('SqliteSink waiting for another writer', () => {
       lock.release();
     }
     expect(await sink.reader.countCandles({ venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m' })).toMatchObject({ count: 0 });
+    await sink.close();
+  });
+});
+
+describe('SqliteSink candle inserts', () => {
+  it('stores every field of each candle once, across full multi-row statements, the rows left over, repeats and other channels in the same batch', async () => {
+    const sink = new SqliteSink(dir.file('data.db'));
+    const query = { venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m' as const };
+    const minutes = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+    // 130 candles: two 50-row statements and 30 rows left over, with trades between them.
+    const first = [...candles(minutes(0, 60)), ...trades(7), ...candles(minutes(60, 70))];
+    expect(await sink.writeKeyed(first.map(keyEnvelope))).toMatchObject({ inserted: 137, duplicates: 0 });
+    // 100 candles of which 40 are stored already, and a repeat inside one statement's rows.
+    const second = [...candles(minutes(90, 100)), ...candles([150])];
+    expect(await sink.writeKeyed(second.map(keyEnvelope))).toMatchObject({ inserted: 60, duplicates: 41 });
+    const stored: StoredCandle[] = [];
+    for await (const c of sink.reader.streamCandles(query)) stored.push(c);
+    expect(stored.map((c) => c.openTime)).toEqual(minutes(0, 190).map((m) => T0 + m * 60_000));
+    // Every column of a row lands in its own place, wherever the row sat in its statement.
+    const expected = [...first, ...second].filter((e) => e.channel === 'candles');
+    for (const c of stored) {
+      const e = expected.find((x) => (x.payload as Candle).openTime === c.openTime)!;
+      expect(c).toEqual({ ...(e.payload as Candle), trades: null, serverTimeMs: e.serverTimeMs ?? null, receivedAtMs: e.receivedAtMs });
+    }
+    expect(await sink.reader.countEnvelopes({ channel: 'trades' })).toBe(7);
     await sink.close();
   });
 });

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, type Candle } from '@tickfleet/core';
+import { retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, type Candle, type Envelope } from '@tickfleet/core';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
 import { sleep } from '../internal/sleep.js';
@@ -9,6 +9,10 @@ import { SQLITE_SCHEMA } from '../internal/sqlite-schema.js';
 import type { KeyedEnvelope } from '../records.js';
 import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { SqliteDataReader } from './sqlite-data-reader.js';
+
+/** Candle rows per multi-row INSERT (12 bound values each, far below SQLite's limit on bound values). */
+const CANDLE_ROWS_PER_INSERT = 50;
+const CANDLE_COLUMNS = 12;
 
 export interface SqliteSinkOptions extends RetryOptions {
   /**
@@ -57,42 +61,60 @@ export class SqliteSink extends RetryingSink implements Sink {
       `INSERT INTO envelopes (key, venue, channel, symbol, message_id, sequence, server_time_ms, received_at_ms, payload)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     );
-    const candleStmt = this.db.prepare(
-      `INSERT INTO candles (venue, symbol, timeframe, open_time, open, high, low, close, volume, trades, server_time_ms, received_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-    );
+    const candleInsert = (rows: number): Database.Statement =>
+      this.db.prepare(
+        `INSERT INTO candles (venue, symbol, timeframe, open_time, open, high, low, close, volume, trades, server_time_ms, received_at_ms)
+         VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT DO NOTHING`,
+      );
+    // Candles go CANDLE_ROWS_PER_INSERT rows to a statement: one bind-step-reset per row was a
+    // sixth of the insert's CPU. The rest of a batch goes a row at a time.
+    const candleStmt = candleInsert(1);
+    const candlesStmt = candleInsert(CANDLE_ROWS_PER_INSERT);
+    const params: unknown[] = new Array(CANDLE_ROWS_PER_INSERT * CANDLE_COLUMNS);
+    const bindCandle = (to: unknown[], at: number, e: Envelope): void => {
+      const c = e.payload as Candle;
+      to[at] = c.venue;
+      to[at + 1] = c.symbol;
+      to[at + 2] = c.timeframe;
+      to[at + 3] = c.openTime;
+      to[at + 4] = c.open;
+      to[at + 5] = c.high;
+      to[at + 6] = c.low;
+      to[at + 7] = c.close;
+      to[at + 8] = c.volume;
+      to[at + 9] = c.trades ?? null;
+      to[at + 10] = e.serverTimeMs ?? null;
+      to[at + 11] = e.receivedAtMs;
+    };
+    const one: unknown[] = new Array(CANDLE_COLUMNS);
     const tx = this.db.transaction((rows: KeyedEnvelope[]): number => {
       let inserted = 0;
+      const candles: Envelope[] = [];
       for (const { key, envelope: e } of rows) {
         if (e.channel === 'candles') {
-          const c = e.payload as Candle;
-          inserted += candleStmt.run(
-            c.venue,
-            c.symbol,
-            c.timeframe,
-            c.openTime,
-            c.open,
-            c.high,
-            c.low,
-            c.close,
-            c.volume,
-            c.trades ?? null,
-            e.serverTimeMs ?? null,
-            e.receivedAtMs,
-          ).changes;
-        } else {
-          inserted += envStmt.run(
-            key,
-            e.venue,
-            e.channel,
-            e.symbol,
-            e.messageId ?? null,
-            e.sequence ?? null,
-            e.serverTimeMs ?? null,
-            e.receivedAtMs,
-            JSON.stringify(e.payload),
-          ).changes;
+          candles.push(e);
+          continue;
         }
+        inserted += envStmt.run(
+          key,
+          e.venue,
+          e.channel,
+          e.symbol,
+          e.messageId ?? null,
+          e.sequence ?? null,
+          e.serverTimeMs ?? null,
+          e.receivedAtMs,
+          JSON.stringify(e.payload),
+        ).changes;
+      }
+      let i = 0;
+      for (; i + CANDLE_ROWS_PER_INSERT <= candles.length; i += CANDLE_ROWS_PER_INSERT) {
+        for (let j = 0; j < CANDLE_ROWS_PER_INSERT; j++) bindCandle(params, j * CANDLE_COLUMNS, candles[i + j]!);
+        inserted += candlesStmt.run(params).changes;
+      }
+      for (; i < candles.length; i++) {
+        bindCandle(one, 0, candles[i]!);
+        inserted += candleStmt.run(one).changes;
       }
       return inserted;
     });

@@ -17,9 +17,8 @@ export type BinanceKline = z.infer<typeof BinanceKline>;
 export const BinanceKlines = z.array(BinanceKline);
 export type BinanceKlines = z.infer<typeof BinanceKlines>;
 
-/** Positions of a kline row's decimal-string fields (the others are epoch ms and a trade count). */
-const KLINE_DECIMALS = [1, 2, 3, 4, 5, 7, 9, 10] as const;
 const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
+const isDecimal = (v: unknown): boolean => typeof v === 'string' && DECIMAL_RE.test(v);
 
 /**
  * Exactly the constraints of {@link BinanceKlines}, checked without zod's per-element machinery:
@@ -32,10 +31,9 @@ export function isBinanceKlines(value: unknown): value is BinanceKlines {
   for (const row of value as unknown[]) {
     if (!Array.isArray(row) || row.length < 11) return false;
     if (!isCount(row[0]) || !isCount(row[6]) || !isCount(row[8])) return false;
-    for (const i of KLINE_DECIMALS) {
-      const v: unknown = row[i];
-      if (typeof v !== 'string' || !DECIMAL_RE.test(v)) return false;
-    }
+    // The decimal fields, written out: a loop over their positions cost a fifth more.
+    if (!isDecimal(row[1]) || !isDecimal(row[2]) || !isDecimal(row[3]) || !isDecimal(row[4]) || !isDecimal(row[5])) return false;
+    if (!isDecimal(row[7]) || !isDecimal(row[9]) || !isDecimal(row[10])) return false;
   }
   return true;
 }
