@@ -66,8 +66,8 @@ export class SqliteSink extends RetryingSink implements Sink {
         `INSERT INTO candles (venue, symbol, timeframe, open_time, open, high, low, close, volume, trades, server_time_ms, received_at_ms)
          VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT DO NOTHING`,
       );
-    // Candles go CANDLE_ROWS_PER_INSERT rows to a statement: one bind-step-reset per row was a
-    // sixth of the insert's CPU. The rest of a batch goes a row at a time.
+    // Candles go CANDLE_ROWS_PER_INSERT rows to a statement (about a tenth less CPU per page than a
+    // bind-step-reset per row); the rest of a batch goes a row at a time.
     const candleStmt = candleInsert(1);
     const candlesStmt = candleInsert(CANDLE_ROWS_PER_INSERT);
     const params: unknown[] = new Array(CANDLE_ROWS_PER_INSERT * CANDLE_COLUMNS);
