@@ -25,12 +25,16 @@ export type MalformedKind = 'truncated' | 'wrong-shape';
 export function malformJson(reply: Reply, kind: MalformedKind): Reply {
   const text = reply.body.toString();
   if (kind === 'truncated') return { ...reply, body: text.slice(0, Math.max(1, Math.floor(text.length / 2))) };
+  // An emulation's body is a JSON document it built itself, so wrapping its text keeps it
+  // well-formed (a 1,000-candle page is not parsed and serialised again).
+  const first = text.trimStart()[0];
+  if (first === '[') return { ...reply, body: `{"data":${text}}` };
+  if (first === '{') return { ...reply, body: `[${text}]` };
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     parsed = text;
   }
-  const wrong = Array.isArray(parsed) ? { data: parsed } : [parsed];
-  return { ...reply, body: JSON.stringify(wrong) };
+  return { ...reply, body: JSON.stringify([parsed]) };
 }

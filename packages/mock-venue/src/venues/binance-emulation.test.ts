@@ -44,6 +44,29 @@ describe('binance emulation', () => {
     });
   });
 
+  test('klines: a page fetched again is the same bytes, and a new clock, seed or hole setting makes a new one', async () => {
+    mv.patchScenario({ venues: { binance: { limit: { weight: 6000 } } } });
+    const start = Date.UTC(2024, 0, 15, 6, 0);
+    const url = `${base}/api/v3/klines?symbol=BTCUSDT&interval=1m&startTime=${start}&limit=1000`;
+    const first = (await get(url)).text;
+    // 07:59 is the newest closed candle at 08:00:30: 120 rows.
+    expect(JSON.parse(first)).toHaveLength(120);
+    expect((await get(url)).text).toBe(first);
+    // Ten minutes later the same request holds ten more closed candles.
+    clock.advance(10 * 60_000);
+    const later = JSON.parse((await get(url)).text) as number[][];
+    expect(later).toHaveLength(130);
+    expect(JSON.stringify(later.slice(0, 120))).toBe(first);
+    const candles = (seed: number, holes?: { rate: number }) =>
+      expectedCandles('binance', 'BTC/USDT', '1m', start, start + 130 * 60_000, seed, { nowMs: clock.now(), ...(holes ? { holes } : {}) });
+    const opens = (text: string): number[] => (JSON.parse(text) as number[][]).map((r) => r[0]!);
+    mv.patchScenario({ venues: { binance: { holes: { rate: 0.2 } } } });
+    expect(opens((await get(url)).text)).toEqual(candles(42, { rate: 0.2 }).map((c) => c.openTime));
+    mv.patchScenario({ seed: 7 });
+    const reseeded = JSON.parse((await get(url)).text) as unknown[][];
+    expect(reseeded.map((r) => [r[0], r[1]])).toEqual(candles(7, { rate: 0.2 }).map((c) => [c.openTime, c.open]));
+  });
+
   test('klines: startTime/endTime inclusive on openTime, limit default 500 and max 1000, newest when no start', async () => {
     const start = Date.UTC(2024, 0, 15, 7, 0);
     const both = (await get(`${base}/api/v3/klines?symbol=ETHUSDT&interval=1m&startTime=${start}&endTime=${start + 2 * 60_000}`)).json() as number[][];

@@ -8,6 +8,8 @@ import { binanceAggTrades, binanceDepthSnapshot, binanceHistoricalTrades, type T
 const KLINES_DEFAULT_LIMIT = 500;
 const KLINES_MAX_LIMIT = 1000;
 const DEPTH_DEFAULT_LIMIT = 100;
+/** Klines bodies kept for repeated requests: at most 64 pages of 1,000 candles, about 10 MB. */
+const KLINES_BODIES_KEPT = 64;
 
 /**
  * The other published spot limits beside REQUEST_WEIGHT (which follows the scenario). Only
@@ -30,6 +32,13 @@ export class BinanceEmulation implements VenueEmulation {
   /** The symbols array the map was last checked against: the same array skips the O(n) key join. */
   private instrumentsOf: readonly string[] | undefined;
   private exchangeInfoTail: string | undefined;
+  /**
+   * The last klines bodies served, by everything a body is made of (pair, interval, start, last
+   * open time, limit, seed, holes): a client that fetches a page again (a retry after a malformed
+   * or failed answer) gets the same bytes without the candles being computed again. Exact at any
+   * time: the clock enters through the last open time.
+   */
+  private readonly klinesBodies = new Map<string, string>();
 
   route(ctx: RequestContext): Route | Reply {
     if (ctx.method !== 'GET') return this.error(ctx, 405, -1000, `Unsupported method ${ctx.method}.`);
@@ -113,6 +122,14 @@ export class BinanceEmulation implements VenueEmulation {
     const last = Math.min(lastClosedOpenTime(ctx.nowMs, interval), endTime ?? Number.POSITIVE_INFINITY);
     const holes = ctx.settings.holes;
     const pair = instrument.pair;
+    const key = `${pair}|${interval}|${startTime}|${last}|${limit}|${ctx.seed}|${holes === undefined ? '' : JSON.stringify(holes)}`;
+    const cached = this.klinesBodies.get(key);
+    if (cached !== undefined) {
+      // Most recently used last, so the oldest goes first.
+      this.klinesBodies.delete(key);
+      this.klinesBodies.set(key, cached);
+      return this.ok(ctx, cached);
+    }
     const times: number[] = [];
     if (startTime !== undefined) {
       let t = alignDown(startTime, interval);
@@ -135,7 +152,10 @@ export class BinanceEmulation implements VenueEmulation {
         `"${c.volume.toFixed(8)}",${c.closeTime},"${quote.toFixed(8)}",${c.trades},"${c.takerBuyVolume.toFixed(8)}",` +
         `"${(c.takerBuyVolume * c.vwap).toFixed(8)}","0"]`;
     }
-    return this.ok(ctx, `${body}]`);
+    body += ']';
+    this.klinesBodies.set(key, body);
+    if (this.klinesBodies.size > KLINES_BODIES_KEPT) this.klinesBodies.delete(this.klinesBodies.keys().next().value!);
+    return this.ok(ctx, body);
   }
 
   private depth(ctx: RequestContext): Reply {
