@@ -4,7 +4,10 @@
  * also given as a ratio to a baseline measured in the same run on the same machine:
  * - sinks: `appendFileSync` of the same records as JSON lines, one call per batch (no fsync);
  * - spool: `appendFileSync` (+ `fsyncSync` when the spool fsyncs) of the same frame bytes;
- * - replay: direct SQLite sink writes of the same records in batches of the replay size.
+ * - replay: direct SQLite sink writes of the same records in batches of the replay size;
+ * - candle pages: the same 1,000-candle pages inserted into the same table by better-sqlite3 one
+ *   statement per row in one transaction (what the SQLite sink did before it inserted candles
+ *   50 rows to a statement); CPU per page, interleaved rounds, medians.
  *
  *   node --import tsx scripts/bench/sinks.ts [--quick]
  *
@@ -13,9 +16,11 @@
  */
 import { appendFileSync, closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { tempDir } from '@tickfleet/testkit';
-import { openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
-import { tradeEnvelope, type Envelope } from '@tickfleet/core';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { repoRoot, tempDir } from '@tickfleet/testkit';
+import { keyEnvelope, openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
+import { candleEnvelope, tradeEnvelope, type Candle, type Envelope } from '@tickfleet/core';
 
 const quick = process.argv.includes('--quick');
 const T0 = Date.UTC(2024, 0, 1);
@@ -44,6 +49,90 @@ async function rate(total: number, batch: number, write: (b: Envelope[]) => Prom
   const started = performance.now();
   for (let i = 0; i < all.length; i += batch) await write(all.slice(i, i + batch));
   return total / ((performance.now() - started) / 1000);
+}
+
+interface Db {
+  pragma(sql: string): unknown;
+  prepare(sql: string): { run(...params: unknown[]): { changes: number } };
+  transaction(fn: (rows: Envelope[]) => void): { immediate(rows: Envelope[]): void };
+  close(): void;
+}
+
+/** 1,000 candles of one page, four symbols taking turns, each page the next 1,000 minutes of its symbol. */
+function candlePage(page: number): Envelope[] {
+  const symbol = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'XRP/USDT'][page % 4]!;
+  const from = T0 + Math.floor(page / 4) * 1000 * 60_000;
+  return Array.from({ length: 1000 }, (_, i) => {
+    const openTime = from + i * 60_000;
+    const c: Candle = {
+      venue: 'binance',
+      symbol,
+      timeframe: '1m',
+      openTime,
+      open: '43123.45000000',
+      high: '43200.10000000',
+      low: '43000.00000000',
+      close: '43111.11000000',
+      volume: '12.34567000',
+      trades: 1234,
+    };
+    return candleEnvelope(c, openTime + 60_100, openTime + 59_999);
+  });
+}
+
+/** Median CPU ms per page of each side over `rounds` interleaved rounds of `pages` pages, each on fresh files. */
+async function candlePages(rounds: number, pages: number): Promise<{ sink: number; baseline: number }> {
+  const openDatabase = createRequire(join(repoRoot(), 'packages', 'sinks', 'package.json'))('better-sqlite3') as new (file: string) => Db;
+  const cpuMs = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const sinkRuns: number[] = [];
+  const baseRuns: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const work = Array.from({ length: pages }, (_, p) => candlePage(p));
+    // The baseline writes into a table the sink made, so both use the same schema and pragmas.
+    const basePath = dir.file(`candles-base-${r}.db`);
+    await (await openSink(`sqlite://${basePath}`)).close();
+    const db = new openDatabase(basePath);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    const insert = db.prepare(
+      `INSERT INTO candles (venue, symbol, timeframe, open_time, open, high, low, close, volume, trades, server_time_ms, received_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    );
+    const tx = db.transaction((page: Envelope[]) => {
+      for (const e of page) {
+        const c = e.payload as Candle;
+        insert.run(
+          c.venue,
+          c.symbol,
+          c.timeframe,
+          c.openTime,
+          c.open,
+          c.high,
+          c.low,
+          c.close,
+          c.volume,
+          c.trades ?? null,
+          e.serverTimeMs ?? null,
+          e.receivedAtMs,
+        );
+      }
+    });
+    let started = cpuMs();
+    for (const page of work) tx.immediate(page);
+    baseRuns.push((cpuMs() - started) / pages);
+    db.close();
+    const keyed = work.map((page) => page.map(keyEnvelope));
+    const sink = await openSink(`sqlite://${dir.file(`candles-sink-${r}.db`)}`);
+    started = cpuMs();
+    for (const page of keyed) await sink.writeKeyed(page);
+    sinkRuns.push((cpuMs() - started) / pages);
+    await sink.close();
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { sink: median(sinkRuns), baseline: median(baseRuns) };
 }
 
 const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
@@ -136,6 +225,12 @@ try {
   rows.push('', '| replay drain into sqlite (batches of 500) | records/s | x baseline |', '| --- | ---: | ---: |');
   rows.push(`| baseline: direct sqlite writes | ${fmt(directRate)} | 1.00 |`);
   rows.push(`| replay of ${r.records} spooled records | ${fmt(drain)} | ${(drain / directRate).toFixed(2)} |`);
+
+  // 4. 1,000-candle pages into SQLite: the sink's multi-row inserts against one statement per row.
+  rows.push('', '| 1,000-candle pages into sqlite | CPU ms per page (median) | x baseline |', '| --- | ---: | ---: |');
+  const cpu = await candlePages(quick ? 1 : 5, quick ? 20 : 200);
+  rows.push(`| baseline: one INSERT per row, one transaction per page | ${cpu.baseline.toFixed(2)} | 1.00 |`);
+  rows.push(`| sqlite sink (\`writeKeyed\`) | ${cpu.sink.toFixed(2)} | ${(cpu.sink / cpu.baseline).toFixed(2)} |`);
 } finally {
   dir.remove();
 }
