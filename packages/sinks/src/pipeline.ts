@@ -110,7 +110,7 @@ export class Pipeline {
   private async write(valid: readonly KeyedEnvelope[], rejected: RejectedRecord[]): Promise<PushResult> {
     // Without a dedup window every record goes to the sink, which stores each key once (a repeat
     // within the push included) and counts the rest as duplicates.
-    const { fresh, windowDrops } = this.dedup ? this.dropSeen(valid) : { fresh: valid, windowDrops: 0 };
+    const { fresh, windowDrops } = this.dedup ? this.dropSeen(valid, this.dedup) : { fresh: valid, windowDrops: 0 };
     const outcomes = await this.batcher.push(fresh);
     const result: PushResult = { accepted: fresh.length, stored: 0, duplicates: windowDrops, spooled: 0, dropped: 0, rejected };
     outcomes.forEach((o, i) => {
@@ -125,12 +125,12 @@ export class Pipeline {
   }
 
   /** The records neither seen by the dedup window nor repeated earlier in the same push. */
-  private dropSeen(valid: readonly KeyedEnvelope[]): { fresh: KeyedEnvelope[]; windowDrops: number } {
+  private dropSeen(valid: readonly KeyedEnvelope[], window: DedupWindow): { fresh: KeyedEnvelope[]; windowDrops: number } {
     const fresh: KeyedEnvelope[] = [];
     let windowDrops = 0;
     const inPush = new Set<string>();
     for (const k of valid) {
-      if (inPush.has(k.key) || this.dedup?.has(k.key)) {
+      if (inPush.has(k.key) || window.has(k.key)) {
         windowDrops += 1;
         this.metrics.dedupDropped.inc({ venue: k.envelope.venue, channel: k.envelope.channel });
         continue;
