@@ -16,11 +16,10 @@
  */
 import { appendFileSync, closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { repoRoot, tempDir } from '@tickfleet/testkit';
+import { tempDir } from '@tickfleet/testkit';
 import { keyEnvelope, openSink, ReplayWorker, Spool, type Sink } from '@tickfleet/sinks';
 import { candleEnvelope, tradeEnvelope, type Candle, type Envelope } from '@tickfleet/core';
+import { openBetterSqlite3 } from './fixtures/better-sqlite3.js';
 
 const quick = process.argv.includes('--quick');
 const T0 = Date.UTC(2024, 0, 1);
@@ -51,13 +50,6 @@ async function rate(total: number, batch: number, write: (b: Envelope[]) => Prom
   return total / ((performance.now() - started) / 1000);
 }
 
-interface Db {
-  pragma(sql: string): unknown;
-  prepare(sql: string): { run(...params: unknown[]): { changes: number } };
-  transaction(fn: (rows: Envelope[]) => void): { immediate(rows: Envelope[]): void };
-  close(): void;
-}
-
 /** 1,000 candles of one page, four symbols taking turns, each page the next 1,000 minutes of its symbol. */
 function candlePage(page: number): Envelope[] {
   const symbol = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'XRP/USDT'][page % 4]!;
@@ -82,7 +74,6 @@ function candlePage(page: number): Envelope[] {
 
 /** Median CPU ms per page of each side over `rounds` interleaved rounds of `pages` pages, each on fresh files. */
 async function candlePages(rounds: number, pages: number): Promise<{ sink: number; baseline: number }> {
-  const openDatabase = createRequire(join(repoRoot(), 'packages', 'sinks', 'package.json'))('better-sqlite3') as new (file: string) => Db;
   const cpuMs = (): number => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
@@ -94,7 +85,7 @@ async function candlePages(rounds: number, pages: number): Promise<{ sink: numbe
     // The baseline writes into a table the sink made, so both use the same schema and pragmas.
     const basePath = dir.file(`candles-base-${r}.db`);
     await (await openSink(`sqlite://${basePath}`)).close();
-    const db = new openDatabase(basePath);
+    const db = openBetterSqlite3(basePath);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     const insert = db.prepare(

@@ -14,33 +14,17 @@
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { repoRoot } from '@tickfleet/testkit';
+import { openBetterSqlite3, type BenchDatabase } from './fixtures/better-sqlite3.js';
 
-interface Statement {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-}
-interface Database {
-  pragma(sql: string): unknown;
-  exec(sql: string): unknown;
-  prepare(sql: string): Statement;
-  transaction(fn: () => void): () => void;
-  close(): void;
-}
 type Layout = 'one-file' | 'attached' | 'no-acquire';
 
 const JOBS = 50_000;
-const openDatabase = createRequire(join(repoRoot(), 'packages', 'store', 'package.json'))('better-sqlite3') as new (
-  file: string,
-  options: { timeout: number },
-) => Database;
 
-function open(dir: string, layout: Layout): Database {
-  const db = new openDatabase(join(dir, 'state.db'), { timeout: 10_000 });
+function open(dir: string, layout: Layout): BenchDatabase {
+  const db = openBetterSqlite3(join(dir, 'state.db'), { timeout: 10_000 });
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('mmap_size = 268435456');
