@@ -1,0 +1,81 @@
+import { ValidationError } from '@tickfleet/core';
+import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
+
+interface Waiter {
+  weight: number;
+  resolve(result: AcquireResult): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * A worker's budgets with the acquires of one venue that arrive in the same event-loop turn spent
+ * in one store operation: the weights' sum in one atomic acquire, and that one grant answers
+ * every request in it.
+ *
+ * A grant of the sum is exactly what the requests one after another at that instant would have
+ * got, all granted: a fixed window takes `used + sum <= limit`, GCRA moves its arrival time by
+ * `sum * periodMs / limit`. So the limit holds as it does for single acquires. When the sum is
+ * refused (the window has less left than the sum, or the sum alone is over the limit), each
+ * request is tried on its own, in arrival order, so whatever fits is still granted. A paused,
+ * disabled or unknown venue refuses whatever the weight, so that one answer is everyone's.
+ *
+ * Why: every acquire is a write on the state store, and with several worker processes on one
+ * SQLite file each write costs more the more processes share it
+ * (`scripts/bench/sqlite-contention.ts`). A worker with many units in flight starts several
+ * requests per turn (all the responses one socket read delivered): in the fleet-scale benchmark
+ * one store acquire served 10-11 requests with 4 worker processes and 32 with one
+ * (docs/benchmarks/fleet.md). The cost is one `setImmediate` of latency per acquire.
+ */
+export class CoalescedAcquires implements BudgetsRepo {
+  /** Per venue: the acquires waiting for this turn's store operation. */
+  private readonly pending = new Map<string, Waiter[]>();
+
+  constructor(private readonly inner: BudgetsRepo) {}
+
+  acquire(venue: string, weight: number): Promise<AcquireResult> {
+    // Checked here: a bad weight must fail its own request, not a sum that hides it.
+    if (!Number.isInteger(weight) || weight <= 0) return Promise.reject(new ValidationError('weight', 'a positive integer', weight));
+    return new Promise((resolve, reject) => {
+      const waiting = this.pending.get(venue);
+      if (waiting) {
+        waiting.push({ weight, resolve, reject });
+        return;
+      }
+      this.pending.set(venue, [{ weight, resolve, reject }]);
+      setImmediate(() => void this.flush(venue));
+    });
+  }
+
+  observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
+    return this.inner.observe(venue, usedWeight, windowStartMs);
+  }
+
+  usage(venue: string): Promise<BudgetUsage | null> {
+    return this.inner.usage(venue);
+  }
+
+  private async flush(venue: string): Promise<void> {
+    const waiters = this.pending.get(venue) ?? [];
+    this.pending.delete(venue);
+    if (waiters.length === 1) {
+      const [only] = waiters as [Waiter];
+      return this.inner.acquire(venue, only.weight).then(only.resolve, only.reject);
+    }
+    let total = 0;
+    for (const w of waiters) total += w.weight;
+    let result: AcquireResult;
+    try {
+      result = await this.inner.acquire(venue, total);
+    } catch (err) {
+      for (const w of waiters) w.reject(err);
+      return;
+    }
+    if (result.ok || (result.reason !== 'exhausted' && result.reason !== 'too-heavy')) {
+      for (const w of waiters) w.resolve(result);
+      return;
+    }
+    for (const w of waiters) {
+      await this.inner.acquire(venue, w.weight).then(w.resolve, w.reject);
+    }
+  }
+}
