@@ -1,16 +1,9 @@
-import type { Database, Statement, Transaction } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
 import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
-
-interface PendingCompletion {
-  id: string;
-  completion: JobCompletion;
-  resolve(job: Job): void;
-  reject(err: unknown): void;
-}
 
 /** SQL of {@link dueUnitToken}: the unit-lock token a claim hands to the run due at the row's `next_run_at`. */
 const DUE_TOKEN = "'due:' || next_run_at";
@@ -39,9 +32,6 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly unitHolderStmt: Statement;
   private readonly renewUnitStmt: Statement;
   private readonly releaseUnitStmt: Statement;
-  /** This turn's completions, written together when the turn ends (see `complete`). */
-  private turnCompletions: PendingCompletion[] | null = null;
-  private readonly completeTurn: Transaction<(turn: PendingCompletion[], outcomes: ({ job: Job } | { err: unknown })[]) => void>;
 
   constructor(
     private readonly db: Database,
@@ -151,18 +141,6 @@ export class SqliteJobsRepo implements JobsRepo {
         unit_until = CASE WHEN ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id`);
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
-    this.completeTurn = db.transaction((turn: PendingCompletion[], outcomes: ({ job: Job } | { err: unknown })[]) => {
-      for (const c of turn) {
-        try {
-          outcomes.push({ job: this.completeOne(c.id, c.completion) });
-        } catch (err) {
-          // A lost lock or a missing job is this completion's answer alone; anything else (SQLite's
-          // own failures) ends the transaction: rolled back, every call of the turn fails with it.
-          if (!(err instanceof JobLockLostError || err instanceof NotFoundError)) throw err;
-          outcomes.push({ err });
-        }
-      }
-    });
   }
 
   async upsert(input: JobInput): Promise<Job> {
@@ -231,55 +209,7 @@ export class SqliteJobsRepo implements JobsRepo {
       .sort(byClaimOrder);
   }
 
-  /**
-   * Completions made in one event-loop turn are written in one transaction (`BEGIN IMMEDIATE`),
-   * each still its own statement with its own answer. A worker finishes many units per turn (every
-   * unit whose records one sink batch stored), and each completion moves its row in the
-   * `jobs_due` index: one transaction writes the shared pages of those moves once instead of once
-   * per job, and the file's write lock is taken once: 16 per turn cost 18-25 µs of CPU each
-   * against 31-45 µs one per turn, with 1 and 4 processes (`scripts/bench/store-completions.ts`).
-   * A lost unit lock or a missing job fails that completion alone; any other failure (another
-   * process holding the write lock, a full disk) rolls the whole turn back and fails every call in
-   * it, each of which the store's guard then retries on its own, in a later turn.
-   */
-  complete(id: string, completion: JobCompletion): Promise<Job> {
-    return new Promise((resolve, reject) => {
-      if (this.turnCompletions) {
-        this.turnCompletions.push({ id, completion, resolve, reject });
-        return;
-      }
-      this.turnCompletions = [{ id, completion, resolve, reject }];
-      setImmediate(() => this.writeCompletions());
-    });
-  }
-
-  private writeCompletions(): void {
-    const turn = this.turnCompletions ?? [];
-    this.turnCompletions = null;
-    if (turn.length === 1) {
-      const [only] = turn as [PendingCompletion];
-      try {
-        only.resolve(this.completeOne(only.id, only.completion));
-      } catch (err) {
-        only.reject(err);
-      }
-      return;
-    }
-    const outcomes: ({ job: Job } | { err: unknown })[] = [];
-    try {
-      this.completeTurn.immediate(turn, outcomes);
-    } catch (err) {
-      for (const c of turn) c.reject(err);
-      return;
-    }
-    turn.forEach((c, i) => {
-      const outcome = outcomes[i]!;
-      if ('job' in outcome) c.resolve(outcome.job);
-      else c.reject(outcome.err);
-    });
-  }
-
-  private completeOne(id: string, completion: JobCompletion): Job {
+  async complete(id: string, completion: JobCompletion): Promise<Job> {
     const token = completion.unitToken ?? null;
     const row = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now(), token });
     if (!row && token !== null) this.lockLostOrMissing(id);
