@@ -3,6 +3,7 @@ import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClo
 import {
   aimdLimitsFor,
   BudgetGate,
+  CoalescedAcquires,
   FleetVenueControl,
   FreezeWatch,
   ScopedBudgets,
@@ -127,7 +128,8 @@ export class FleetWorker {
     this.freezeWatch = new FreezeWatch(this.control, this.fallback, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
     await this.freezeWatch.start();
     this.gate = new BudgetGate({
-      budgets: options.store.budgets,
+      // A turn's acquires of one venue go to the store as one (see CoalescedAcquires).
+      budgets: new CoalescedAcquires(options.store.budgets),
       clock: this.clock,
       metrics: this.metrics,
       freezes: this.freezeWatch,

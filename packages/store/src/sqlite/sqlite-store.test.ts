@@ -93,6 +93,70 @@ describe('sqlite store specifics', () => {
     await store.close();
   });
 
+  it("writes one turn's completions in one transaction, each with its own answer", async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1));
+    const path = join(dir.path, 'turn-completions.db');
+    const store = await openStore(`sqlite://${path}`, { clock });
+    // The file's pages as another process sees them: WAL frames (4 KiB pages) written since a checkpoint.
+    const observer = new Database(path);
+    const walFrames = (): number => statSync(`${path}-wal`).size;
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 1200, periodMs: 60_000 } });
+      const ids: string[] = [];
+      for (let i = 0; i < 40; i++) ids.push((await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: `S${i}/USDT`, timeframe: '1h', since: 0 })).id);
+      const nextRunAt = clock.now() + 3_600_000;
+      for (const id of ids.slice(0, 3)) expect(await store.jobs.lockUnit(id, `unit-${id}`, 60_000)).toMatchObject({ locked: true });
+      // Job 3's lock belongs to another unit: completing it with a token of its own is fenced off.
+      await store.jobs.lockUnit(ids[3]!, 'someone-else', 60_000);
+
+      // The first 4 of a turn are written at once; the 6 after them go in one transaction.
+      const turn = await Promise.allSettled([
+        ...ids.slice(36, 40).map((id) => store.jobs.complete(id, { cursor: 1, nextRunAt })),
+        ...ids.slice(0, 3).map((id, i) => store.jobs.complete(id, { cursor: 1000 + i, nextRunAt, unitToken: `unit-${id}` })),
+        store.jobs.complete(ids[3]!, { cursor: 5, nextRunAt, unitToken: `unit-${ids[3]}` }),
+        store.jobs.complete('binance:NOPE/USDT:1h:ohlcv', { cursor: 5, nextRunAt }),
+        store.jobs.complete(ids[4]!, { cursor: 7, nextRunAt }),
+      ]);
+      expect(turn.map((r) => (r.status === 'fulfilled' ? r.value.cursor : (r.reason as Error).name))).toEqual([
+        1,
+        1,
+        1,
+        1,
+        1000,
+        1001,
+        1002,
+        'JobLockLostError',
+        'NotFoundError',
+        7,
+      ]);
+      // Committed, locks freed; the fenced job and its lock are untouched.
+      for (const [i, id] of ids.slice(0, 3).entries()) expect(await store.jobs.get(id)).toMatchObject({ cursor: 1000 + i, nextRunAt, lockedUntil: null });
+      expect(await store.jobs.get(ids[3]!)).toMatchObject({ cursor: null });
+      expect(await store.jobs.lockUnit(ids[3]!, 'someone-else', 60_000)).toMatchObject({ locked: true });
+
+      // Pages written: 13 completions in one turn (4 at once, 9 together) against 13 in turns of their own.
+      observer.pragma('wal_checkpoint(TRUNCATE)');
+      await Promise.all(ids.slice(10, 23).map((id) => store.jobs.complete(id, { cursor: 1, nextRunAt })));
+      const together = walFrames();
+      observer.pragma('wal_checkpoint(TRUNCATE)');
+      for (const id of ids.slice(23, 36)) await store.jobs.complete(id, { cursor: 1, nextRunAt });
+      const apart = walFrames();
+      expect(together).toBeGreaterThan(0);
+      expect(together * 2).toBeLessThan(apart);
+
+      // Another process holds the write lock through a turn: the turn waits for it, nothing is lost.
+      observer.exec('BEGIN IMMEDIATE');
+      const waiting = Promise.all(ids.slice(5, 10).map((id) => store.jobs.complete(id, { cursor: 9, nextRunAt })));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      observer.exec('COMMIT');
+      expect((await waiting).map((j) => j.cursor)).toEqual([9, 9, 9, 9, 9]);
+      for (const id of ids.slice(5, 10)) expect(await store.jobs.get(id)).toMatchObject({ cursor: 9, stats: expect.objectContaining({ runs: 1 }) });
+    } finally {
+      observer.close();
+      await store.close();
+    }
+  });
+
   it('returns claimed jobs field for field as get() reads them (claim rows are mapped from arrays)', async () => {
     const clock = new ManualClock(Date.UTC(2024, 0, 1));
     const store = await openStore(dir.sqliteUrl('claim-columns.db'), { clock });
