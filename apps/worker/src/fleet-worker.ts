@@ -128,7 +128,7 @@ export class FleetWorker {
     this.freezeWatch = new FreezeWatch(this.control, this.fallback, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
     await this.freezeWatch.start();
     this.gate = new BudgetGate({
-      // A turn's acquires of one venue go to the store as one (see CoalescedAcquires).
+      // A venue's acquires of one event-loop turn past the first four go to the store as one (CoalescedAcquires).
       budgets: new CoalescedAcquires(options.store.budgets),
       clock: this.clock,
       metrics: this.metrics,

@@ -22,11 +22,12 @@ interface Waiter {
  * Why: every acquire is a write on the state store, and with several worker processes on one
  * SQLite file each write costs more the more processes share it
  * (`scripts/bench/sqlite-contention.ts`). A busy worker starts many requests per turn (all the
- * responses one socket read delivered): in the fleet-scale benchmark one store acquire served
- * 10-11 requests with 4 worker processes and 32 with one (docs/benchmarks/fleet.md). The first
- * `directPerTurn` of a turn still go to the store at once: a worker with a few units in flight gains
- * little from a sum of two or three, and holding all of its acquires and completions until the
- * turn's end cost its live units 10-25% of their throughput (`scripts/bench/hot-path.ts --scenarios live`).
+ * responses one socket read delivered): in the fleet-scale benchmark, with every acquire of a turn
+ * summed, one store acquire served 10-11 requests with 4 worker processes and 32 with one
+ * (docs/benchmarks/fleet.md). The first `directPerTurn` of a turn still go to the store at once:
+ * a worker with a few units in flight gains little from a sum of two or three, and holding all of
+ * its acquires and completions until the turn's end cost its live units 10-25% of their
+ * throughput (`scripts/bench/hot-path.ts --scenarios live`).
  */
 export class CoalescedAcquires implements BudgetsRepo {
   /** Per venue, in this turn: how many acquires went to the store at once, and the ones after them. */
