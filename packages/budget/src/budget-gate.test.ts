@@ -3,7 +3,7 @@ import { BudgetExhaustedError, type Clock, RequestTooHeavyError, systemClock } f
 import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { gateMetrics } from '../test/fixtures/gate-metrics.js';
-import { startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
+import { clearOfMinuteEnd, startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
 import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
@@ -35,12 +35,6 @@ async function fleetFallbacks(clock: Clock, limit: number, workerIds: readonly s
   // The first ones beat before the others: bring every worker up to the fleet's final count.
   for (const f of fallbacks) await f.configure('binance', limit, 60_000);
   return fallbacks;
-}
-
-/** Waits, when the real clock is within `marginMs` of a minute's end, until that minute has ended. */
-async function clearOfMinuteEnd(marginMs: number): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 60_000 - marginMs) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
 }
 
 /**

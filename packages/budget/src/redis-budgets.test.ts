@@ -5,6 +5,7 @@ import { startMongoWire } from '@tickfleet/mongo-wire';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import {
+  clearOfMinuteEnd,
   startRedis,
   startRedisCluster,
   startRestartableRedis,
@@ -134,6 +135,9 @@ describe('RedisBudgetsRepo', () => {
       const budgets = await openRedisBudgets(redis.url, { connectors: store.connectors, prefix: redis.namespace(), connectorCacheMs: 1 });
       opened.push(budgets);
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://binance.example.com', rateLimit: { limit: 5, periodMs: 60_000, headroom: 1 } });
+      // The three acquires count in one real clock minute: start clear of its end (a loaded machine
+      // took several seconds for the store to stop).
+      await clearOfMinuteEnd(15_000);
       expect(await budgets.acquire('binance', 2)).toMatchObject({ ok: true, used: 2 });
       await mongo.stop();
       await expect(store.connectors.get('binance')).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -193,6 +197,8 @@ describe('RedisBudgetsRepo on a real Redis Cluster', () => {
       baseUrl: 'https://kraken.example.com',
       rateLimit: { policy: 'gcra', limit: 2, periodMs: 60_000, headroom: 1 },
     });
+    // The window's acquires and its usage read count in one real clock minute.
+    await clearOfMinuteEnd(10_000);
     const a = await budgets.acquire('binance', 3);
     if (!a.ok) throw new Error('binance acquire refused');
     await budgets.observe('binance', 4, a.windowStartMs!);

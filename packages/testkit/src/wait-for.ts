@@ -19,3 +19,13 @@ export async function waitFor<T>(
   }
   throw new WaitTimeoutError(what, timeoutMs, `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
+
+/**
+ * Waits, when the real clock is within `marginMs` of a minute's end, until that minute has ended:
+ * for tests whose budget counts real clock minutes (MongoDB's `$$NOW`, Redis budgets) and that
+ * expect several acquires to land in one window.
+ */
+export async function clearOfMinuteEnd(marginMs: number): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute > 60_000 - marginMs) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
+}
