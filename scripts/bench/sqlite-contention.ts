@@ -17,6 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { positiveIntArg } from './fixtures/args.js';
 import { openBetterSqlite3, type BenchDatabase } from './fixtures/better-sqlite3.js';
 
 type Layout = 'one-file' | 'attached' | 'no-acquire';
@@ -92,12 +93,8 @@ const args = process.argv.slice(2);
 if (args[0] === '--child') {
   child(args[1]!, args[2] as Layout, Number(args[3]));
 } else {
-  const argOf = (name: string): string | undefined => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const ops = Number(argOf('ops') ?? 40_000);
-  const rounds = Number(argOf('rounds') ?? 2);
+  const ops = positiveIntArg(args, 'ops', 40_000);
+  const rounds = positiveIntArg(args, 'rounds', 2);
   for (let r = 1; r <= rounds; r++) {
     for (const layout of ['one-file', 'attached', 'no-acquire'] as const) {
       for (const procs of [1, 4]) {

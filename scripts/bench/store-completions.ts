@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore } from '@tickfleet/store';
+import { positiveIntArg } from './fixtures/args.js';
 
 const jobId = (i: number): string => `binance:S${i}/USDT:1h:ohlcv`;
 
@@ -76,20 +77,9 @@ const args = process.argv.slice(2);
 if (args[0] === '--child') {
   await child(args[1]!, Number(args[2]), Number(args[3]), Number(args[4]));
 } else {
-  const argOf = (name: string): string | undefined => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const jobs = Number(argOf('jobs') ?? 40_000);
-  const rounds = Number(argOf('rounds') ?? 2);
-  const perTurn = Number(argOf('per-turn') ?? 16);
-  for (const [name, value] of [
-    ['jobs', jobs],
-    ['rounds', rounds],
-    ['per-turn', perTurn],
-  ] as const) {
-    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: a positive integer, got ${argOf(name)}`);
-  }
+  const jobs = positiveIntArg(args, 'jobs', 40_000);
+  const rounds = positiveIntArg(args, 'rounds', 2);
+  const perTurn = positiveIntArg(args, 'per-turn', 16);
   for (let r = 1; r <= rounds; r++) {
     for (const procs of [1, 4]) {
       for (const n of [1, perTurn]) {
