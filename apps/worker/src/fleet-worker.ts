@@ -3,7 +3,6 @@ import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClo
 import {
   aimdLimitsFor,
   BudgetGate,
-  CoalescedAcquires,
   FleetVenueControl,
   FreezeWatch,
   ScopedBudgets,
@@ -128,8 +127,7 @@ export class FleetWorker {
     this.freezeWatch = new FreezeWatch(this.control, this.fallback, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
     await this.freezeWatch.start();
     this.gate = new BudgetGate({
-      // A venue's acquires of one event-loop turn past the first four go to the store as one (CoalescedAcquires).
-      budgets: new CoalescedAcquires(options.store.budgets),
+      budgets: options.store.budgets,
       clock: this.clock,
       metrics: this.metrics,
       freezes: this.freezeWatch,

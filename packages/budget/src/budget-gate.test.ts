@@ -6,6 +6,7 @@ import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import { clearOfMinuteEnd, startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
 import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
+import { RecordedBudgets } from '../test/fixtures/recorded-budgets.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './worker-heartbeat.js';
 
@@ -164,6 +165,23 @@ describe('BudgetGate', () => {
       clock.advance(60_000);
       await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
       expect((await store.budgets.usage('binance'))?.used).toBe(1);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it("spends a venue's requests of one turn past the first four in one store acquire of their sum", async () => {
+    const dir = tempDir('tickfleet-gate-turn-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
+      const recorded = new RecordedBudgets(store.budgets);
+      const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 } });
+      await Promise.all(Array.from({ length: 10 }, () => gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 })));
+      expect(recorded.acquires.map((a) => a.weight)).toEqual([2, 2, 2, 2, 12]);
+      expect((await store.budgets.usage('binance'))?.used).toBe(20);
     } finally {
       await store.close();
       dir.remove();

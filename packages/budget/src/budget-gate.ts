@@ -2,6 +2,7 @@ import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, t
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
+import { CoalescedAcquires } from './coalesced-acquires.js';
 import type { ScopedBudgets } from './scoped-budgets.js';
 import type { FallbackBudget } from './store-outage-fallback.js';
 
@@ -88,7 +89,8 @@ export function boundaryGuardMs(periodMs: number): number {
  * the unit yields its slot (moves itself to delayed) instead of sleeping in it; a refusal that
  * clears within `maxInlineWaitMs` is waited out in place. After each response, weight the venue
  * reports (`X-MBX-USED-WEIGHT-1M`) raises the shared count, so traffic from other clients on the
- * same IP is accounted for.
+ * same IP is accounted for. A venue's acquires of one event-loop turn past the first four are
+ * spent as one acquire of their sum ({@link CoalescedAcquires}).
  */
 export class BudgetGate {
   private readonly maxInlineWaitMs: number;
@@ -100,9 +102,12 @@ export class BudgetGate {
   private readonly markedSpent = new Map<string, number>();
   /** Per venue: where the current window's boundary guard starts and ends, on this worker's clock. */
   private readonly guardBand = new Map<string, { fromMs: number; toMs: number }>();
+  /** The requests' acquires: of a venue's in one event-loop turn, those past the first four spent as one. */
+  private readonly acquires: CoalescedAcquires;
 
   constructor(private readonly options: BudgetGateOptions) {
     this.maxInlineWaitMs = options.maxInlineWaitMs ?? 1000;
+    this.acquires = new CoalescedAcquires(options.budgets);
   }
 
   /**
@@ -209,7 +214,7 @@ export class BudgetGate {
   }
 
   private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
-    const { budgets, fallback, metrics } = this.options;
+    const { fallback, metrics } = this.options;
     try {
       if (fallback?.isActive(venue)) {
         await this.endFallback(venue, fallback);
@@ -222,7 +227,7 @@ export class BudgetGate {
           this.markedSpent.set(venue, until);
         }
       }
-      const r = await budgets.acquire(venue, weight);
+      const r = await this.acquires.acquire(venue, weight);
       metrics.fallbackActive.set({ venue }, 0);
       this.noteClockOffset(venue, r);
       if (r.ok) {

@@ -1,24 +1,9 @@
 import { ValidationError } from '@tickfleet/core';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { ManualClock, tempDir } from '@tickfleet/testkit';
-import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
+import { RecordedBudgets } from '../test/fixtures/recorded-budgets.js';
+import type { AcquireResult } from './budget-types.js';
 import { CoalescedAcquires } from './coalesced-acquires.js';
-
-/** The store's own budgets, with every acquire that reaches them written down (the store decides). */
-class RecordedBudgets implements BudgetsRepo {
-  readonly acquires: { venue: string; weight: number }[] = [];
-  constructor(private readonly inner: BudgetsRepo) {}
-  acquire(venue: string, weight: number): Promise<AcquireResult> {
-    this.acquires.push({ venue, weight });
-    return this.inner.acquire(venue, weight);
-  }
-  observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
-    return this.inner.observe(venue, usedWeight, windowStartMs);
-  }
-  usage(venue: string): Promise<BudgetUsage | null> {
-    return this.inner.usage(venue);
-  }
-}
 
 let store: StateStore;
 let recorded: RecordedBudgets;

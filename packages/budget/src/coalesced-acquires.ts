@@ -1,11 +1,5 @@
-import { ValidationError } from '@tickfleet/core';
+import { type KeptCall, TurnGroup, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
-
-interface Waiter {
-  weight: number;
-  resolve(result: AcquireResult): void;
-  reject(err: unknown): void;
-}
 
 /**
  * A worker's budgets with the acquires of one venue that arrive in the same event-loop turn, past
@@ -24,39 +18,28 @@ interface Waiter {
  * (`scripts/bench/sqlite-contention.ts`). A busy worker starts many requests per turn (all the
  * responses one socket read delivered): in the fleet-scale benchmark, with every acquire of a turn
  * summed, one store acquire served 10-11 requests with 4 worker processes and 32 with one
- * (docs/benchmarks/fleet.md). The first `directPerTurn` of a turn still go to the store at once:
- * a worker with a few units in flight gains little from a sum of two or three, and holding all of
- * its acquires and completions until the turn's end cost its live units 10-25% of their
- * throughput (`scripts/bench/hot-path.ts --scenarios live`).
+ * (docs/benchmarks/fleet.md). The first `directPerTurn` of a turn still go to the store at once
+ * ({@link TurnGroup}): a worker with a few units in flight gains little from a sum of two or three.
  */
 export class CoalescedAcquires implements BudgetsRepo {
-  /** Per venue, in this turn: how many acquires went to the store at once, and the ones after them. */
-  private readonly turns = new Map<string, { direct: number; later: Waiter[] }>();
-  private readonly directPerTurn: number;
+  /** Per venue: this turn's acquires (the weight each asks for). */
+  private readonly turns = new Map<string, TurnGroup<number, AcquireResult>>();
 
   /** @param options.directPerTurn acquires of a venue per turn sent at once, before the rest wait for the turn's end. @defaultValue 4 */
   constructor(
     private readonly inner: BudgetsRepo,
-    options: { directPerTurn?: number } = {},
-  ) {
-    this.directPerTurn = options.directPerTurn ?? 4;
-  }
+    private readonly options: { directPerTurn?: number } = {},
+  ) {}
 
   acquire(venue: string, weight: number): Promise<AcquireResult> {
     // Checked here: a bad weight must fail its own request, not a sum that hides it.
     if (!Number.isInteger(weight) || weight <= 0) return Promise.reject(new ValidationError('weight', 'a positive integer', weight));
     let turn = this.turns.get(venue);
     if (!turn) {
-      turn = { direct: 0, later: [] };
+      turn = new TurnGroup(this.options.directPerTurn ?? 4, (kept) => void this.spendTogether(venue, kept));
       this.turns.set(venue, turn);
-      setImmediate(() => void this.endTurn(venue));
     }
-    if (turn.direct < this.directPerTurn) {
-      turn.direct++;
-      return this.inner.acquire(venue, weight);
-    }
-    const later = turn.later;
-    return new Promise((resolve, reject) => later.push({ weight, resolve, reject }));
+    return turn.run(weight, () => this.inner.acquire(venue, weight));
   }
 
   observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
@@ -67,30 +50,24 @@ export class CoalescedAcquires implements BudgetsRepo {
     return this.inner.usage(venue);
   }
 
-  /** The turn's end: the acquires past its first few, as one. */
-  private async endTurn(venue: string): Promise<void> {
-    const waiters = this.turns.get(venue)?.later ?? [];
-    this.turns.delete(venue);
-    if (waiters.length === 0) return;
-    if (waiters.length === 1) {
-      const [only] = waiters as [Waiter];
-      return this.inner.acquire(venue, only.weight).then(only.resolve, only.reject);
-    }
+  /** The turn's end: the acquires past its first few, as one acquire of their sum. */
+  private async spendTogether(venue: string, kept: KeptCall<number, AcquireResult>[]): Promise<void> {
     let total = 0;
-    for (const w of waiters) total += w.weight;
+    for (const k of kept) total += k.item;
     let result: AcquireResult;
     try {
       result = await this.inner.acquire(venue, total);
     } catch (err) {
-      for (const w of waiters) w.reject(err);
+      for (const k of kept) k.reject(err);
       return;
     }
-    if (result.ok || (result.reason !== 'exhausted' && result.reason !== 'too-heavy')) {
-      for (const w of waiters) w.resolve(result);
+    // A refused sum of several: each on its own, so whatever fits is still granted.
+    if (result.ok || kept.length === 1 || (result.reason !== 'exhausted' && result.reason !== 'too-heavy')) {
+      for (const k of kept) k.resolve(result);
       return;
     }
-    for (const w of waiters) {
-      await this.inner.acquire(venue, w.weight).then(w.resolve, w.reject);
+    for (const k of kept) {
+      await this.inner.acquire(venue, k.item).then(k.resolve, k.reject);
     }
   }
 }

@@ -9,7 +9,6 @@ export {
   type AcquireDecision,
   type BudgetState,
 } from './acquire-math.js';
-export { CoalescedAcquires } from './coalesced-acquires.js';
 export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 export {

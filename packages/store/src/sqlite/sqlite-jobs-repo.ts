@@ -1,18 +1,11 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
+import { type Clock, type Job, type JobInput, JobLockLostError, type KeptCall, NotFoundError, TurnGroup, ValidationError } from '@tickfleet/core';
 import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
 
-interface PendingCompletion {
-  id: string;
-  completion: JobCompletion;
-  resolve(job: Job): void;
-  reject(err: unknown): void;
-}
-/** Completions of one event-loop turn written at once before the rest are written together (see `complete`). */
-const DIRECT_COMPLETIONS_PER_TURN = 4;
+type KeptCompletion = KeptCall<{ id: string; completion: JobCompletion }, Job>;
 /** What one completion of a turn's transaction came to: the job, or its own failure. */
 type CompletionOutcome = { job: Job } | { err: unknown };
 
@@ -43,9 +36,9 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly unitHolderStmt: Statement;
   private readonly renewUnitStmt: Statement;
   private readonly releaseUnitStmt: Statement;
-  /** This turn's completions: how many were written at once, and the ones after them (see `complete`). */
-  private turnCompletions: { direct: number; later: PendingCompletion[] } | null = null;
-  private readonly completeTurn: Transaction<(turn: PendingCompletion[], outcomes: CompletionOutcome[]) => void>;
+  /** This turn's completions: the first four written at once, the rest together (see `complete`). */
+  private readonly completions = new TurnGroup<{ id: string; completion: JobCompletion }, Job>(4, (kept) => this.completeTogether(kept));
+  private readonly completeTurn: Transaction<(kept: KeptCompletion[], outcomes: CompletionOutcome[]) => void>;
 
   constructor(
     private readonly db: Database,
@@ -155,10 +148,10 @@ export class SqliteJobsRepo implements JobsRepo {
         unit_until = CASE WHEN ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id`);
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
-    this.completeTurn = db.transaction((turn: PendingCompletion[], outcomes: CompletionOutcome[]) => {
-      for (const c of turn) {
+    this.completeTurn = db.transaction((kept: KeptCompletion[], outcomes: CompletionOutcome[]) => {
+      for (const { item } of kept) {
         try {
-          outcomes.push({ job: this.completeOne(c.id, c.completion) });
+          outcomes.push({ job: this.completeOne(item.id, item.completion) });
         } catch (err) {
           // A lost lock or a missing job is this completion's answer alone; anything else (SQLite's
           // own failures) ends the transaction: rolled back, every call of the turn fails with it.
@@ -236,63 +229,34 @@ export class SqliteJobsRepo implements JobsRepo {
   }
 
   /**
-   * The first {@link DIRECT_COMPLETIONS_PER_TURN} completions of an event-loop turn are written at
-   * once; the ones after them in the same turn wait for the turn's end and are written together in
-   * one transaction (`BEGIN IMMEDIATE`), each still its own statement with its own answer. A busy
-   * worker finishes many units per turn (every unit whose records one sink batch stored), and each
-   * completion moves its row in the `jobs_due` index: one transaction writes the shared pages of
-   * those moves once instead of once per job, and takes the file's write lock once. With 1 / 4
-   * processes, 64 per turn cost 18 / 27 µs of CPU each and 16 per turn 20-29 / 36 µs, against
-   * 32-35 / 43-48 µs one per turn (`scripts/bench/store-completions.ts`). A worker with a few units
-   * in flight is not held up: deferring all of its completions and acquires to the turn's end
-   * cost its live units 10-25% of their throughput (`scripts/bench/hot-path.ts --scenarios live`).
-   * A lost unit lock or a missing job fails that completion alone; any other failure (another
-   * process holding the write lock, a full disk) rolls the whole transaction back and fails every
-   * call in it, each of which the store's guard then retries on its own.
+   * The first four completions of an event-loop turn are written at once; the ones after them wait
+   * for the turn's end ({@link TurnGroup}) and go in one transaction (`BEGIN IMMEDIATE`), each still
+   * its own statement with its own answer. A busy worker finishes many units per turn (every unit
+   * whose records one sink batch stored), and each completion moves its row in the `jobs_due`
+   * index: one transaction writes the shared pages of those moves once instead of once per job, and
+   * takes the file's write lock once. With 1 / 4 processes, 64 per turn cost 18 / 27 µs of CPU each
+   * and 16 per turn 20-29 / 36 µs, against 32-35 / 43-48 µs one per turn
+   * (`scripts/bench/store-completions.ts`). A lost unit lock or a missing job fails that completion
+   * alone; any other failure (another process holding the write lock, a full disk) rolls the whole
+   * transaction back and fails every call in it, each of which the store's guard then retries on its own.
    */
   complete(id: string, completion: JobCompletion): Promise<Job> {
-    let turn = this.turnCompletions;
-    if (!turn) {
-      turn = this.turnCompletions = { direct: 0, later: [] };
-      setImmediate(() => this.writeCompletions());
-    }
-    if (turn.direct >= DIRECT_COMPLETIONS_PER_TURN) {
-      const later = turn.later;
-      return new Promise((resolve, reject) => later.push({ id, completion, resolve, reject }));
-    }
-    turn.direct++;
-    try {
-      return Promise.resolve(this.completeOne(id, completion));
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.completions.run({ id, completion }, () => this.completeOne(id, completion));
   }
 
-  /** The turn's end: the completions past its first few, in one transaction. */
-  private writeCompletions(): void {
-    const turn = this.turnCompletions?.later ?? [];
-    this.turnCompletions = null;
-    if (turn.length === 0) return;
-    if (turn.length === 1) {
-      const [only] = turn as [PendingCompletion];
-      try {
-        only.resolve(this.completeOne(only.id, only.completion));
-      } catch (err) {
-        only.reject(err);
-      }
-      return;
-    }
+  /** The turn's end: the completions past its first four, in one transaction. */
+  private completeTogether(kept: KeptCompletion[]): void {
     const outcomes: CompletionOutcome[] = [];
     try {
-      this.completeTurn.immediate(turn, outcomes);
+      this.completeTurn.immediate(kept, outcomes);
     } catch (err) {
-      for (const c of turn) c.reject(err);
+      for (const k of kept) k.reject(err);
       return;
     }
-    turn.forEach((c, i) => {
+    kept.forEach((k, i) => {
       const outcome = outcomes[i]!;
-      if ('job' in outcome) c.resolve(outcome.job);
-      else c.reject(outcome.err);
+      if ('job' in outcome) k.resolve(outcome.job);
+      else k.reject(outcome.err);
     });
   }
 
