@@ -31,6 +31,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { intArg, positiveIntArg } from './fixtures/args.js';
 import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
@@ -38,13 +39,15 @@ const argOf = (name: string): string | undefined => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const JOBS = Number(argOf('jobs') ?? 10_000);
+const JOBS = positiveIntArg(args, 'jobs', 10_000);
 const WORKERS = (argOf('workers') ?? '1,2,4').split(',').map(Number);
+if (!WORKERS.every((w) => Number.isInteger(w) && w >= 1))
+  throw new Error(`--workers: positive integers separated by commas, got ${JSON.stringify(argOf('workers'))}`);
 /** Fleet-wide in-flight cap of the venue (also each worker's local concurrency). */
-const INFLIGHT = Number(argOf('inflight') ?? 128);
-const ROUNDS = Number(argOf('rounds') ?? 3);
+const INFLIGHT = positiveIntArg(args, 'inflight', 128);
+const ROUNDS = positiveIntArg(args, 'rounds', 3);
 /** Warm-up jobs per worker process. */
-const WARM = Number(argOf('warm') ?? 10_000);
+const WARM = intArg(args, 'warm', 10_000, 0);
 /** `--budget redis`: the venue budget in the fleet's Redis (TICKFLEET_BUDGET_URL) instead of the SQLite state store. */
 const BUDGET = argOf('budget') ?? 'store';
 if (BUDGET !== 'store' && BUDGET !== 'redis') throw new Error(`--budget must be store or redis, not ${BUDGET}`);

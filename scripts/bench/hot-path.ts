@@ -41,6 +41,7 @@ import { startMockVenue } from '@tickfleet/mock-venue';
 import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { intArg, positiveIntArg } from './fixtures/args.js';
 import { procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
@@ -48,16 +49,12 @@ const argOf = (name: string): string | undefined => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const num = (name: string, fallback: number): number => {
-  const v = Number(argOf(name));
-  return Number.isFinite(v) && v >= 0 && argOf(name) !== undefined ? v : fallback;
-};
 const QUICK = args.includes('--quick');
-const UNITS = Math.max(8, Math.round(num('units', QUICK ? 16 : 200)));
-const ROUNDS = Math.max(1, Math.round(num('rounds', QUICK ? 1 : 3)));
-const LATENCY_MS = num('latency', 0);
-const LIVE_CANDLES = Math.max(1, Math.round(num('live-candles', 5)));
-const LIVE_WARM = Math.round(num('live-warm', 2000));
+const UNITS = intArg(args, 'units', QUICK ? 16 : 200, 8);
+const ROUNDS = positiveIntArg(args, 'rounds', QUICK ? 1 : 3);
+const LATENCY_MS = intArg(args, 'latency', 0, 0);
+const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
+const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
