@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -23,16 +23,20 @@
  *
  * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
  * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
+ *
+ * `--windows FILE` appends one JSON line per measured run: the worker processes' pids and the
+ * window in CLOCK_MONOTONIC seconds, for scripts/bench/perf-split.ts to read a system-wide
+ * `perf record -k CLOCK_MONOTONIC` of the whole benchmark (docs/benchmarks/fleet.md).
  */
 import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
-import { existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { intArg, positiveIntArg } from './fixtures/args.js';
-import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
+import { cpuPressureUs, machineCpuMs, procCpuMs, procSwitches } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -52,6 +56,7 @@ const WARM = intArg(args, 'warm', 10_000, 0);
 const BUDGET = argOf('budget') ?? 'store';
 if (BUDGET !== 'store' && BUDGET !== 'redis') throw new Error(`--budget must be store or redis, not ${BUDGET}`);
 const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
+const WINDOWS = argOf('windows') === undefined ? undefined : resolve(argOf('windows')!);
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
@@ -71,6 +76,10 @@ interface Run {
   redisTop: string;
   /** Mean of the queue's active units, sampled every 250 ms while units were still waiting. */
   inflight: number;
+  /** Share of the window in which some runnable task waited for a core (PSI cpu `some`; NaN without PSI). */
+  cpuPressure: number;
+  /** The worker processes' context switches per unit, voluntary (waits) and involuntary (preempted). */
+  switchesPerUnit: { voluntary: number; involuntary: number };
 }
 
 /** redis-server's CPU so far, ms (INFO cpu: the server's user + system time). */
@@ -106,20 +115,32 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
   const t0 = performance.now();
   const p0 = pids();
   const w0 = p0.workers.map(procCpuMs);
-  return (unitsPerSec: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight' | 'redisCallsPerUnit' | 'redisTop'> => {
-    const seconds = (performance.now() - t0) / 1000;
+  const s0 = p0.workers.map(procSwitches);
+  const psi0 = cpuPressureUs();
+  return (units: number, seconds: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight' | 'redisCallsPerUnit' | 'redisTop'> => {
+    const elapsed = (performance.now() - t0) / 1000;
+    const psi = (cpuPressureUs() - psi0) / 1e6 / elapsed;
     const m1 = machineCpuMs();
     const p1 = pids();
     const b = process.cpuUsage(b0);
     const workers = p1.workers.reduce<number>((sum, pid, i) => sum + (procCpuMs(pid) - (w0[i] ?? 0)), 0);
+    const switches = p1.workers.reduce(
+      (sum, pid, i) => {
+        const s = procSwitches(pid);
+        return { voluntary: sum.voluntary + s.voluntary - (s0[i]?.voluntary ?? 0), involuntary: sum.involuntary + s.involuntary - (s0[i]?.involuntary ?? 0) };
+      },
+      { voluntary: 0, involuntary: 0 },
+    );
     return {
-      unitsPerSec,
+      unitsPerSec: units / seconds,
+      cpuPressure: psi,
+      switchesPerUnit: { voluntary: switches.voluntary / units, involuntary: switches.involuntary / units },
       machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
       cores: m1.cores,
-      workers: workers / 1000 / seconds,
-      scheduler: (procCpuMs(p1.scheduler) - schedulerCpu0) / 1000 / seconds,
-      bench: (b.user + b.system) / 1e6 / seconds,
-      redis: (redis1 - redis0) / 1000 / seconds,
+      workers: workers / 1000 / elapsed,
+      scheduler: (procCpuMs(p1.scheduler) - schedulerCpu0) / 1000 / elapsed,
+      bench: (b.user + b.system) / 1e6 / elapsed,
+      redis: (redis1 - redis0) / 1000 / elapsed,
     };
   };
 }
@@ -165,7 +186,8 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], a
       if (c.waiting + c.prioritized > 0) active.push(c.active);
       if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
       const ran = (await fleet.withStore((store) => store.jobs.list({ venue: 'binance' }))).filter((j) => wanted.has(j.id) && j.stats.runs >= 1);
-      lastMs = Math.max(0, ...ran.map((j) => j.stats.lastSuccessAt ?? 0));
+      // A loop, not Math.max(...spread): a spread of 100,000+ values overflows the stack.
+      lastMs = ran.reduce((max, j) => Math.max(max, j.stats.lastSuccessAt ?? 0), 0);
       return ran.length === wanted.size;
     },
     `${ids.length} jobs ran once`,
@@ -225,6 +247,8 @@ async function run(workers: number, round: number): Promise<Run> {
     if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
     const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
     const startedAt = Date.now();
+    /** CLOCK_MONOTONIC (perf's `-k CLOCK_MONOTONIC`) minus the wall clock, in seconds. */
+    const monotonicOffset = Number(process.hrtime.bigint()) / 1e9 - startedAt / 1000;
     const schedulerCpu0 = procCpuMs(scheduler?.child.pid);
     if (!scheduler) startScheduler();
     const calls0 = await redisCalls(redis);
@@ -232,18 +256,30 @@ async function run(workers: number, round: number): Promise<Run> {
     const active: number[] = [];
     const lastDoneAt = await allRan(fleet, queues, ids, active);
     // The window ends at the last completion stored (the workers' clocks, on this machine).
-    const seconds = ((lastDoneAt > startedAt ? lastDoneAt : Date.now()) - startedAt) / 1000;
+    const endedAt = lastDoneAt > startedAt ? lastDoneAt : Date.now();
+    const seconds = (endedAt - startedAt) / 1000;
     // Units counted by the emulation (one klines request each), not assumed: a job run twice in
     // the window would show here.
     const units = (fleet.mock.stats().venues.binance?.requests ?? 0) - served0;
     if (units !== JOBS) process.stderr.write(`note: the emulation served ${units} klines requests for ${JOBS} jobs\n`);
     const calls = callsPerUnit(calls0, await redisCalls(redis), units);
     const measured = {
-      ...done(units / seconds, Number.isNaN(schedulerCpu0) ? 0 : schedulerCpu0, await redisCpuMs(redis)),
+      ...done(units, seconds, Number.isNaN(schedulerCpu0) ? 0 : schedulerCpu0, await redisCpuMs(redis)),
       redisCallsPerUnit: calls.total,
       redisTop: calls.top,
       inflight: active.length ? active.reduce((a, b) => a + b, 0) / active.length : NaN,
     };
+    if (WINDOWS) {
+      const window = {
+        workers,
+        round,
+        pids: procs.map((p) => p.child.pid),
+        from: startedAt / 1000 + monotonicOffset,
+        to: endedAt / 1000 + monotonicOffset,
+        units,
+      };
+      appendFileSync(WINDOWS, `${JSON.stringify(window)}\n`);
+    }
     if (PROFILE_DIR) {
       for (const p of procs) p.child.kill('SIGUSR2');
       for (let i = 0; i < workers; i++) await waitFor(() => existsSync(profile(i)), `profile of worker ${i}`, { timeoutMs: 30_000 });
@@ -303,22 +339,22 @@ for (let round = 1; round <= ROUNDS; round++) {
     const r = await run(w, round);
     runs.get(w)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; CPU pressure ${(100 * r.cpuPressure).toFixed(0)}%; worker context switches per unit ${r.switchesPerUnit.voluntary.toFixed(2)} voluntary, ${r.switchesPerUnit.involuntary.toFixed(2)} involuntary; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
 const baseline = median(baselines);
 console.log(
-  `| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | worker processes (cores) | scheduler (cores) | redis-server (cores) | emulation + benchmark (cores) |`,
+  `| ${JOBS} jobs, cap ${INFLIGHT} in flight, median of ${ROUNDS} | units/s | ratio to scheduler-alone | machine CPU busy | CPU pressure | worker processes (cores) | worker CPU per unit (ms) | scheduler (cores) | redis-server (cores) | emulation + benchmark (cores) |`,
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | | |`);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | | | | |`);
 for (const w of WORKERS) {
   const rs = runs.get(w)!;
   const m = (f: (r: Run) => number) => median(rs.map(f));
   const u = m((r) => r.unitsPerSec);
   console.log(
-    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => (1000 * r.workers) / r.unitsPerSec).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
   );
 }
 console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);
