@@ -78,6 +78,8 @@ interface Run {
   inflight: number;
   /** Share of the window in which some runnable task waited for a core (PSI cpu `some`; NaN without PSI). */
   cpuPressure: number;
+  /** The worker processes' CPU per unit, ms (their CPU from the window's start to its measurement, over the units). */
+  workerCpuPerUnitMs: number;
   /** The worker processes' context switches per unit, voluntary (waits) and involuntary (preempted). */
   switchesPerUnit: { voluntary: number; involuntary: number };
 }
@@ -134,6 +136,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
     return {
       unitsPerSec: units / seconds,
       cpuPressure: psi,
+      workerCpuPerUnitMs: workers / units,
       switchesPerUnit: { voluntary: switches.voluntary / units, involuntary: switches.involuntary / units },
       machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
       cores: m1.cores,
@@ -354,7 +357,7 @@ for (const w of WORKERS) {
   const m = (f: (r: Run) => number) => median(rs.map(f));
   const u = m((r) => r.unitsPerSec);
   console.log(
-    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => (1000 * r.workers) / r.unitsPerSec).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.workerCpuPerUnitMs).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
   );
 }
 console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);
