@@ -11,6 +11,7 @@
  * no closer area frame (ioredis) is on the stack; `(garbage collector)` and `(program)` are their own.
  */
 import { readFileSync } from 'node:fs';
+import { stringArg } from './fixtures/args.js';
 
 interface ProfileNode {
   id: number;
@@ -24,18 +25,14 @@ interface Profile {
 }
 
 const args = process.argv.slice(2);
-const argOf = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 const file = args[0];
 if (!file || file.startsWith('--')) {
   process.stderr.write('usage: cpu-profile-summary.ts FILE.cpuprofile [--filter TEXT] [--top 60] [--units N] [--areas]\n');
   process.exit(2);
 }
-const filter = argOf('filter') ?? '';
-const top = Number(argOf('top') ?? 60);
-const units = argOf('units') === undefined ? undefined : Number(argOf('units'));
+const filter = stringArg(args, 'filter') ?? '';
+const top = Number(stringArg(args, 'top') ?? 60);
+const units = stringArg(args, 'units') === undefined ? undefined : Number(stringArg(args, 'units'));
 
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));

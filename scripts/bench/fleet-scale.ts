@@ -33,30 +33,26 @@ import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { intArg, positiveIntArg } from './fixtures/args.js';
+import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
 import { cpuPressureUs, machineCpuMs, procCpuMs, procSwitches } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
-const argOf = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 const JOBS = positiveIntArg(args, 'jobs', 10_000);
-const WORKERS = (argOf('workers') ?? '1,2,4').split(',').map(Number);
+const WORKERS = (stringArg(args, 'workers') ?? '1,2,4').split(',').map(Number);
 if (!WORKERS.every((w) => Number.isInteger(w) && w >= 1))
-  throw new Error(`--workers: positive integers separated by commas, got ${JSON.stringify(argOf('workers'))}`);
+  throw new Error(`--workers: positive integers separated by commas, got ${JSON.stringify(stringArg(args, 'workers'))}`);
 /** Fleet-wide in-flight cap of the venue (also each worker's local concurrency). */
 const INFLIGHT = positiveIntArg(args, 'inflight', 128);
 const ROUNDS = positiveIntArg(args, 'rounds', 3);
 /** Warm-up jobs per worker process. */
 const WARM = intArg(args, 'warm', 10_000, 0);
 /** `--budget redis`: the venue budget in the fleet's Redis (TICKFLEET_BUDGET_URL) instead of the SQLite state store. */
-const BUDGET = argOf('budget') ?? 'store';
+const BUDGET = stringArg(args, 'budget') ?? 'store';
 if (BUDGET !== 'store' && BUDGET !== 'redis') throw new Error(`--budget must be store or redis, not ${BUDGET}`);
-const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
-const WINDOWS = argOf('windows') === undefined ? undefined : resolve(argOf('windows')!);
+const PROFILE_DIR = pathArg(args, 'cpu-prof');
+const WINDOWS = pathArg(args, 'windows');
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
@@ -126,13 +122,12 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
     const p1 = pids();
     const b = process.cpuUsage(b0);
     const workers = p1.workers.reduce<number>((sum, pid, i) => sum + (procCpuMs(pid) - (w0[i] ?? 0)), 0);
-    const switches = p1.workers.reduce(
-      (sum, pid, i) => {
-        const s = procSwitches(pid);
-        return { voluntary: sum.voluntary + s.voluntary - (s0[i]?.voluntary ?? 0), involuntary: sum.involuntary + s.involuntary - (s0[i]?.involuntary ?? 0) };
-      },
-      { voluntary: 0, involuntary: 0 },
-    );
+    const switches = { voluntary: 0, involuntary: 0 };
+    for (const [i, pid] of p1.workers.entries()) {
+      const s = procSwitches(pid);
+      switches.voluntary += s.voluntary - (s0[i]?.voluntary ?? 0);
+      switches.involuntary += s.involuntary - (s0[i]?.involuntary ?? 0);
+    }
     return {
       unitsPerSec: units / seconds,
       cpuPressure: psi,

@@ -35,27 +35,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMockVenue } from '@tickfleet/mock-venue';
 import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
-import { intArg, positiveIntArg } from './fixtures/args.js';
+import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
 import { procCpuMs } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
-const argOf = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 const QUICK = args.includes('--quick');
 const UNITS = intArg(args, 'units', QUICK ? 16 : 200, 8);
 const ROUNDS = positiveIntArg(args, 'rounds', QUICK ? 1 : 3);
 const LATENCY_MS = intArg(args, 'latency', 0, 0);
 const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
 const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
-const PROFILE_DIR = argOf('cpu-prof') === undefined ? undefined : resolve(argOf('cpu-prof')!);
+const PROFILE_DIR = pathArg(args, 'cpu-prof');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
 const WARM_UNITS = 8;
@@ -98,7 +94,7 @@ const ALL_SCENARIOS: Scenario[] = [
   { name: 'live', series: [], units: LIVE_SYMBOLS.length },
 ];
 /** `--scenarios live` or `single,many`: only these (default all three). */
-const ONLY = argOf('scenarios')?.split(',');
+const ONLY = stringArg(args, 'scenarios')?.split(',');
 const unknownScenario = ONLY?.find((n) => !ALL_SCENARIOS.some((sc) => sc.name === n));
 if (unknownScenario !== undefined) throw new Error(`--scenarios: unknown scenario "${unknownScenario}" (single, many, live)`);
 const SCENARIOS = ONLY ? ALL_SCENARIOS.filter((sc) => ONLY.includes(sc.name)) : ALL_SCENARIOS;
