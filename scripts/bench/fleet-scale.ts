@@ -149,7 +149,7 @@ const WARM_JOBS = WARM * Math.max(...WORKERS);
 const warmSymbols = Array.from({ length: WARM_JOBS }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
 
 /** Upserts the connector and one due job per symbol; returns the job ids. */
-async function seed(fleet: FleetHarness, of: string[], nextRunAt = 0): Promise<string[]> {
+async function seed(fleet: FleetHarness, of: string[], nextRunAt = Date.now()): Promise<string[]> {
   return fleet.withStore(async (store) => {
     await store.connectors.upsert({
       venue: 'binance',
