@@ -1,9 +1,9 @@
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './free-port.js';
+import { launchOnFreePort } from './redis-server.js';
 import { FixtureError } from './testkit-error.js';
 
 const run = promisify(execFile);
@@ -38,34 +38,27 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   };
   try {
     for (let i = 0; i < masters; i++) {
-      const port = await freePort();
-      ports.push(port);
-      children.push(
-        spawn(
-          'redis-server',
-          [
-            '--port',
-            String(port),
-            '--bind',
-            '127.0.0.1',
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            `nodes-${port}.conf`,
-            '--dir',
-            dir,
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--loglevel',
-            'warning',
-          ],
-          { stdio: 'ignore' },
-        ),
-      );
+      const node = await launchOnFreePort((port) => [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--loglevel',
+        'warning',
+      ]);
+      ports.push(node.port);
+      children.push(node.child);
     }
-    for (const port of ports) await waitPing(port);
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
     for (const port of ports) await waitClusterOk(port);
     return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
@@ -75,20 +68,10 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   }
 }
 
-async function waitPing(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const ok = await run('redis-cli', ['-p', String(port), 'ping']).then(
-      (r) => r.stdout.trim() === 'PONG',
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} did not answer`);
-}
-
+/** Waits up to 30 s (a deadline, not a count of tries: each try spawns redis-cli, slow on a busy machine). */
 async function waitClusterOk(port: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() <= deadline) {
     const info = await run('redis-cli', ['-p', String(port), 'cluster', 'info']).then(
       (r) => r.stdout,
       () => '',
@@ -96,5 +79,5 @@ async function waitClusterOk(port: number): Promise<void> {
     if (info.includes('cluster_state:ok')) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new FixtureError(`redis cluster node ${port}`, `redis cluster node ${port} did not reach cluster_state:ok`);
+  throw new FixtureError(`redis cluster node ${port}`, `redis cluster node ${port} did not reach cluster_state:ok within 30 s`);
 }
