@@ -26,14 +26,20 @@ export async function startEmbeddedRedis(options: { dir?: string } = {}): Promis
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
   if (options.dir) args.push('--dir', options.dir);
   const url = `redis://127.0.0.1:${port}`;
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // redis logs to stdout without a logfile (its reason for exiting, a port taken included); the
+  // tail is kept for the error.
+  let output = '';
+  const keep = (d: Buffer): void => {
+    output = (output + d.toString()).slice(-2000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const failed = new Promise<never>((_, reject) => {
     child.once('error', (err) =>
       reject(new RedisUnavailableError(url, `cannot start redis-server (install it, or set REDIS_URL): ${err.message}`, { cause: err })),
     );
-    child.once('exit', (code) => reject(new RedisUnavailableError(url, `redis-server exited with ${code}: ${stderr.trim()}`)));
+    child.once('exit', (code) => reject(new RedisUnavailableError(url, `redis-server exited with ${code}: ${output.trim()}`)));
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const deadline = Date.now() + 10_000;
