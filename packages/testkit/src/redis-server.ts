@@ -167,7 +167,15 @@ async function launch(port: number, args: string[]): Promise<Omit<LaunchedRedis,
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  const answering = await Promise.race([serverPid(port), failed]);
+  let answering = await Promise.race([serverPid(port), failed]);
+  while (answering === null) {
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} answered PING but not INFO within 20 s: ${output.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    answering = await Promise.race([serverPid(port), failed]);
+  }
   if (answering !== proc.pid) {
     proc.kill('SIGKILL');
     await exited;
@@ -179,7 +187,7 @@ async function launch(port: number, args: string[]): Promise<Omit<LaunchedRedis,
   return { child: proc, exited };
 }
 
-/** The `process_id` of the server answering on `port` (INFO server), or null. */
+/** The `process_id` of the server answering on `port` (INFO server), or null when it did not tell. */
 function serverPid(port: number): Promise<number | null> {
   return ask(port, 'INFO server', 5000, null, (reply) => {
     if (reply.startsWith('-')) return null;
