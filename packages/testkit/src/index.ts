@@ -2,7 +2,7 @@
 // emulations) is the separate entry `@tickfleet/testkit/fleet`, so a package's unit tests that
 // need a Redis or a free port do not load the whole fleet.
 export * from './redis-server.js';
-export * from './free-port.js';
+export { freePort } from '@tickfleet/queues';
 export * from './temp-dir.js';
 export * from './repo-root.js';
 export * from './cli.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { launchOnFreePort } from './redis-server.js';
+import { startLocalRedis } from '@tickfleet/queues';
 import { FixtureError } from './testkit-error.js';
 
 const run = promisify(execFile);
@@ -38,7 +38,7 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   };
   try {
     for (let i = 0; i < masters; i++) {
-      const node = await launchOnFreePort((port) => [
+      const node = await startLocalRedis((port) => [
         '--port',
         String(port),
         '--bind',

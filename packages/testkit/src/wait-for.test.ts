@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { freePort } from './free-port.js';
+import { freePort } from '@tickfleet/queues';
 import { FixtureError, WaitTimeoutError } from './testkit-error.js';
 import { waitFor } from './wait-for.js';
 

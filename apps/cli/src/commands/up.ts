@@ -11,7 +11,8 @@ import { integer, positiveInt } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
-import { freePort, startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
+import { freePort } from '@tickfleet/queues';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {
@@ -90,8 +91,8 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
       redis = await startEmbeddedRedis({ dir: resolve('.tickfleet') });
       cleanups.push(() => redis!.stop());
       redisUrl = redis.url;
-      info.redisPid = await redisPid(redisUrl);
-      if (info.redisPid !== undefined) tellWatchdog({ type: 'last', pid: info.redisPid });
+      info.redisPid = redis.pid;
+      tellWatchdog({ type: 'last', pid: info.redisPid });
     }
 
     info.redisUrl = redisUrl;
@@ -196,18 +197,6 @@ function startRole(name: string, args: string[], env: Env): ChildProcess {
   const child = spawn(process.execPath, [CLI_ENTRY, ...args], { env, stdio: ['ignore', log, log], detached: true });
   closeSync(log);
   return child;
-}
-
-/** The pid of the Redis server `up` started (from `INFO server`), for the watchdog. */
-async function redisPid(url: string): Promise<number | undefined> {
-  const { connectRedis } = await import('@tickfleet/queues');
-  const client = await connectRedis(url, { blocking: false, connectionName: 'tickfleet-up' });
-  try {
-    const pid = /process_id:(\d+)/.exec(await client.info('server'))?.[1];
-    return pid === undefined ? undefined : Number(pid);
-  } finally {
-    client.disconnect();
-  }
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
