@@ -11,7 +11,7 @@
  * no closer area frame (ioredis) is on the stack; `(garbage collector)` and `(program)` are their own.
  */
 import { readFileSync } from 'node:fs';
-import { stringArg } from './fixtures/args.js';
+import { positiveIntArg, stringArg } from './fixtures/args.js';
 
 interface ProfileNode {
   id: number;
@@ -31,8 +31,9 @@ if (!file || file.startsWith('--')) {
   process.exit(2);
 }
 const filter = stringArg(args, 'filter') ?? '';
-const top = Number(stringArg(args, 'top') ?? 60);
-const units = stringArg(args, 'units') === undefined ? undefined : Number(stringArg(args, 'units'));
+const top = positiveIntArg(args, 'top', 60);
+/** Units the profile covers, for the per-unit columns; 0 (absent): no per-unit columns. */
+const units = positiveIntArg(args, 'units', 0);
 
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
