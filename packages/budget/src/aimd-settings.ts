@@ -21,8 +21,9 @@ export interface AimdLimits {
   /** No live worker for this long is a fleet restart (back to `start`); 0 never. @defaultValue 60000 */
   restartAfterMs: number;
   /**
-   * Outcomes needed before the failure ratio or p95 can subtract one, so two early failures do
-   * not read as a 100% failure rate. @defaultValue 20
+   * Outcomes a window needs before its failure ratio or p95 can change the value (subtract one,
+   * or add one at the end of an interval), so two early failures do not read as a 100% failure
+   * rate and a p95 is never taken over a handful of units. @defaultValue 20
    */
   minSamples: number;
   /** Latencies kept for the p95. @defaultValue 200 */

@@ -188,7 +188,8 @@ describe('FleetVenueControl AIMD rules', () => {
 
   it('adds one per increaseAfterMs of clean operation, up to the ceiling, not while frozen', async () => {
     const clock = new ManualClock();
-    const aimd = one(clock, limits({ max: 6 }));
+    // minSamples 5: each 1 s window holds 10 outcomes (windows short of minSamples: the next test).
+    const aimd = one(clock, limits({ max: 6, minSamples: 5 }));
     await aimd.onRateLimited('binance', clock.now() + 2500); // 6 -> 3, frozen 2.5 s
     const changes: AimdChange[] = [];
     for (let i = 0; i < 80; i++) {
@@ -204,7 +205,7 @@ describe('FleetVenueControl AIMD rules', () => {
 
   it('adds one only after stableMs without a 429, at most once per increaseAfterMs', async () => {
     const clock = new ManualClock();
-    const aimd = one(clock, limits({ max: 8, stableMs: 3000 }));
+    const aimd = one(clock, limits({ max: 8, stableMs: 3000, minSamples: 5 }));
     await aimd.onRateLimited('binance'); // 8 -> 4, no freeze (no Retry-After, no escalation)
     const changes: AimdChange[] = [];
     for (let i = 0; i < 50; i++) {
@@ -215,6 +216,28 @@ describe('FleetVenueControl AIMD rules', () => {
     expect(changes.filter((c) => c === 'increase')).toHaveLength(3);
     expect(changes.indexOf('increase')).toBe(29);
     expect(await aimd.concurrency('binance')).toBe(7);
+  });
+
+  it('judges a window only once it holds minSamples outcomes: a venue slower than minSamples per interval is judged over longer windows', async () => {
+    // 10 outcomes a second, minSamples 20, a 1 s interval: every judgment waits for the 20th
+    // outcome (2 s), up or down. Closing each interval's window with 10 outcomes judged nothing:
+    // a p95 of 800 ms against p95-high 600 never brought the value down.
+    const run = async (latencyMs: number, halveFirst: boolean) => {
+      const clock = new ManualClock();
+      const aimd = one(clock, limits({ max: 8, minSamples: 20, lowP95LatencyMs: 300, maxP95LatencyMs: 600 }));
+      if (halveFirst) await aimd.onRateLimited('binance'); // 8 -> 4
+      const changes: AimdChange[] = [];
+      for (let i = 0; i < 50; i++) {
+        clock.advance(100);
+        changes.push((await aimd.reportOutcome('binance', { ok: true, latencyMs })).change);
+      }
+      const at = (change: AimdChange) => changes.flatMap((c, i) => (c === change ? [i] : []));
+      return { decreases: at('decrease'), increases: at('increase'), concurrency: await aimd.concurrency('binance') };
+    };
+    // Slow answers at the ceiling: -1 at the 20th and the 40th outcome.
+    expect(await run(800, false)).toEqual({ decreases: [19, 39], increases: [], concurrency: 6 });
+    // Fast answers after a halving: +1 at the 20th and the 40th outcome, not every second.
+    expect(await run(50, true)).toEqual({ decreases: [], increases: [19, 39], concurrency: 6 });
   });
 
   it('holds between the low and high thresholds (hysteresis): no increase, no decrease', async () => {
@@ -383,7 +406,7 @@ describe('fleet restart', () => {
   it('a fleet with no live worker for restartAfterMs starts again from the floor; one worker restarting in a live fleet does not', async () => {
     const clock = new ManualClock();
     const prefix = redis.namespace();
-    const limits: AimdLimits = { ...LIMITS, max: 8, startFromFloor: true };
+    const limits: AimdLimits = { ...LIMITS, max: 8, startFromFloor: true, minSamples: 5 };
     const [control] = fleet(clock, limits, prefix) as [FleetVenueControl];
     const beat = (id: string) => new WorkerHeartbeat(clients[1]!, id, { prefix, clock }).beat('binance', RESTART);
     // A new venue starts at the floor and learns up to 3.

@@ -104,10 +104,12 @@ export interface ControlStep {
  * - a rate limit (429/418) halves the concurrency (floor `min`), once per `halveCooldownMs`;
  * - once `minSamples` outcomes are in the window, a failure ratio above `maxFailureRatio` or a
  *   nearest-rank p95 latency above `maxP95LatencyMs` subtracts one (floor `min`) and starts a new window;
- * - once `increaseAfterMs` have passed since the window began, while not frozen, it adds one
- *   (ceiling `max`) only if there was no 429 for `stableMs`, the failure ratio is under half of
- *   `maxFailureRatio` and the p95 under `lowP95LatencyMs` (hysteresis), and starts a new window,
- *   so the fleet adds at most one per `increaseAfterMs`;
+ * - once `increaseAfterMs` have passed since the window began and it holds `minSamples`
+ *   outcomes, while not frozen, it adds one (ceiling `max`) only if there was no 429 for
+ *   `stableMs`, the failure ratio is under half of `maxFailureRatio` and the p95 under
+ *   `lowP95LatencyMs` (hysteresis), and starts a new window, so the fleet adds at most one per
+ *   `increaseAfterMs`; until the window holds `minSamples` it stays open (a slow venue is
+ *   judged over a longer window, never over a few outcomes);
  * - a venue without a value (new, reset, or its fleet restarted: `WorkerHeartbeat.beat`)
  *   runs at its start value: the floor for venues with opaque limits, else the ceiling.
  *

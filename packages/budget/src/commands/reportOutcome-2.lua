@@ -7,11 +7,15 @@
     maxFailureRatio or a p95 latency above maxP95LatencyMs (the high thresholds) subtracts 1
     (floor min) and starts a new window;
   - additive increase, once increaseAfterMs (the minimum adjustment interval) have passed since
-    the window started: adds 1 (ceiling max) only when all of these hold: no 429 for stableMs
-    (hash field l4, written by rateLimitedVenue-4.lua), the venue is not frozen, the failure
-    ratio is under half of maxFailureRatio and the p95 under lowP95LatencyMs (the low
-    thresholds: between low and high nothing changes, so the value does not oscillate); either
-    way a new window starts, so the fleet adds at most 1 per increaseAfterMs.
+    the window started and it holds minSamples outcomes: adds 1 (ceiling max) only when all of
+    these hold: no 429 for stableMs (hash field l4, written by rateLimitedVenue-4.lua), the venue
+    is not frozen, the failure ratio is under half of maxFailureRatio and the p95 under
+    lowP95LatencyMs (the low thresholds: between low and high nothing changes, so the value does
+    not oscillate); either way a new window starts, so the fleet adds at most 1 per
+    increaseAfterMs. An interval that ends with fewer than minSamples outcomes judges nothing and
+    keeps its window open: a venue answering fewer than minSamples units per interval is judged
+    over a longer window, never over a few outcomes, and never loses the outcomes a decrease
+    needs (a window closed every interval with 10 of 20 outcomes never reached the decrease).
 
   Input:
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
@@ -82,7 +86,7 @@ if n >= tonumber(ARGV[8]) and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARG
   resetWindow()
 else
   local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
-  if now - cs >= tonumber(ARGV[5]) and fu <= now then
+  if now - cs >= tonumber(ARGV[5]) and fu <= now and n >= tonumber(ARGV[8]) then
     local l4 = tonumber(redis.call("HGET", KEYS[1], "l4") or "-1e300")
     if now - l4 >= tonumber(ARGV[12]) and (ratio == 0 or ratio < tonumber(ARGV[6]) / 2) and p95() < tonumber(ARGV[11]) and c < maxC then
       c = c + 1
