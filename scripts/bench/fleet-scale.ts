@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE] [--node-options FLAGS]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -52,6 +52,8 @@ const WARM = intArg(args, 'warm', 10_000, 0);
 const BUDGET = stringArg(args, 'budget') ?? 'store';
 if (BUDGET !== 'store' && BUDGET !== 'redis') throw new Error(`--budget must be store or redis, not ${BUDGET}`);
 const PROFILE_DIR = pathArg(args, 'cpu-prof');
+/** `--node-options '--v8-pool-size=1'`: Node/V8 flags of the worker processes (their NODE_OPTIONS). */
+const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 const WINDOWS = pathArg(args, 'windows');
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
@@ -222,7 +224,8 @@ async function run(workers: number, round: number): Promise<Run> {
       fleet.spawn(`worker-${i}`, ['worker'], {
         LOG_LEVEL: 'warn',
         ...(BUDGET === 'redis' ? { TICKFLEET_BUDGET_URL: fleet.redis.url } : {}),
-        ...(PROFILE_DIR ? { NODE_OPTIONS: `--import tsx --import ${PRELOAD}`, HOT_PATH_CPU_PROF: profile(i) } : {}),
+        NODE_OPTIONS: [WORKER_NODE_OPTIONS, ...(PROFILE_DIR ? [`--import tsx --import ${PRELOAD}`] : [])].join(' ').trim(),
+        ...(PROFILE_DIR ? { HOT_PATH_CPU_PROF: profile(i) } : {}),
       }),
     );
     let scheduler: FleetProcess | undefined;
