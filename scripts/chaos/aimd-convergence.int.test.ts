@@ -25,7 +25,9 @@ import { runAimdConvergence, type AimdPhaseResult } from './fixtures/aimd-run.js
  *   80 % of the limit (AIMD grows while the venue allows);
  * - under a limit of L per s, no settled value c has c / L above p95-high. With c units always in
  *   flight (the backlog is far above the limit) a unit takes c / (achieved rate) >= c / L on average
- *   (Little's law), so the p95 is above p95-high and AIMD subtracts one.
+ *   (Little's law), so the p95 of a window is above p95-high too (the venue's queue spaces the
+ *   waits evenly; a mean above it with a p95 under it would need waits beyond the 2 s queue) and
+ *   AIMD subtracts one.
  * Not asserted: where in the band between p95-low and p95-high it stops (nothing changes there, by
  * design) nor that it stays within one step: CI runs failed that twice on a value still moving in a
  * short settled part, partly from AIMD closing its window every interval before it held minSamples
