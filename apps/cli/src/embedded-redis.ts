@@ -4,7 +4,6 @@ import { startLocalRedis } from '@tickfleet/queues';
 export interface EmbeddedRedis {
   /** `redis://127.0.0.1:<port>` */
   url: string;
-  port: number;
   /** The server's process id (checked against `INFO server` when it started), for the watchdog. */
   pid: number;
   /** SIGTERM, then resolves once the process is gone. */
@@ -27,7 +26,6 @@ export async function startEmbeddedRedis(options: { dir?: string } = {}): Promis
   });
   return {
     url: `redis://127.0.0.1:${port}`,
-    port,
     // A server that answered as this process has a pid.
     pid: child.pid!,
     stop: async () => {

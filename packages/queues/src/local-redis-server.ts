@@ -87,21 +87,17 @@ export async function startRedisOnPort(port: number, args: string[]): Promise<Lo
     );
   });
   failed.catch(() => undefined);
+  // Until the server answers PING (not -LOADING), then INFO with its process id; one deadline.
   const deadline = Date.now() + READY_WITHIN_MS;
-  const giveUp = async (what: string): Promise<never> => {
-    proc.kill('SIGKILL');
-    await exited;
-    throw new RedisUnavailableError(url, `redis-server on ${port} did not answer ${what} within 20 s (loading the AOF?): ${output.trim()}`);
-  };
-  while (!(await Promise.race([canPing(port), failed]))) {
-    if (Date.now() > deadline) await giveUp('PING');
+  const answeringPid = async (): Promise<number | null> => ((await Promise.race([canPing(port), failed])) ? Promise.race([serverPid(port), failed]) : null);
+  let answering: number | null;
+  while ((answering = await answeringPid()) === null) {
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      await exited;
+      throw new RedisUnavailableError(url, `redis-server on ${port} did not answer PING and INFO within 20 s (loading the AOF?): ${output.trim()}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
-  }
-  let answering = await Promise.race([serverPid(port), failed]);
-  while (answering === null) {
-    if (Date.now() > deadline) await giveUp('INFO');
-    await new Promise((r) => setTimeout(r, 50));
-    answering = await Promise.race([serverPid(port), failed]);
   }
   if (answering !== proc.pid) {
     proc.kill('SIGKILL');

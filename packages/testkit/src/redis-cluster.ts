@@ -1,9 +1,9 @@
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startLocalRedis } from '@tickfleet/queues';
+import { createRedisConnection, startLocalRedis, type LocalRedisServer } from '@tickfleet/queues';
 import { FixtureError } from './testkit-error.js';
 
 const run = promisify(execFile);
@@ -21,19 +21,10 @@ export interface TestRedisCluster {
  */
 export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'tickfleet-cluster-'));
-  const ports: number[] = [];
-  const children: ChildProcess[] = [];
+  const nodes: LocalRedisServer[] = [];
   const stop = async (): Promise<void> => {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            c.once('exit', () => resolve());
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
+    for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
+    await Promise.all(nodes.map((node) => node.exited));
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -56,9 +47,9 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
         '--loglevel',
         'warning',
       ]);
-      ports.push(node.port);
-      children.push(node.child);
+      nodes.push(node);
     }
+    const ports = nodes.map((node) => node.port);
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
     for (const port of ports) await waitClusterOk(port);
     return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
@@ -68,16 +59,18 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   }
 }
 
-/** Waits up to 30 s (a deadline, not a count of tries: each try spawns redis-cli, slow on a busy machine). */
+/** Waits up to 30 s for `CLUSTER INFO` to say cluster_state:ok (one connection, polled). */
 async function waitClusterOk(port: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() <= deadline) {
-    const info = await run('redis-cli', ['-p', String(port), 'cluster', 'info']).then(
-      (r) => r.stdout,
-      () => '',
-    );
-    if (info.includes('cluster_state:ok')) return;
-    await new Promise((r) => setTimeout(r, 25));
+  const client = createRedisConnection(`redis://127.0.0.1:${port}`, { blocking: false });
+  try {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() <= deadline) {
+      const info = await client.call('CLUSTER', 'INFO').then(String, () => '');
+      if (info.includes('cluster_state:ok')) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    client.disconnect();
   }
   throw new FixtureError(`redis cluster node ${port}`, `redis cluster node ${port} did not reach cluster_state:ok within 30 s`);
 }

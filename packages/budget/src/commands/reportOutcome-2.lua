@@ -44,6 +44,7 @@
 ]]
 local now = tonumber(ARGV[1])
 local minC = tonumber(ARGV[3])
+local minSamples = tonumber(ARGV[8])
 local maxC = tonumber(ARGV[4])
 local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[13])
 c = math.min(maxC, math.max(minC, c))
@@ -78,7 +79,7 @@ end
 
 local ratio = f / n
 local change = 0
-if n >= tonumber(ARGV[8]) and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARGV[7])) then
+if n >= minSamples and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARGV[7])) then
   if c > minC then
     c = c - 1
     change = -1
@@ -86,7 +87,7 @@ if n >= tonumber(ARGV[8]) and (ratio > tonumber(ARGV[6]) or p95() > tonumber(ARG
   resetWindow()
 else
   local fu = tonumber(redis.call("HGET", KEYS[1], "fu") or "0")
-  if now - cs >= tonumber(ARGV[5]) and fu <= now and n >= tonumber(ARGV[8]) then
+  if now - cs >= tonumber(ARGV[5]) and fu <= now and n >= minSamples then
     local l4 = tonumber(redis.call("HGET", KEYS[1], "l4") or "-1e300")
     if now - l4 >= tonumber(ARGV[12]) and (ratio == 0 or ratio < tonumber(ARGV[6]) / 2) and p95() < tonumber(ARGV[11]) and c < maxC then
       c = c + 1
