@@ -175,13 +175,18 @@ async function seed(fleet: FleetHarness, of: string[], nextRunAt = Date.now()): 
  * Waits until the queue is drained and every job of `ids` has run once; returns when the last of
  * them completed (its `lastSuccessAt`, epoch ms), so the time this poll takes to notice is not
  * counted. Polling must not compete with what it measures: the queue's counters are one cheap
- * Redis call; the store's full job list is read only once the queue looks drained.
+ * Redis call; the store's full job list is read only once the queue looks drained. Fails at once,
+ * with its output, when a worker process has exited (one that cannot start: a flag Node refuses in
+ * NODE_OPTIONS, say) instead of waiting out the timeout for units nobody takes.
  */
-async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], active: number[] = []): Promise<number> {
+async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetProcess[], ids: string[], active: number[] = []): Promise<number> {
   const wanted = new Set(ids);
   let lastMs = 0;
+  let dead: FleetProcess | undefined;
   await waitFor(
     async () => {
+      dead = workers.find((p) => p.child.exitCode !== null);
+      if (dead) return true;
       const c = await queues.counts('binance');
       if (c.waiting + c.prioritized > 0) active.push(c.active);
       if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
@@ -193,6 +198,7 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], a
     `${ids.length} jobs ran once`,
     { timeoutMs: 900_000, intervalMs: 250 },
   );
+  if (dead) throw new Error(`${dead.name} exited ${dead.child.exitCode}:\n${dead.output().split('\n').slice(-20).join('\n')}`);
   return lastMs;
 }
 
@@ -200,12 +206,12 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, ids: string[], a
  * Runs the warm-up jobs once through the workers and `scheduler`, then disables them; returns how
  * long seeding them took (the measured jobs, seeded next, take about as long).
  */
-async function warmUp(fleet: FleetHarness, queues: VenueQueues, scheduler: () => void): Promise<number> {
+async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: FleetProcess[], scheduler: () => void): Promise<number> {
   const t0 = performance.now();
   const ids = await seed(fleet, warmSymbols);
   const seedMs = performance.now() - t0;
   scheduler();
-  await allRan(fleet, queues, ids);
+  await allRan(fleet, queues, workers, ids);
   await fleet.withStore(async (store) => {
     for (const id of ids) await store.jobs.setEnabled(id, false);
   });
@@ -236,7 +242,7 @@ async function run(workers: number, round: number): Promise<Run> {
     if (WARM > 0) {
       // Warm: the same scheduler and workers go on; the measured jobs fall due together at `dueAt`,
       // after they are all seeded, and the window starts there.
-      const seedMs = await warmUp(fleet, queues, startScheduler);
+      const seedMs = await warmUp(fleet, queues, procs, startScheduler);
       const dueAt = Math.ceil(Date.now() + (2 * seedMs * JOBS) / WARM_JOBS + 3000);
       ids = await seed(fleet, symbols, dueAt);
       if (Date.now() >= dueAt) throw new Error('seeding the measured jobs took longer than planned: the window would include it');
@@ -255,7 +261,7 @@ async function run(workers: number, round: number): Promise<Run> {
     const calls0 = await redisCalls(redis);
     const done = cpuWindow(() => ({ workers: procs.map((p) => p.child.pid), scheduler: scheduler!.child.pid }), await redisCpuMs(redis));
     const active: number[] = [];
-    const lastDoneAt = await allRan(fleet, queues, ids, active);
+    const lastDoneAt = await allRan(fleet, queues, procs, ids, active);
     // The window ends at the last completion stored (the workers' clocks, on this machine).
     const endedAt = lastDoneAt > startedAt ? lastDoneAt : Date.now();
     const seconds = (endedAt - startedAt) / 1000;
