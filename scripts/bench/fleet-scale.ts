@@ -185,7 +185,7 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
   let dead: FleetProcess | undefined;
   await waitFor(
     async () => {
-      dead = workers.find((p) => p.child.exitCode !== null);
+      dead = workers.find((p) => p.child.exitCode !== null || p.child.signalCode !== null);
       if (dead) return true;
       const c = await queues.counts('binance');
       if (c.waiting + c.prioritized > 0) active.push(c.active);
@@ -198,7 +198,7 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
     `${ids.length} jobs ran once`,
     { timeoutMs: 900_000, intervalMs: 250 },
   );
-  if (dead) throw new Error(`${dead.name} exited ${dead.child.exitCode}:\n${dead.output().split('\n').slice(-20).join('\n')}`);
+  if (dead) throw new Error(`${dead.name} exited (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.output().split('\n').slice(-20).join('\n')}`);
   return lastMs;
 }
 
