@@ -29,7 +29,7 @@
  * `perf record -k CLOCK_MONOTONIC` of the whole benchmark (docs/benchmarks/fleet.md).
  */
 import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
-import { waitFor } from '@tickfleet/testkit';
+import { isRunning, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -185,7 +185,7 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
   let dead: FleetProcess | undefined;
   await waitFor(
     async () => {
-      dead = workers.find((p) => p.child.exitCode !== null || p.child.signalCode !== null);
+      dead = workers.find((p) => !isRunning(p.child));
       if (dead) return true;
       const c = await queues.counts('binance');
       if (c.waiting + c.prioritized > 0) active.push(c.active);
@@ -198,7 +198,7 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
     `${ids.length} jobs ran once`,
     { timeoutMs: 900_000, intervalMs: 250 },
   );
-  if (dead) throw new Error(`${dead.name} exited (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.output().split('\n').slice(-20).join('\n')}`);
+  if (dead) throw fleet.ended(dead);
   return lastMs;
 }
 

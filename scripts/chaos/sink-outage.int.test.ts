@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
-import { freePort, waitFor } from '@tickfleet/testkit';
+import { freePort, isRunning, waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 import { fixture, runTs, type Proc } from '../../packages/sinks/test/fixtures/processes.js';
 import { mountTmpfs, tmpfsUnsupported, type Tmpfs } from '../../packages/sinks/test/fixtures/tmpfs.js';
@@ -58,7 +58,7 @@ describeChaos('chaos: sink outage (locked file, full sink disk, full spool disk)
     fleet = await FleetHarness.start({});
   });
   afterAll(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    for (const p of procs) if (isRunning(p.child)) p.child.kill('SIGKILL');
     await fleet?.stop();
     sinkFs?.unmount();
     spoolFs?.unmount();

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import { runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
+import { isRunning, runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 
 /**
  * Chaos: `tickfleet up --demo` killed with SIGKILL (no chance to stop its children). Every process
@@ -123,7 +123,7 @@ describe('chaos: tickfleet up killed with SIGKILL', () => {
       expect(status.code).toBe(2);
       expect(status.stderr).toMatch(/invalid configuration REDIS_URL/);
     } finally {
-      if (up.exitCode === null && up.signalCode === null) up.kill('SIGKILL');
+      if (isRunning(up)) up.kill('SIGKILL');
       for (const pid of fleetPids) {
         try {
           process.kill(pid, 'SIGKILL');

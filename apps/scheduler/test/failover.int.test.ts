@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { Worker } from 'bullmq';
 import { createRedisConnection, queueNameFor, type QueuedUnit } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { freePort, spawnCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { freePort, isRunning, spawnCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 
 /**
  * Two `tickfleet scheduler` processes share one Redis and one SQLite store; the test plays the
@@ -31,7 +31,7 @@ describe('scheduler failover (real processes)', () => {
   });
 
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const c of children) if (isRunning(c)) c.kill('SIGKILL');
     await worker?.close();
     await workerConn?.quit();
     await conn.quit();

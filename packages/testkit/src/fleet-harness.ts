@@ -4,6 +4,7 @@ import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type Moc
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { randomUUID } from 'node:crypto';
+import { isRunning } from './child-process.js';
 import { runCli, spawnCli, type CliResult } from './cli.js';
 import { startRedisCluster } from './redis-cluster.js';
 import { startRedis, startRestartableRedis, type RestartableRedis, type TestRedis } from './redis-server.js';
@@ -212,22 +213,26 @@ export class FleetHarness {
     });
   }
 
-  /** Waits until a worker process logged that it is ready. */
+  /** Waits until a worker process logged that it is ready; fails at once if it ends first (an exit code or a signal). */
   async ready(proc: FleetProcess, what = 'worker ready'): Promise<void> {
-    await waitFor(() => proc.output().includes(what) || proc.child.exitCode !== null, `${proc.name}: ${what}`, { timeoutMs: 30_000 });
-    if (proc.child.exitCode !== null) throw new FixtureError(proc.name, `${proc.name} exited ${proc.child.exitCode}:\n${proc.output()}`);
+    await waitFor(() => proc.output().includes(what) || !isRunning(proc.child), `${proc.name}: ${what}`, { timeoutMs: 30_000 });
+    if (!isRunning(proc.child)) throw this.ended(proc);
   }
 
   async stopProcess(proc: FleetProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
+    if (isRunning(proc.child)) proc.child.kill(signal);
     return proc.exited;
   }
 
   /** SIGTERM, then fails with the end of the process's output unless it exited 0. */
   async stopCleanly(proc: FleetProcess): Promise<void> {
-    const code = await this.stopProcess(proc);
-    if (code !== 0)
-      throw new FixtureError(proc.name, `${proc.name} exited ${code} on SIGTERM; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
+    if ((await this.stopProcess(proc)) !== 0) throw this.ended(proc, ' on SIGTERM');
+  }
+
+  /** The error for a process that ended when it should not have: its exit code or signal and the end of its output. */
+  ended(proc: FleetProcess, when = ''): FixtureError {
+    const how = proc.child.exitCode ?? proc.child.signalCode;
+    return new FixtureError(proc.name, `${proc.name} exited ${how}${when}; its last output:\n${proc.output().split('\n').slice(-30).join('\n')}`);
   }
 
   async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {

@@ -7,6 +7,7 @@ export * from './temp-dir.js';
 export * from './repo-root.js';
 export * from './cli.js';
 export * from './wait-for.js';
+export * from './child-process.js';
 export * from './redis-cluster.js';
 export * from './testkit-error.js';
 export * from './chromium.js';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createRedisConnection, startLocalRedis, type LocalRedisServer } from '@tickfleet/queues';
+import { isRunning } from './child-process.js';
 import { FixtureError } from './testkit-error.js';
 
 const run = promisify(execFile);
@@ -23,7 +24,7 @@ export async function startRedisCluster(masters = 3): Promise<TestRedisCluster> 
   const dir = mkdtempSync(join(tmpdir(), 'tickfleet-cluster-'));
   const nodes: LocalRedisServer[] = [];
   const stop = async (): Promise<void> => {
-    for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGTERM');
+    for (const node of nodes) if (isRunning(node.child)) node.child.kill('SIGTERM');
     await Promise.all(nodes.map((node) => node.exited));
     rmSync(dir, { recursive: true, force: true });
   };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { startLocalRedis, startRedisOnPort } from '@tickfleet/queues';
+import { isRunning } from './child-process.js';
 import { FixtureError } from './testkit-error.js';
 
 export interface TestRedis {
@@ -74,12 +75,12 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
 
   // A restart binds the same port again, which the killed server released.
   const start = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} is already running`);
+    if (isRunning(child)) throw new FixtureError(`redis-server on ${port}`, `redis-server on ${port} is already running`);
     ({ child, exited } = await startRedisOnPort(port, argsFor(port)));
   };
 
   const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (isRunning(child)) child.kill(signal);
     await exited;
   };
 
@@ -88,7 +89,7 @@ export async function startRestartableRedis(options: RestartableRedisOptions = {
     port,
     aof,
     get running() {
-      return child.exitCode === null && child.signalCode === null;
+      return isRunning(child);
     },
     namespace: () => `t${randomUUID().slice(0, 8)}`,
     kill,
