@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1.7
 # One image for every tickfleet role; the entrypoint is the `tickfleet` CLI and the role is the
 # first argument:  tickfleet worker | tickfleet scheduler | tickfleet dashboard --port 3000.
-# The sources run through tsx (apps/cli/bin/tickfleet.mjs): there is no build step to ship.
+# The sources run from the CLI's esbuild bundle of them, built by the check at the end of the
+# build stage (apps/cli/bin/cli-bundle.mjs), or through tsx's loader without it.
 #
 #   docker build -t tickfleet:0.1.0 .
 #   docker run --rm -e REDIS_URL=redis://redis:6379 tickfleet:0.1.0 worker
@@ -24,11 +25,12 @@ RUN npm install -g "pnpm@$(node -p "require('./package.json').packageManager.spl
 # The lockfile alone decides what is fetched, so this layer stays cached until it changes.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch --store-dir /pnpm/store
 COPY . .
-# Dev dependencies are needed at run time: tsx runs the TypeScript sources.
+# Dev dependencies are needed at run time: the CLI runs the TypeScript sources.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm install --frozen-lockfile --prod=false --offline --store-dir /pnpm/store
-# Fail the build, not the pod, if the CLI cannot load.
-RUN node apps/cli/bin/tickfleet.mjs --help >/dev/null
+# Fail the build, not the pod, if the CLI cannot load; this also builds its bundle, which the
+# runtime stage (read-only /app) only reads.
+RUN TICKFLEET_CLI_BUNDLE=1 node apps/cli/bin/tickfleet.mjs --help >/dev/null
 
 # ---- runtime ----------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

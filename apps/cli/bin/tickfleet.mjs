@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The `tickfleet` binary: runs the TypeScript sources through tsx's loader (no build step).
-import { register } from 'tsx/esm/api';
+// The `tickfleet` binary: runs the TypeScript sources, from a cached bundle of them
+// (./cli-bundle.mjs; rebuilt when a source changes) or through tsx's loader.
+import { runCli } from './cli-bundle.mjs';
 
-register();
-await import('../src/main.ts');
+await runCli();

@@ -23,11 +23,15 @@ export function cliPath(): string {
   return join(repoRoot(), 'apps', 'cli', 'bin', 'tickfleet.mjs');
 }
 
-/** Spawns `tickfleet <args>` as a child process (no shell). */
+/**
+ * Spawns `tickfleet <args>` as a child process (no shell). It runs from the CLI's bundle and fails
+ * if that cannot be built (`TICKFLEET_CLI_BUNDLE=1`, apps/cli/bin/cli-bundle.mjs), so a source the
+ * bundle cannot hold fails the tests instead of silently slowing every CLI start.
+ */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   return spawn(process.execPath, [cliPath(), ...args], {
     cwd: options.cwd ?? repoRoot(),
-    env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...options.env },
+    env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', TICKFLEET_CLI_BUNDLE: '1', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { NotFoundError } from '@tickfleet/core';
 
 /** A file the dashboard serves from its own origin. */
@@ -13,7 +13,9 @@ export interface StaticAsset {
 function load(specifier: string, path: string, contentType: string): StaticAsset {
   let file: string;
   try {
-    file = fileURLToPath(import.meta.resolve(specifier));
+    // Resolved from this file (uplot is this package's dependency); `require.resolve` rather than
+    // ESM resolution from `import.meta`, which in the CLI's bundle would start from the bundle's directory.
+    file = createRequire(import.meta.url).resolve(specifier);
   } catch {
     throw new NotFoundError('dashboard chart library file (installed with the uplot package of @tickfleet/dashboard: run pnpm install)', specifier);
   }
