@@ -107,9 +107,12 @@ async function bundleFor(key) {
     if (existsSync(entry)) return entry;
     throw err;
   }
-  // Older bundles of sources that have changed since.
+  // Bundles of older sources, once no process can still be loading chunks of them (a worker
+  // started before a change imports some of its modules later), and builds that died halfway.
   for (const old of readdirSync(CACHE)) {
-    if (old !== key && !old.endsWith('.tmp')) rmSync(join(CACHE, old), { recursive: true, force: true });
+    const path = join(CACHE, old);
+    const ageMs = Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    if (old !== key && ageMs > (old.endsWith('.tmp') ? 3_600_000 : 7 * 86_400_000)) rmSync(path, { recursive: true, force: true });
   }
   return entry;
 }
