@@ -1,7 +1,7 @@
 // The CLI's sources as one cached esbuild bundle, so a `tickfleet` process starts without a
 // TypeScript loader: tsx's loader hooks answer every import of the ~200 modules a command loads
 // from a second thread, which costs about a second of CPU per process; the bundle loads in a
-// third of that (docs/cli.md, "How the CLI starts"). The bundle is rebuilt when any source,
+// third of that (README, Development: "How the CLI starts"). The bundle is rebuilt when any source,
 // package manifest or the lockfile changes; npm packages stay outside it, imported from the files
 // Node itself would load.
 import { createHash } from 'node:crypto';
