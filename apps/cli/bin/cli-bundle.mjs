@@ -58,6 +58,8 @@ function buildOptions(outdir, entry = ENTRY) {
     bundle: true,
     splitting: true,
     platform: 'node',
+    // Node's own conditions (import, node, default), not esbuild's extra `module`: the same files Node would load.
+    conditions: [],
     format: 'esm',
     target: 'node20',
     outdir,
