@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { runCli, tempDir } from '@tickfleet/testkit';
+import { repoRoot, runCli, tempDir } from '@tickfleet/testkit';
 // @ts-expect-error: plain JavaScript (the CLI's launcher runs before any TypeScript loader), no types
 import { buildOptions, CACHE, fingerprint } from '../bin/cli-bundle.mjs';
 
@@ -20,6 +20,20 @@ describe('the CLI bundle', () => {
     expect(existsSync(join(dir, 'main.mjs'))).toBe(true);
     const map = JSON.parse(readFileSync(join(dir, 'main.mjs.map'), 'utf8')) as { sources: string[] };
     expect(map.sources.some((s) => s.endsWith('apps/cli/src/main.ts'))).toBe(true);
+  });
+
+  it('gets another key when a source changes', () => {
+    const key = fingerprint as () => string;
+    const source = join(repoRoot(), 'packages', 'core', 'src', 'duration.ts');
+    // Put back as exactly as utimes can (to the microsecond): at worst one more build of the same sources.
+    const { atimeMs, mtimeMs } = statSync(source);
+    const before = key();
+    try {
+      utimesSync(source, atimeMs / 1000, mtimeMs / 1000 + 1);
+      expect(key()).not.toBe(before);
+    } finally {
+      utimesSync(source, atimeMs / 1000, mtimeMs / 1000);
+    }
   });
 
   it('answers as the sources run through tsx do', async () => {
