@@ -79,7 +79,10 @@ async function measure(conn: RedisClient, fn: () => Promise<unknown>): Promise<C
   return { wall, cpu: (cpu.user + cpu.system) / 1000, redisCpu: (await redisCpuMs(conn)) - redis0 };
 }
 
-/** The bare BullMQ cost: the same units and options, `BULK` per addBulk call, venue after venue. */
+/**
+ * The bare BullMQ cost: the same units and options, `BULK` per addBulk call, venue after venue, with
+ * BullMQ's own addBulk (one script call per unit; `batchedAdds: false`).
+ */
 async function baseline(conn: RedisClient, queues: VenueQueues, units: QueuedUnit[]): Promise<Cost> {
   const byVenue = new Map<string, QueuedUnit[]>();
   for (const u of units) byVenue.set(u.venue, [...(byVenue.get(u.venue) ?? []), u]);
@@ -97,7 +100,7 @@ async function round(redisUrl: string, n: number): Promise<Round> {
   const clock = new ManualClock(Date.UTC(2024, 0, 1, 0, 0, 30));
   const store = await openStore(`sqlite://${join(dir, 'state.db')}`, { clock });
   const conn = createRedisConnection(redisUrl, { blocking: false });
-  const raw = new VenueQueues(conn, { prefix: `bench${n}b` });
+  const raw = new VenueQueues(conn, { prefix: `bench${n}b`, batchedAdds: false });
   try {
     await seed(store);
     const scheduler = new Scheduler({

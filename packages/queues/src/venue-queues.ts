@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { ValidationError } from '@tickfleet/core';
+import { batchQueueAdds } from './batched-add.js';
 import { luaCommand, type LuaCommand } from './lua-command.js';
 import type { RedisClient } from './redis-connection.js';
 import { UNIT_JOB_OPTIONS } from './job-options.js';
@@ -29,6 +30,12 @@ export interface VenueQueuesOptions {
    * ignores them (BullMQ would print each reconnect attempt to stderr when nobody listens).
    */
   onError?: (err: Error, venue: string) => void;
+  /**
+   * Whether `addBulk` on these queues runs BullMQ's add scripts for many units per Redis call
+   * (batched-add.ts) instead of one call per unit. Only benchmarks and tests that measure or
+   * compare against BullMQ's own path turn it off. @defaultValue true
+   */
+  batchedAdds?: boolean;
 }
 
 /** What happened to one unit given to {@link VenueQueues.enqueue}. */
@@ -68,6 +75,7 @@ export class VenueQueues {
   private readonly jobOptions: JobsOptions;
   private readonly onError: (err: Error, venue: string) => void;
   private readonly checkUnits: LuaCommand;
+  private readonly batchedAdds: boolean;
 
   constructor(
     private readonly connection: RedisClient,
@@ -76,6 +84,7 @@ export class VenueQueues {
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
     this.jobOptions = { ...UNIT_JOB_OPTIONS, ...options.jobOptions };
     this.onError = options.onError ?? (() => undefined);
+    this.batchedAdds = options.batchedAdds ?? true;
     this.checkUnits = luaCommand(connection, COMMANDS, 'checkUnits-1.lua');
   }
 
@@ -85,6 +94,7 @@ export class VenueQueues {
     if (!q) {
       q = new Queue<QueuedUnit>(queueNameFor(venue), { connection: this.connection, prefix: this.prefix });
       q.on('error', (err) => this.onError(err, venue));
+      if (this.batchedAdds) batchQueueAdds(q, this.connection);
       this.queues.set(venue, q);
     }
     return q;
