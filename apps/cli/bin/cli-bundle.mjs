@@ -12,7 +12,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const ENTRY = join(ROOT, 'apps', 'cli', 'src', 'main.ts');
-const CACHE = join(ROOT, 'node_modules', '.cache', 'tickfleet-cli');
+/** Where bundles are kept: `TICKFLEET_CLI_CACHE`, e.g. for an install whose node_modules is read-only. */
+const CACHE = process.env.TICKFLEET_CLI_CACHE || join(ROOT, 'node_modules', '.cache', 'tickfleet-cli');
 
 /** Every file whose change must rebuild the bundle, in a stable order. */
 function inputs() {
@@ -112,6 +113,8 @@ async function bundleFor(key) {
   // Bundles of older sources, once no process can still be loading chunks of them (a worker
   // started before a change imports some of its modules later), and builds that died halfway.
   for (const old of readdirSync(CACHE)) {
+    // Only what this file puts there (the directory may be one the user chose).
+    if (!/^[0-9a-f]{16}(\.\d+\.tmp)?$/.test(old)) continue;
     const path = join(CACHE, old);
     const ageMs = Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (old !== key && ageMs > (old.endsWith('.tmp') ? 3_600_000 : 7 * 86_400_000)) rmSync(path, { recursive: true, force: true });

@@ -49,6 +49,26 @@ describe('the CLI bundle', () => {
     }
   });
 
+  it('falls back to tsx when the bundle cannot be stored, and fails so with TICKFLEET_CLI_BUNDLE=1', async () => {
+    const dir = tempDir('tickfleet-cli-cache-');
+    try {
+      // A cache directory under a plain file: it can never be created (ENOTDIR, even as root).
+      writeFileSync(dir.file('file'), '');
+      const cache = join(dir.file('file'), 'cache');
+      const args = ['connectors', '--help'];
+      const unset = await runCli(args, { env: { TICKFLEET_CLI_BUNDLE: undefined, TICKFLEET_CLI_CACHE: cache } });
+      const tsx = await runCli(args, { env: { TICKFLEET_CLI_BUNDLE: '0' } });
+      expect(tsx.code).toBe(0);
+      expect({ code: unset.code, stdout: unset.stdout, stderr: unset.stderr }).toEqual({ code: tsx.code, stdout: tsx.stdout, stderr: tsx.stderr });
+      const strict = await runCli(args, { env: { TICKFLEET_CLI_CACHE: cache } });
+      expect(strict.code).toBe(1);
+      expect(strict.stdout).toBe('');
+      expect(strict.stderr).toMatch(/^tickfleet: cannot build the CLI bundle \(TICKFLEET_CLI_BUNDLE=1\): .*ENOTDIR/);
+    } finally {
+      dir.remove();
+    }
+  });
+
   it("keeps each source's import.meta.url and refuses the rest of import.meta", async () => {
     const dir = tempDir('tickfleet-cli-bundle-');
     try {
