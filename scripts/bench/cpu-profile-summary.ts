@@ -9,13 +9,16 @@
  * stack (from the sampled function outwards) whose file belongs to one of AREAS (job lock, budget,
  * sink, state store, HTTP client, ...), so a socket write lands on whoever asked for it only when
  * no closer area frame (ioredis) is on the stack; `(garbage collector)` and `(program)` are their own.
+ * Frames of the CLI's bundle are named by their TypeScript source (through the bundle's source map).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { positiveIntArg, stringArg } from './fixtures/args.js';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 interface Profile {
@@ -36,6 +39,7 @@ const top = positiveIntArg(args, 'top', 60);
 const units = positiveIntArg(args, 'units', 0);
 
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+toSources(profile);
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -102,4 +106,26 @@ for (const [key, us] of [...inclusive]
   .sort((a, b) => b[1] - a[1])
   .slice(0, top)) {
   console.log(`${((100 * us) / busyUs).toFixed(1).padStart(5)}%${units ? `  ${(us / 1000 / units).toFixed(3)} ms/unit` : ''}  ${key}`);
+}
+
+/**
+ * Frames of a bundle (the CLI runs from an esbuild bundle of the sources, apps/cli/bin/cli-bundle.mjs)
+ * renamed to their TypeScript source and line through the bundle's source map, so labels and
+ * areas name `packages/sinks/src/...` rather than a chunk of the bundle.
+ */
+function toSources(p: Profile): void {
+  const maps = new Map<string, SourceMap | null>();
+  for (const { callFrame: f } of p.nodes) {
+    if (!f.url.startsWith('file:') || f.lineNumber < 0) continue;
+    let map = maps.get(f.url);
+    if (map === undefined) {
+      const path = `${fileURLToPath(f.url)}.map`;
+      map = existsSync(path) ? new SourceMap(JSON.parse(readFileSync(path, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]) : null;
+      maps.set(f.url, map);
+    }
+    const entry = map?.findEntry(f.lineNumber, f.columnNumber) as { originalSource?: string; originalLine?: number } | undefined;
+    if (!entry?.originalSource) continue;
+    f.url = new URL(entry.originalSource, f.url).href;
+    f.lineNumber = entry.originalLine ?? f.lineNumber;
+  }
 }
