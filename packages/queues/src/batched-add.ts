@@ -13,7 +13,7 @@ import type { RedisClient } from './redis-connection.js';
  * sending it), and the recorded calls run in one script per {@link JOBS_PER_CALL} jobs: BullMQ's
  * own two scripts, from the installed package, each wrapped as a Lua function and called once per
  * job in order. The keys, hashes, events and ids that land in Redis are the ones BullMQ writes
- * (`venue-queues.test.ts` compares them field by field with a plain `addBulk`).
+ * (`batched-add.test.ts` compares them key by key with a plain `addBulk`).
  *
  * A job that needs another script (a delay, a parent) sends the whole `addBulk` through BullMQ's
  * own path, as does every `addBulk` if the installed BullMQ's scripts do not look as expected.

@@ -328,14 +328,17 @@ export class SqliteJobsRepo implements JobsRepo {
  */
 function rowReader(columns: string[]): (values: unknown[]) => JobRow {
   class Row {
-    constructor(readonly values: unknown[]) {}
+    // Private, so no column name can collide with it.
+    readonly #values: unknown[];
+    constructor(values: unknown[]) {
+      this.#values = values;
+    }
+    static column(i: number): (this: Row) => unknown {
+      return function (this: Row) {
+        return this.#values[i];
+      };
+    }
   }
-  for (const [i, name] of columns.entries()) {
-    Object.defineProperty(Row.prototype, name, {
-      get(this: Row) {
-        return this.values[i];
-      },
-    });
-  }
+  for (const [i, name] of columns.entries()) Object.defineProperty(Row.prototype, name, { get: Row.column(i) });
   return (values) => new Row(values) as unknown as JobRow;
 }
