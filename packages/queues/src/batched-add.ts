@@ -69,11 +69,10 @@ return out`);
   return (lua = parts.join('\n'));
 }
 
-/** One job's recorded script call: which script, its keys, its three arguments. */
+/** One job's recorded script call: which script, and its arguments as BullMQ built them (9 keys, then 3 values). */
 interface Recorded {
   script: 1 | 2;
-  keys: Array<string | Buffer>;
-  argv: Array<string | Buffer>;
+  args: Array<string | Buffer>;
 }
 
 /**
@@ -87,7 +86,7 @@ function record(backend: Backend, entries: Entry[]): Recorded[] | null {
     runCommand(command: string, args: Array<string | Buffer>): Promise<string> {
       const script = SCRIPTS.findIndex((s) => command.startsWith(`${s}:`)) + 1;
       if (script === 0 || args.length !== KEYS_PER_SCRIPT + 3) unexpected = true;
-      else out.push({ script: script as 1 | 2, keys: args.slice(0, KEYS_PER_SCRIPT), argv: args.slice(KEYS_PER_SCRIPT) });
+      else out.push({ script: script as 1 | 2, args });
       return Promise.resolve('');
     },
   } as unknown as IRedisTransaction;
@@ -118,9 +117,10 @@ export function batchQueueAdds(queue: Queue, redis: RedisClient): boolean {
     const sends: Array<Promise<unknown>> = [];
     for (let i = 0; i < calls.length; i += JOBS_PER_CALL) {
       const part = calls.slice(i, i + JOBS_PER_CALL);
-      const keysOf = (script: 1 | 2): Array<string | Buffer> => (part.find((c) => c.script === script) ?? part[0]!).keys;
+      // Every job of one queue has the same keys: one job's of each script stands for all.
+      const keysOf = (script: 1 | 2): Array<string | Buffer> => (part.find((c) => c.script === script) ?? part[0]!).args.slice(0, KEYS_PER_SCRIPT);
       const argv: Array<string | Buffer> = [];
-      for (const c of part) argv.push(String(c.script), ...c.argv);
+      for (const { script, args } of part) argv.push(String(script), args[KEYS_PER_SCRIPT]!, args[KEYS_PER_SCRIPT + 1]!, args[KEYS_PER_SCRIPT + 2]!);
       sends.push(call(...keysOf(1), ...keysOf(2), ...argv));
     }
     const ids: string[] = [];
