@@ -72,13 +72,24 @@ describeDisk('Spool on a full disk (real tmpfs)', () => {
     // The part of the batch that fitted was cut back: the segment holds exactly the first 20 records.
     expect(statSync(join(dir, spool.currentSegment)).size).toBe(before);
 
-    // The same append waits while the disk is full and goes through once space returns.
-    const waiting = spool.append(bigTrades(100, 600));
-    await new Promise((r) => setTimeout(r, 150));
+    fs.free();
+    await spool.close();
+
+    // With a deadline far off, an append waits while the disk is full and goes through once space
+    // returns. (A deadline of its own: the 400 ms one above could pass on a busy machine before
+    // the test frees the disk.)
+    const again = Spool.open({ dir, onFull: 'block', blockTimeoutMs: 120_000, diskRetryMs: 50 });
+    fs.fill(0);
+    let settled = false;
+    const waiting = again.append(bigTrades(100, 600)).then((r) => ((settled = true), r));
+    // Ground truth that it met the full disk, rather than a wait of some milliseconds.
+    while (again.fullReason !== 'disk') await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 150)); // a few of its 50 ms retries
+    expect(settled).toBe(false);
     fs.free();
     const res = await waiting;
     expect(res.appendedCount).toBe(100);
-    await spool.close();
+    await again.close();
     const { records, tornBytes } = readBack(dir);
     expect(tornBytes).toBe(0);
     expect(records).toEqual([...bigTrades(20), ...bigTrades(100, 600)]);
