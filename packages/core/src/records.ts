@@ -19,7 +19,23 @@ export type Candle = z.infer<typeof Candle>;
 
 /** Deterministic candle key: `venue:symbol:timeframe:openTime`. */
 export function candleKey(c: Pick<Candle, 'venue' | 'symbol' | 'timeframe' | 'openTime'>): string {
-  return `${c.venue}:${c.symbol}:${c.timeframe}:${c.openTime}`;
+  return `${c.venue}:${c.symbol}:${c.timeframe}:${integerText(c.openTime)}`;
+}
+
+const NINE_ZEROS = '000000000';
+
+/**
+ * `String(n)`, for a millisecond timestamp about five times faster: V8 writes a number outside
+ * its small-integer range (±2^30) with its general double-to-decimal routine (about 0.2 µs, a
+ * fifth of a 1,000-candle page's key building), while both halves of `n` split at 10^9 are small
+ * integers. Exact for every safe integer (`%` and the division of a multiple of 10^9 are exact in
+ * doubles); anything else goes to `String`.
+ */
+function integerText(n: number): string {
+  if (!(n >= 1e9 && n <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(n)) return String(n);
+  const low = n % 1e9;
+  const lowText = String(low);
+  return `${(n - low) / 1e9}${NINE_ZEROS.slice(lowText.length)}${lowText}`;
 }
 
 /**
