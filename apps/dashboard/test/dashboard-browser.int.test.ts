@@ -181,10 +181,10 @@ describe('dashboard in a real browser', () => {
     await control.freeze('polygon', until, '418');
     await queues.enqueue(liveUnits('binance', 'ETH/USDT', 2, fleet.now));
 
-    await waitFor(async () => (await cell(page, 'polygon', 'freeze-cause').textContent()) === '418', 'the polygon freeze on the page', { timeoutMs: 10_000 });
+    await waitFor(async () => (await cell(page, 'polygon', 'freeze-cause').textContent()) === '418', 'the polygon freeze on the page', { timeoutMs: 30_000 });
     expect(await cell(page, 'polygon', 'freeze-remaining').textContent()).toMatch(/^4m\d+s left$|^5m left$/);
     await waitFor(async () => (await cell(page, 'binance', 'prioritized').textContent()) === '5', 'the two new binance units on the page', {
-      timeoutMs: 10_000,
+      timeoutMs: 30_000,
     });
     expect(await cell(page, 'polygon', 'runnable').textContent()).toBe('0');
     expect(await cell(page, 'polygon', 'blocked').textContent()).toBe('2');

@@ -185,7 +185,7 @@ describe('DashboardServer', () => {
     expect(await ui.text()).toContain('tickfleet queues');
 
     await fleet.store.connectors.upsert(connector('kraken', 10));
-    await waitFor(async () => (await names()).includes('{kraken}'), 'kraken on the board', { timeoutMs: 5000 });
+    await waitFor(async () => (await names()).includes('{kraken}'), 'kraken on the board', { timeoutMs: 60_000 });
     expect(server.board.venues()).toEqual(['binance', 'kraken', 'polygon']);
   });
 

@@ -123,14 +123,17 @@ describe('FleetVenueControl', () => {
     const queues = new VenueQueues(clients[1]!, { prefix });
     const workers: Worker[] = [];
     try {
-      const now = Date.now();
-      expect(await control.freeze('binance', now + 3000, '429')).toEqual({ untilMs: now + 3000, cause: '429' });
       const startedAt: Record<string, number> = {};
       for (const venue of ['binance', 'kraken']) {
         workers.push(
           new Worker<QueuedUnit>(queueNameFor(venue), async (job) => void (startedAt[job.data.venue] = Date.now()), { connection: { url: redis.url }, prefix }),
         );
       }
+      // The workers are connected before the freeze begins: on a loaded machine their start could
+      // otherwise take up the freeze, and kraken's unit would not run inside it.
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+      const now = Date.now();
+      expect(await control.freeze('binance', now + 3000, '429')).toEqual({ untilMs: now + 3000, cause: '429' });
       const unit = (venue: string): QueuedUnit => ({ kind: 'incremental', venue, jobId: `${venue}:BTC/USDT:1m:ohlcv`, dueAt: 1, nextRunAt: 2, enqueuedAt: 0 });
       await queues.enqueue([unit('binance'), unit('kraken')]);
       await waitFor(() => startedAt.binance, 'binance unit to run after the freeze', { timeoutMs: 60_000 });

@@ -113,8 +113,11 @@ describe('StreamLeases', () => {
   it('hands the streams of a killed and of a paused worker to the others after the TTL, under higher tokens; the paused one finds out on its next tick', async () => {
     const prefix = redis.namespace();
     const streams = names(8);
-    const ttl = { ttlMs: 1000 };
-    const [a, b, c, d] = ['w-a', 'w-b', 'w-c', 'w-d'].map((id) => worker(prefix, id, streams, ttl)) as [TestWorker, TestWorker, TestWorker, TestWorker];
+    // a and b live through the whole test: with a TTL far beyond it, no stall of a loaded machine
+    // between their ticks (or before a check of what they hold) loses them a lease. c and d, whose
+    // streams are handed over, hold theirs for 2 s.
+    const [a, b] = ['w-a', 'w-b'].map((id) => worker(prefix, id, streams, { ttlMs: 600_000 })) as [TestWorker, TestWorker];
+    const [c, d] = ['w-c', 'w-d'].map((id) => worker(prefix, id, streams, { ttlMs: 2000 })) as [TestWorker, TestWorker];
     await settle([a, b, c, d]);
     expect(await assertAllHeldOnce([a, b, c, d], streams)).toEqual([2, 2, 2, 2]);
     const staleTokens = new Map([...c.leases.held(), ...d.leases.held()]);

@@ -375,10 +375,14 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await other.jobs.lockUnit(id, dueUnitToken(now - 20), 60_000)).toMatchObject({ locked: true });
         await other.jobs.releaseUnitLock(id, dueUnitToken(now - 20));
         // A handed lock lasts no longer than the lease (at most UNIT_LOCK_TTL_MS): a unit with another token gets it after.
+        // The lease is long enough for the check right after the claim to fall inside it on a loaded machine.
         await store.jobs.release(id, Date.now() - 100);
-        expect(await store.jobs.claimDue(Date.now(), 10, 100)).toHaveLength(1);
+        const leaseMs = 1000;
+        const claimedAt = Date.now();
+        expect(await store.jobs.claimDue(claimedAt, 10, leaseMs)).toHaveLength(1);
         expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: false });
-        await new Promise((r) => setTimeout(r, 150));
+        expect((await store.jobs.get(id))?.lockedUntil).toBe(claimedAt + leaseMs);
+        await new Promise((r) => setTimeout(r, claimedAt + leaseMs - Date.now() + 50));
         expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: true });
       });
 
