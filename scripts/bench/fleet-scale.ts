@@ -36,7 +36,7 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
-import { cpuPressureUs, machineCpuMs, procCpuMs, procSwitches } from './fixtures/proc-cpu.js';
+import { cpuPressureUs, machineCpuMs, procCpuMs, procMinorFaults, procSwitches } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
 const JOBS = positiveIntArg(args, 'jobs', 10_000);
@@ -80,6 +80,8 @@ interface Run {
   workerCpuPerUnitMs: number;
   /** The worker processes' context switches per unit, voluntary (waits) and involuntary (preempted). */
   switchesPerUnit: { voluntary: number; involuntary: number };
+  /** The worker processes' minor page faults per unit (/proc/<pid>/stat). */
+  faultsPerUnit: number;
 }
 
 /** redis-server's CPU so far, ms (INFO cpu: the server's user + system time). */
@@ -116,6 +118,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
   const p0 = pids();
   const w0 = p0.workers.map(procCpuMs);
   const s0 = p0.workers.map(procSwitches);
+  const f0 = p0.workers.map(procMinorFaults);
   const psi0 = cpuPressureUs();
   return (units: number, seconds: number, schedulerCpu0: number, redis1: number): Omit<Run, 'inflight' | 'redisCallsPerUnit' | 'redisTop'> => {
     const elapsed = (performance.now() - t0) / 1000;
@@ -125,7 +128,9 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
     const b = process.cpuUsage(b0);
     const workers = p1.workers.reduce<number>((sum, pid, i) => sum + (procCpuMs(pid) - (w0[i] ?? 0)), 0);
     const switches = { voluntary: 0, involuntary: 0 };
+    let faults = 0;
     for (const [i, pid] of p1.workers.entries()) {
+      faults += procMinorFaults(pid) - (f0[i] ?? 0);
       const s = procSwitches(pid);
       switches.voluntary += s.voluntary - (s0[i]?.voluntary ?? 0);
       switches.involuntary += s.involuntary - (s0[i]?.involuntary ?? 0);
@@ -135,6 +140,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
       cpuPressure: psi,
       workerCpuPerUnitMs: workers / units,
       switchesPerUnit: { voluntary: switches.voluntary / units, involuntary: switches.involuntary / units },
+      faultsPerUnit: faults / units,
       machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
       cores: m1.cores,
       workers: workers / 1000 / elapsed,
@@ -346,7 +352,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     const r = await run(w, round);
     runs.get(w)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; CPU pressure ${(100 * r.cpuPressure).toFixed(0)}%; worker context switches per unit ${r.switchesPerUnit.voluntary.toFixed(2)} voluntary, ${r.switchesPerUnit.involuntary.toFixed(2)} involuntary; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
+      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; CPU pressure ${(100 * r.cpuPressure).toFixed(0)}%; worker context switches per unit ${r.switchesPerUnit.voluntary.toFixed(2)} voluntary, ${r.switchesPerUnit.involuntary.toFixed(2)} involuntary; worker minor page faults per unit ${r.faultsPerUnit.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
