@@ -26,11 +26,12 @@ describe('retryWhileBusySync', () => {
 
   test('gives up with the BUSY error once the time is spent', () => {
     let calls = 0;
+    // 200 ms: long enough that a pause of this process before the first retry cannot use it all up
     expect(() =>
       retryWhileBusySync(() => {
         calls += 1;
         throw busy();
-      }, 30),
+      }, 200),
     ).toThrow('database is locked');
     expect(calls).toBeGreaterThan(1);
   });

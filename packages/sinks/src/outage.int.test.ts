@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { tempDir, freePort, waitFor, type TempDir } from '@tickfleet/testkit';
 import { listSegments, openSink, type Sink } from './index.js';
 import { fixture, pushed, runTs, type Proc } from '../test/fixtures/processes.js';
@@ -11,6 +12,9 @@ async function expectExactly(sink: Sink, total: number): Promise<void> {
 }
 
 const spoolBytes = (dir: string): number => listSegments(dir).reduce((n, s) => n + s.bytes, 0);
+
+/** Whether the producer stopped at its `--pause-at` count (it waits there for its `--resume` file). */
+const paused = (p: Proc): boolean => p.lines.some((l) => l.startsWith('paused '));
 
 async function finished(p: Proc): Promise<void> {
   const r = await p.exited;
@@ -35,8 +39,9 @@ describe('outage end to end (real processes)', () => {
   it('SQLite locked by another process: the spool grows, the lock goes, replay drains, exact set', async () => {
     const db = dir.file('data.db');
     const spool = dir.file('spool');
-    // Enough records that plenty are still to come once the locker process (slow to start on a
-    // busy machine) holds the lock: the spool must grow by more than a segment during the outage.
+    const resume = dir.file('resume');
+    // The producer stops after 200 records until the locker process (slow to start on a busy machine)
+    // holds the lock, so the rest meet the outage: the spool must grow by more than a segment.
     const total = 3000;
     const producer = start('producer.ts', [
       '--sink',
@@ -49,10 +54,15 @@ describe('outage end to end (real processes)', () => {
       String(total),
       '--interval-ms',
       '5',
+      '--pause-at',
+      '200',
+      '--resume',
+      resume,
     ]);
-    await waitFor(() => pushed(producer) >= 200, 'producer under way');
+    await waitFor(() => paused(producer), 'producer under way (paused at 200)');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
+    writeFileSync(resume, '');
     await waitFor(() => spoolBytes(spool) > 20_000 && listSegments(spool).length >= 2, 'spool growing during the outage', { timeoutMs: 60_000 });
     expect(producer.lines.some((l) => / (unavailable|degraded) [1-9]/.test(l))).toBe(true);
     locker.child.kill('SIGTERM');
@@ -103,11 +113,15 @@ describe('outage end to end (real processes)', () => {
     const spool = dir.file('spool');
     const cursor = dir.file('cursor');
     const total = 3000;
-    const args = ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', cursor, '--total', String(total), '--interval-ms', '2', '--pad', '2000'];
-    const first = start('producer.ts', args);
-    await waitFor(() => pushed(first) >= 50, 'producer under way');
+    const resume = dir.file('resume');
+    const args = ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', cursor, '--total', String(total), '--pad', '2000'];
+    // The first producer stops after 50 records until the lock is held (the locker is slow to start on a
+    // busy machine); then at 5 ms between batches it is still seconds from its last record when killed.
+    const first = start('producer.ts', [...args, '--interval-ms', '5', '--pause-at', '50', '--resume', resume]);
+    await waitFor(() => paused(first), 'producer under way (paused at 50)');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
+    writeFileSync(resume, '');
     // Everything now goes to the spool; kill the producer while it appends.
     await waitFor(() => spoolBytes(spool) > 100_000, 'spooling');
     first.child.kill('SIGKILL');
@@ -115,7 +129,7 @@ describe('outage end to end (real processes)', () => {
     const killedAt = pushed(first);
     expect(killedAt).toBeLessThan(total);
 
-    const second = start('producer.ts', args);
+    const second = start('producer.ts', [...args, '--interval-ms', '2']);
     await waitFor(() => second.lines.find((l) => l.startsWith('recovered ')), 'spool recovered');
     const [, truncated, kept] = second.lines
       .find((l) => l.startsWith('recovered '))!
@@ -139,9 +153,27 @@ describe('outage end to end (real processes)', () => {
     const url = `mongodb://127.0.0.1:${port}/outage`;
     const spool = dir.file('spool');
     const total = 1500;
-    const producer = start('producer.ts', ['--sink', url, '--spool', spool, '--cursor', dir.file('cursor'), '--total', String(total), '--interval-ms', '5']);
-    await waitFor(() => pushed(producer) >= 200, 'producer under way');
+    const resume = dir.file('resume');
+    // The producer stops after 200 records until the server is stopped, so the rest meet the outage.
+    const producer = start('producer.ts', [
+      '--sink',
+      url,
+      '--spool',
+      spool,
+      '--cursor',
+      dir.file('cursor'),
+      '--total',
+      String(total),
+      '--interval-ms',
+      '5',
+      '--pause-at',
+      '200',
+      '--resume',
+      resume,
+    ]);
+    await waitFor(() => paused(producer), 'producer under way (paused at 200)');
     mongo.child.kill('SIGSTOP');
+    writeFileSync(resume, '');
     try {
       await waitFor(() => spoolBytes(spool) > 20_000, 'spool growing during the outage');
     } finally {

@@ -72,7 +72,9 @@ describe('ReplayWorker', () => {
   });
 
   it('stops cleanly mid-segment, keeps that segment, and a second replay leaves one copy of each record', async () => {
-    const worker = new ReplayWorker(spool, sink, { batchSize: 3, paceMs: 300 });
+    // A pace far longer than the wait below: the worker cannot get past its first batches before it is
+    // stopped, however slowly this machine polls (stop ends the pause at once).
+    const worker = new ReplayWorker(spool, sink, { batchSize: 3, paceMs: 10_000 });
     worker.start();
     await waitFor(async () => (await tradeCount(sink)) >= 3, 'first replayed batch', { intervalMs: 10 });
     await worker.stop();

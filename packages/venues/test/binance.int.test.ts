@@ -1,5 +1,6 @@
 import { BannedError, MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError, type Candle } from '@tickfleet/core';
 import { binanceBookAtUpdateId, expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { ManualClock } from '@tickfleet/testkit';
 import { BinanceAdapter, createVenueAdapter, type AfterResponseInfo } from '../src/index.js';
 import { caught, collect } from './async-helpers.js';
 
@@ -68,7 +69,10 @@ describe('BinanceAdapter against the binance emulation over HTTP', () => {
   });
 
   it('maps a 418 to BannedError carrying the ban end the body names', async () => {
-    mock = await startMockVenue({ scenario: { seed: SEED, venues: { binance: { limit: { weight: 5, windowMs: 60_000, banAfter: 1, banMs: 5000 } } } } });
+    // The emulation's clock stands still: all five requests fall in one of its minute windows (on the
+    // real clock a minute boundary between them would open a fresh window and change every answer).
+    const clock = new ManualClock(Date.now());
+    mock = await startMockVenue({ clock, scenario: { seed: SEED, venues: { binance: { limit: { weight: 5, windowMs: 60_000, banAfter: 1, banMs: 5000 } } } } });
     const adapter = new BinanceAdapter({ baseUrl: mock.baseUrl('binance') });
     const errors: unknown[] = [];
     for (let i = 0; i < 5; i++) {
@@ -110,7 +114,8 @@ describe('BinanceAdapter against the binance emulation over HTTP', () => {
 
   it('turns outages, injected 5xx and bad symbols into transient and unrecoverable errors', async () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { binance: { errorRate: 1 } } } });
-    const adapter = new BinanceAdapter({ baseUrl: mock.baseUrl('binance'), timeoutMs: 2000 });
+    // a timeout far beyond the answers: each one is the emulation's fault, never a slow machine's
+    const adapter = new BinanceAdapter({ baseUrl: mock.baseUrl('binance'), timeoutMs: 30_000 });
     const e5xx = await caught(() => adapter.fetchBook('BTC/USDT'));
     expect(e5xx).toBeInstanceOf(TransientError);
     expect((e5xx as TransientError).status).toBeGreaterThanOrEqual(500);

@@ -1,5 +1,6 @@
 import { ApiKeyRejectedError, MalformedPayloadError, RateLimitedError, UnknownSeriesError } from '@tickfleet/core';
 import { FRED_UNREGISTERED_KEY_PREFIX, fredObservationDates, isBondMarketHoliday, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { ManualClock } from '@tickfleet/testkit';
 import { FredAdapter, TREASURY_CURVE_SERIES, type BeforeRequestInfo } from '../src/index.js';
 import { caught, collect } from './async-helpers.js';
 
@@ -43,7 +44,8 @@ describe('FredAdapter against the fred emulation over HTTP', () => {
   });
 
   it("maps the emulation's refusals: 429 past the limit, an unregistered key, an unknown series, a malformed body", async () => {
-    mock = await startMockVenue({ scenario: { venues: { fred: { limit: { requests: 1, windowMs: 60_000 } } } } });
+    // The emulation's clock stands still, so both requests fall in one of its minute windows.
+    mock = await startMockVenue({ clock: new ManualClock(Date.now()), scenario: { venues: { fred: { limit: { requests: 1, windowMs: 60_000 } } } } });
     const adapter = new FredAdapter({ baseUrl: mock.baseUrl('fred'), apiKey: KEY });
     expect(await collect(adapter.fetchSeries('UNRATE', '2024-01-01', '2024-03-01'))).toHaveLength(1);
     const limited = await caught(() => collect(adapter.fetchSeries('UNRATE', '2024-01-01', '2024-03-01')));

@@ -1,5 +1,6 @@
 import { MalformedPayloadError, RateLimitedError, UnrecoverableError } from '@tickfleet/core';
 import { expectedCandles, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { ManualClock } from '@tickfleet/testkit';
 import { PolygonAdapter, PolygonAuthError, PolygonPlanError, type BeforeRequestInfo, type CandlePage } from '../src/index.js';
 import { caught, collect } from './async-helpers.js';
 
@@ -38,7 +39,11 @@ describe('PolygonAdapter against the polygon emulation over HTTP', () => {
   });
 
   it('maps the free-tier 429 to RateLimitedError one configured window later', async () => {
-    mock = await startMockVenue({ scenario: { seed: SEED, venues: { polygon: { limit: { requests: 2, windowMs: 60_000 } } } } });
+    // The emulation's clock stands still, so all three requests fall in one of its minute windows.
+    mock = await startMockVenue({
+      clock: new ManualClock(Date.now()),
+      scenario: { seed: SEED, venues: { polygon: { limit: { requests: 2, windowMs: 60_000 } } } },
+    });
     const adapter = new PolygonAdapter({ baseUrl: mock.baseUrl('polygon'), apiKey: 'k', maxCandlesPerPage: 10, rateLimitWindowMs: 60_000 });
     const toMs = SESSION_DAY + DAY_MS;
     const pages: CandlePage[] = [];

@@ -91,8 +91,9 @@ describe('PolymarketAdapter against documented response samples', () => {
     expect(err).toBeInstanceOf(RateLimitedError);
     expect((err as RateLimitedError).retryAtMs).toBe(Date.UTC(2024, 0, 1) + 3000);
 
+    // a timeout far beyond the delay: the answer must be waited for, however slowly this machine runs
     route = () => ({ body: fixture('polymarket/book.json'), delayMs: 300 });
-    const { book } = await new PolymarketAdapter({ baseUrl: clob.url, timeoutMs: 2000 }).fetchBook(YES);
+    const { book } = await new PolymarketAdapter({ baseUrl: clob.url, timeoutMs: 30_000 }).fetchBook(YES);
     expect(book.bids).toHaveLength(3);
   });
 

@@ -188,6 +188,8 @@ describe('BinanceStreamSession against the emulation', () => {
   test('a hole of more than a page: found by time, paged by aggregate id, fills of multi-trade aggregates from historicalTrades; the tape complete', async () => {
     const s = await openOne();
     await run(1000);
+    // the last trade before the hole is the last one published, once the session has read everything sent
+    await waitFor(() => s.stats().messages === mv.stats().streams.binance.messagesSent, 'every message sent processed');
     const before = s.stats().lastTradeIds['BTC/USDT']!;
     // 200 s of trades (about 1600, in 1300 aggregates): more than one page of each endpoint. The emulation withholds
     // every message of the window (it judges silence at the clock's instant, so one step inside it).
@@ -257,6 +259,9 @@ describe('BinanceStreamSession against the emulation', () => {
   test('silence: a connection quiet past silenceTimeoutMs is reopened, and the trades of the silence are healed', async () => {
     const s = await open({ silenceTimeoutMs: 1000 });
     await run(1000);
+    // Every message published so far read before the clock jumps: one read after the jump would stamp
+    // the connection as heard from at the new instant, and (the clock standing still) it would never fall silent.
+    await waitFor(() => s.stats().messages === mv.stats().streams.binance.messagesSent, 'every message sent processed');
     mv.patchScenario({ streams: { binance: { silenceForMs: 1500 } } });
     clock.advance(1200);
     await waitFor(() => events.some((e) => e.type === 'silent'), 'the silent event');
