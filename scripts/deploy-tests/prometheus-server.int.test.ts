@@ -23,6 +23,8 @@ let dir: TempDir | undefined;
 let promUrl = '';
 let ticker: NodeJS.Timeout | undefined;
 let promLog = '';
+/** Scrapes and rule evaluations run every second; a loaded machine may take far longer to show them. */
+const SCRAPE_WAIT = { timeoutMs: 50_000 };
 
 async function api<T>(path: string): Promise<PromResponse<T>> {
   const res = await fetch(`${promUrl}${path}`);
@@ -89,8 +91,8 @@ beforeAll(async () => {
     prometheus?.once('spawn', () => resolve(true));
   });
   if (!started) throw new Error("prometheus is not on PATH: install Debian's prometheus package (apt-get install -y prometheus, or bash scripts/setup.sh)");
-  await waitFor(async () => (await fetch(`${promUrl}/-/ready`)).ok, `prometheus ready (${promLog})`);
-}, 60_000);
+  await waitFor(async () => (await fetch(`${promUrl}/-/ready`)).ok, `prometheus ready (${promLog})`, { timeoutMs: 90_000 });
+}, 120_000);
 
 afterAll(async () => {
   if (ticker) clearInterval(ticker);
@@ -105,10 +107,14 @@ afterAll(async () => {
 
 describe('real prometheus', () => {
   it('scrapes the catalog series and answers the autoscaling query', async () => {
-    const res = await waitFor(async () => {
-      const r = await query('tickfleet_venue_runnable_units{venue="binance"}');
-      return r.data.result.length > 0 ? r : undefined;
-    }, 'the runnable-units series');
+    const res = await waitFor(
+      async () => {
+        const r = await query('tickfleet_venue_runnable_units{venue="binance"}');
+        return r.data.result.length > 0 ? r : undefined;
+      },
+      'the runnable-units series',
+      SCRAPE_WAIT,
+    );
     expect(res.data.result[0]?.value[1]).toBe('7');
     // The ScaledObject's query, without the namespace label a ServiceMonitor would add.
     const so = readYaml('deploy/k8s/overlays/prod/worker-scaled-object.yaml') as { spec: { triggers: Array<{ type: string; metadata: { query?: string } }> } };
@@ -119,11 +125,15 @@ describe('real prometheus', () => {
   });
 
   it('loads every rule of the generated rules file and evaluates it without error', async () => {
-    const rules = await waitFor(async () => {
-      const r = await api<{ groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> }>('/api/v1/rules');
-      const all = r.data.groups.flatMap((g) => g.rules);
-      return all.length > 0 && all.every((x) => x.health === 'ok') ? all : undefined;
-    }, 'every rule evaluated with health ok');
+    const rules = await waitFor(
+      async () => {
+        const r = await api<{ groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> }>('/api/v1/rules');
+        const all = r.data.groups.flatMap((g) => g.rules);
+        return all.length > 0 && all.every((x) => x.health === 'ok') ? all : undefined;
+      },
+      'every rule evaluated with health ok',
+      SCRAPE_WAIT,
+    );
     expect(rules.map((r) => r.name).sort()).toEqual(
       alertRules()
         .map((r) => r.alert)
@@ -132,10 +142,14 @@ describe('real prometheus', () => {
   });
 
   it('fires an alert from scraped data and keeps a healthy one silent', async () => {
-    const alerts = await waitFor(async () => {
-      const r = await api<{ alerts: Array<{ labels: Record<string, string>; state: string }> }>('/api/v1/alerts');
-      return r.data.alerts.some((a) => a.labels.alertname === 'TickfleetSpoolDroppingRecords' && a.state === 'firing') ? r.data.alerts : undefined;
-    }, 'TickfleetSpoolDroppingRecords firing');
+    const alerts = await waitFor(
+      async () => {
+        const r = await api<{ alerts: Array<{ labels: Record<string, string>; state: string }> }>('/api/v1/alerts');
+        return r.data.alerts.some((a) => a.labels.alertname === 'TickfleetSpoolDroppingRecords' && a.state === 'firing') ? r.data.alerts : undefined;
+      },
+      'TickfleetSpoolDroppingRecords firing',
+      SCRAPE_WAIT,
+    );
     const fired = alerts.find((a) => a.labels.alertname === 'TickfleetSpoolDroppingRecords');
     expect(fired?.labels).toMatchObject({ severity: 'critical', venue: 'binance', channel: 'book' });
     // A leader is scraped (is_leader 1): the no-leader alert is neither pending nor firing.

@@ -78,21 +78,24 @@ describe('UnitLocks (job locks in the state store)', () => {
 
   it('keeps a long unit’s lock past its TTL by renewing it, and tells the unit when the lock was taken from it', async () => {
     const { store, path } = await storeWithJob('renew');
-    const locks = new UnitLocks(store, () => Date.now(), { ttlMs: 300, renewEveryMs: 60 });
+    // Renewed about every 60 ms, the lock outlives a pause of this process of up to ~0.9 s (a
+    // loaded machine) before another unit could take it.
+    const locks = new UnitLocks(store, () => Date.now(), { ttlMs: 1000, renewEveryMs: 60 });
     const lost: JobLockLostError[] = [];
+    const db = new Database(path);
+    const lockedUntil = (): number => (db.prepare('SELECT unit_until FROM jobs WHERE id = ?').get(JOB) as { unit_until: number }).unit_until;
     try {
       await locks.withLock(
         JOB,
         (err) => lost.push(err),
         async (lock) => {
-          // Held by renewals well past the TTL: another unit still finds it taken.
-          const heldSince = Date.now();
-          await waitFor(() => Date.now() - heldSince > 900, 'three TTLs', { intervalMs: 100 });
+          // Held by renewals past the TTL: the first lease has run out, the lock's expiry moved on,
+          // and another unit still finds it taken.
+          const firstUntil = lockedUntil();
+          await waitFor(() => Date.now() > firstUntil + 200 && lockedUntil() > firstUntil, 'the lock held past its first TTL', { intervalMs: 50 });
           expect(await store.jobs.lockUnit(JOB, 'intruder', 60_000)).toMatchObject({ locked: false });
           // Another process takes the job's lock (as after an expiry): the next renewal finds it gone.
-          const db = new Database(path);
           db.prepare("UPDATE jobs SET unit_token = 'thief' WHERE id = ?").run(JOB);
-          db.close();
           await waitFor(() => lock.lost, 'the loss noticed');
           await expect(store.jobs.complete(JOB, { cursor: 999_999, nextRunAt: 1, unitToken: lock.token! })).rejects.toBeInstanceOf(JobLockLostError);
         },
@@ -102,6 +105,7 @@ describe('UnitLocks (job locks in the state store)', () => {
       // The lost lock is not released by its old holder: the thief keeps it.
       expect(await store.jobs.lockUnit(JOB, 'someone', 60_000)).toMatchObject({ locked: false });
     } finally {
+      db.close();
       locks.close();
       await store.close();
     }

@@ -30,9 +30,19 @@ describe('fleet: worker SIGKILL and scheduler restart', () => {
     await fleet.ready(victim);
     await fleet.ready(scheduler, 'scheduler started');
 
-    // Wait until the victim is in the middle of units (each catches up 72 h = 5 pages of 400 ms).
-    await waitFor(() => (victim.output().match(/"unit started"/g) ?? []).length >= 2, 'victim running units');
-    await new Promise((r) => setTimeout(r, 700));
+    // Wait until the victim is in the middle of a unit (each catches up 72 h = 5 pages of 400 ms):
+    // one its log shows started at least 700 ms ago and not done, read from its output at the
+    // moment of the kill (not a fixed sleep after an earlier reading).
+    const inTheMiddle = (): boolean => {
+      const lines = victim
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; unitId?: string; time: string | number });
+      const done = new Set(lines.filter((l) => l.msg === 'unit done' || l.msg === 'unit finished').map((l) => l.unitId));
+      return lines.some((l) => l.msg === 'unit started' && !done.has(l.unitId) && new Date(l.time).getTime() <= Date.now() - 700);
+    };
+    await waitFor(inTheMiddle, 'victim in the middle of a unit', { timeoutMs: 60_000, intervalMs: 20 });
     victim.child.kill('SIGKILL');
     await victim.exited;
     const started = [...victim.output().matchAll(/"unitId":"([^"]+)"[^\n]*"msg":"unit started"/g)].map((m) => m[1]!);

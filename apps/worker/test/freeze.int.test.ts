@@ -95,13 +95,12 @@ describe('fleet: a 429 storm freezes only its venue', () => {
       // Only requests already in flight when the first 429 arrived may reach binance during the freeze.
       expect(binanceDuring).toBeLessThanOrEqual(4);
       expect(fleet.mock.stats().venues.binance.responses429).toBeLessThanOrEqual(8);
-      // Polygon was not frozen: it kept being served at (about) its pace before the storm.
-      const before = series.filter((p) => p.t < stormStart);
-      const beforeMs = before[before.length - 1]!.t - before[0]!.t;
-      const polygonRateBefore = (before[before.length - 1]!.polygon - before[0]!.polygon) / beforeMs;
-      const duringMs = during[during.length - 1]!.t - during[0]!.t;
-      expect(polygonDuring).toBeGreaterThan(0);
-      expect(polygonDuring / duringMs).toBeGreaterThanOrEqual(0.5 * polygonRateBefore);
+      // Polygon was not frozen: no freeze record, and during Binance's freeze it kept sending new
+      // requests, more than its cap of 2 in flight. (Not its pace against the pace before the
+      // storm: on a loaded machine that follows the load, not the freeze.)
+      expect(await control.freezeOf('polygon')).toBeNull();
+      expect(polygonDuring).toBeGreaterThan(2);
+      expect(fleet.mock.stats().venues.polygon.responses429).toBe(0);
 
       // After the storm Binance resumes and AIMD adds back one per clean interval up to the cap.
       const atStormEnd = fleet.mock.stats().venues.binance.requests;

@@ -31,7 +31,7 @@ describe('fleet: a slow venue does not block a fast one', () => {
     const workers = [0, 1].map((i) => fleet.spawn(`worker-${i}`, ['worker']));
     await Promise.all(workers.map((w) => fleet.ready(w)));
     // Let Polygon's slow units take their slots first.
-    await waitFor(() => fleet.mock.stats().venues.polygon.requests >= 2, 'polygon requests in flight');
+    await waitFor(() => fleet.mock.stats().venues.polygon.requests >= 2, 'polygon requests in flight', { timeoutMs: 60_000 });
 
     const redis = createRedisConnection(fleet.redis.url, { blocking: false });
     const queues = new VenueQueues(redis, { prefix: fleet.prefix });

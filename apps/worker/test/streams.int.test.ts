@@ -130,7 +130,8 @@ describe('fleet: streams held by workers, one SIGKILLed', () => {
     } finally {
       redis.disconnect();
     }
-  });
+    // Seven CLI processes, two workers and waits of up to 30 s each: far more than jest's default on a loaded machine.
+  }, 300_000);
 });
 
 /** Whether every pair has a trade received after `sinceMs` in the sink. */
