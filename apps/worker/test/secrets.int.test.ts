@@ -40,7 +40,11 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
   beforeAll(async () => {
     // Every Polygon answer a 5xx at first; the test then walks it through malformed bodies and a 429 storm.
     fleet = await FleetHarness.start({
-      venues: { polygon: { errorRate: 1 }, finnhub: { limit: { requests: 4 }, errorRate: 0.3, malformedRate: 0.3 } },
+      // Polygon's own limit far above what the test sends: its only 429s are the storm's. (At the
+      // emulation's default 5 per minute, the retries of a slow run's malformed phase spent the
+      // window and the venue's 429s, which carry no Retry-After, escalated the connector's freeze
+      // 2 s -> 128 s past the test's wait.)
+      venues: { polygon: { errorRate: 1, limit: { requests: 10_000 } }, finnhub: { limit: { requests: 4 }, errorRate: 0.3, malformedRate: 0.3 } },
     });
   });
   afterAll(() => fleet.stop());
@@ -100,7 +104,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
     let stormUntil = 0;
     await waitFor(
       () => {
-        if (polygon().responses429 >= 1) return true;
+        if (polygon().stormResponses >= 1) return true;
         if (Date.now() >= stormUntil) {
           stormUntil = Date.now() + 3000;
           fleet.mock.patchScenario({ venues: { polygon: { malformedRate: 0, stormForMs: 3000 } } });
@@ -110,10 +114,28 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       'a polygon 429',
       { timeoutMs: 120_000 },
     );
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(backfillId))?.status === 'done'), 'the polygon backfill done through the faults', {
-      timeoutMs: 240_000,
-      intervalMs: 500,
-    });
+    // Done, or a failure that names where it stopped (the backfill's counts and the worker's last warnings).
+    let progress = '';
+    try {
+      await waitFor(
+        () =>
+          fleet.withStore(async (s) => {
+            const bf = await s.backfills.get(backfillId);
+            progress = JSON.stringify(bf && { status: bf.status, unitsTotal: bf.unitsTotal, unitsDone: bf.unitsDone, unitsFailed: bf.unitsFailed });
+            if (bf?.status === 'failed' || bf?.status === 'cancelled') throw new Error(`polygon backfill ${bf.status}: ${progress}`);
+            return bf?.status === 'done';
+          }),
+        'the polygon backfill done through the faults',
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
+    } catch (err) {
+      const warnings = worker
+        .output()
+        .split('\n')
+        .filter((l) => /"level":"(warn|error)"/.test(l) && l.includes('polygon'))
+        .slice(-8);
+      throw new Error(`${(err as Error).message}; backfill ${progress}; polygon ${JSON.stringify(polygon())}; last worker warnings:\n${warnings.join('\n')}`);
+    }
     // The key was used: the emulation answers 401 without one.
     // Polygon minutes exist only in sessions (with sparse extended hours): exactly what the emulation serves.
     expect(await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).toEqual(
