@@ -35,34 +35,35 @@ describe('outage end to end (real processes)', () => {
     procs.push(p);
     return p;
   };
+  /** A producer's arguments: `total` trades into `sinkUrl`, spool and cursor in the test's directory. */
+  const producerArgs = (sinkUrl: string, total: number): string[] => [
+    '--sink',
+    sinkUrl,
+    '--spool',
+    dir.file('spool'),
+    '--cursor',
+    dir.file('cursor'),
+    '--total',
+    String(total),
+  ];
+  /** A producer that stops after `pauseAt` records until `resume()`: the test takes the sink away in between. */
+  const startPaused = (args: string[], pauseAt: number): { producer: Proc; resume: () => void } => {
+    const resumeFile = dir.file('resume');
+    const producer = start('producer.ts', [...args, '--interval-ms', '5', '--pause-at', String(pauseAt), '--resume', resumeFile]);
+    return { producer, resume: () => writeFileSync(resumeFile, '') };
+  };
 
   it('SQLite locked by another process: the spool grows, the lock goes, replay drains, exact set', async () => {
     const db = dir.file('data.db');
     const spool = dir.file('spool');
-    const resume = dir.file('resume');
     // The producer stops after 200 records until the locker process (slow to start on a busy machine)
     // holds the lock, so the rest meet the outage: the spool must grow by more than a segment.
     const total = 3000;
-    const producer = start('producer.ts', [
-      '--sink',
-      `sqlite://${db}`,
-      '--spool',
-      spool,
-      '--cursor',
-      dir.file('cursor'),
-      '--total',
-      String(total),
-      '--interval-ms',
-      '5',
-      '--pause-at',
-      '200',
-      '--resume',
-      resume,
-    ]);
+    const { producer, resume } = startPaused(producerArgs(`sqlite://${db}`, total), 200);
     await waitFor(() => paused(producer), 'producer under way (paused at 200)');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
-    writeFileSync(resume, '');
+    resume();
     await waitFor(() => spoolBytes(spool) > 20_000 && listSegments(spool).length >= 2, 'spool growing during the outage', { timeoutMs: 60_000 });
     expect(producer.lines.some((l) => / (unavailable|degraded) [1-9]/.test(l))).toBe(true);
     locker.child.kill('SIGTERM');
@@ -111,17 +112,15 @@ describe('outage end to end (real processes)', () => {
   it('SIGKILL during spool appends: restart recovers complete records, replay drains, exact set', async () => {
     const db = dir.file('data.db');
     const spool = dir.file('spool');
-    const cursor = dir.file('cursor');
     const total = 3000;
-    const resume = dir.file('resume');
-    const args = ['--sink', `sqlite://${db}`, '--spool', spool, '--cursor', cursor, '--total', String(total), '--pad', '2000'];
+    const args = [...producerArgs(`sqlite://${db}`, total), '--pad', '2000'];
     // The first producer stops after 50 records until the lock is held (the locker is slow to start on a
     // busy machine); then at 5 ms between batches it is still seconds from its last record when killed.
-    const first = start('producer.ts', [...args, '--interval-ms', '5', '--pause-at', '50', '--resume', resume]);
+    const { producer: first, resume } = startPaused(args, 50);
     await waitFor(() => paused(first), 'producer under way (paused at 50)');
     const locker = start('locker.ts', [db]);
     await waitFor(() => locker.lines.includes('locked'), 'lock held');
-    writeFileSync(resume, '');
+    resume();
     // Everything now goes to the spool; kill the producer while it appends.
     await waitFor(() => spoolBytes(spool) > 100_000, 'spooling');
     first.child.kill('SIGKILL');
@@ -153,27 +152,11 @@ describe('outage end to end (real processes)', () => {
     const url = `mongodb://127.0.0.1:${port}/outage`;
     const spool = dir.file('spool');
     const total = 1500;
-    const resume = dir.file('resume');
     // The producer stops after 200 records until the server is stopped, so the rest meet the outage.
-    const producer = start('producer.ts', [
-      '--sink',
-      url,
-      '--spool',
-      spool,
-      '--cursor',
-      dir.file('cursor'),
-      '--total',
-      String(total),
-      '--interval-ms',
-      '5',
-      '--pause-at',
-      '200',
-      '--resume',
-      resume,
-    ]);
+    const { producer, resume } = startPaused(producerArgs(url, total), 200);
     await waitFor(() => paused(producer), 'producer under way (paused at 200)');
     mongo.child.kill('SIGSTOP');
-    writeFileSync(resume, '');
+    resume();
     try {
       await waitFor(() => spoolBytes(spool) > 20_000, 'spool growing during the outage');
     } finally {
