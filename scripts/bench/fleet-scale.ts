@@ -14,12 +14,13 @@
  * /proc/stat, over all cores), the worker processes, the scheduler, redis-server (INFO cpu) and this process (the
  * emulations and the benchmark's own polling), so the saturated resource is visible.
  *
- * The fleet is warmed up first: `--warm N` (default 10,000) other jobs per worker process of the
- * largest fleet measured (40,000 for `--workers 1,2,4`, in every run, so every fleet's store and
- * emulation hold the same rows) run once through the same scheduler and worker processes and are
- * then disabled, so the measured pass compares fleets in their steady state, not V8 compiling the same code once per process (a cold
- * pass of 10,000 small units spread over 4 processes is largely JIT warm-up: see
- * docs/benchmarks/fleet.md). `--warm 0` measures cold processes, started just before the window.
+ * The fleet is warmed up first: every worker process runs `--warm N` (default 10,000) units of
+ * other jobs through the same scheduler before the measured pass, so each process meets the pass
+ * as warm as any other, whatever the fleet's size (V8 optimises per process: a process that ran a
+ * quarter of the warm-up still compiles and runs slower code, see docs/benchmarks/fleet.md). Every
+ * run seeds the same N x (largest process count) warm-up jobs, so every fleet's store and emulation
+ * hold the same rows: a fleet of w processes runs N x w of them, the rest wait a day, and all are
+ * disabled before the pass. `--warm 0` measures cold processes, started just before the window.
  *
  * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
  * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
@@ -154,7 +155,7 @@ function cpuWindow(pids: () => { workers: Array<number | undefined>; scheduler: 
 const symbols = Array.from({ length: JOBS }, (_, i) => `T${String(i).padStart(5, '0')}/USDT`);
 /** Warm-up jobs of every run: the same count whatever the run's number of processes. */
 const WARM_JOBS = WARM * Math.max(...WORKERS);
-const warmSymbols = Array.from({ length: WARM_JOBS }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
+const warmSymbols = Array.from({ length: WARM_JOBS }, (_, i) => `W${String(i).padStart(6, '0')}/USDT`);
 
 /** Upserts the connector and one due job per symbol; returns the job ids. */
 async function seed(fleet: FleetHarness, of: string[], nextRunAt = Date.now()): Promise<string[]> {
@@ -209,15 +210,17 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
 }
 
 /**
- * Runs the warm-up jobs once through the workers and `scheduler`, then disables them; returns how
- * long seeding them took (the measured jobs, seeded next, take about as long).
+ * Seeds every warm-up job, runs `WARM` of them per worker process once through the workers and
+ * `scheduler` (the others are due a day later), then disables them all; returns how long seeding
+ * them took (the measured jobs, seeded next, take about as long).
  */
 async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: FleetProcess[], scheduler: () => void): Promise<number> {
   const t0 = performance.now();
-  const ids = await seed(fleet, warmSymbols);
+  const running = WARM * workers.length;
+  const ids = [...(await seed(fleet, warmSymbols.slice(0, running))), ...(await seed(fleet, warmSymbols.slice(running), Date.now() + 86_400_000))];
   const seedMs = performance.now() - t0;
   scheduler();
-  await allRan(fleet, queues, workers, ids);
+  await allRan(fleet, queues, workers, ids.slice(0, running));
   await fleet.withStore(async (store) => {
     for (const id of ids) await store.jobs.setEnabled(id, false);
   });
@@ -338,7 +341,7 @@ const median = (xs: number[]): number => {
   return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
 process.stderr.write(
-  `fleet-scale: ${JOBS} jobs (after ${WARM_JOBS} warm-up jobs in every run), workers ${WORKERS.join(',')}, cap ${INFLIGHT}, budget in ${BUDGET === 'redis' ? 'Redis' : 'the state store'}, ${ROUNDS} round(s); load average ${loadavg()
+  `fleet-scale: ${JOBS} jobs (after ${WARM} warm-up units per worker process; ${WARM_JOBS} warm-up jobs seeded in every run), workers ${WORKERS.join(',')}, cap ${INFLIGHT}, budget in ${BUDGET === 'redis' ? 'Redis' : 'the state store'}, ${ROUNDS} round(s); load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}\n`,
 );

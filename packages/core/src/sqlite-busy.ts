@@ -27,12 +27,3 @@ export function retryWhileBusySync<T>(fn: () => T, timeoutMs: number): T {
  * out every scheduler claim in asynchronous pauses of growing length and ran slower than at 1.
  */
 export const SQLITE_ATTEMPT_BUSY_MS = 1;
-
-/**
- * Memory-mapped reads of the fleet's shared SQLite files (`PRAGMA mmap_size`, 256 MiB). A
- * connection drops its page cache whenever another process has written the file, so with several
- * worker processes each re-reads pages constantly; mapped, those reads are the OS page cache,
- * without a `pread` and a copy each (85,000 preads per worker in 60 s before). Measured with
- * `fleet-scale.ts`: 2 worker processes +25%, 4 +12%. Writes still go through SQLite's own I/O.
- */
-export const SQLITE_MMAP_BYTES = 256 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, type Candle, type Envelope } from '@tickfleet/core';
+import { retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, type Candle, type Envelope } from '@tickfleet/core';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
 import { sleep } from '../internal/sleep.js';
@@ -67,7 +67,7 @@ export class SqliteSink extends RetryingSink implements Sink {
     const db = this.db;
     retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, this.busyTimeoutMs));
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
-    if (path !== ':memory:') this.db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
+    // No memory-mapped reads, for the reason given where the SQLite state store opens its file.
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`busy_timeout = ${SQLITE_ATTEMPT_BUSY_MS}`);
     this.reader = new SqliteDataReader(this.db);

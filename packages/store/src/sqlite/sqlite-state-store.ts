@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { type Clock, ConfigError, retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, SQLITE_MMAP_BYTES, StoreUnavailableError } from '@tickfleet/core';
+import { type Clock, ConfigError, retryWhileBusySync, SQLITE_ATTEMPT_BUSY_MS, StoreUnavailableError } from '@tickfleet/core';
 import type { StateStore } from '../state-store.js';
 import { migrate, SCHEMA_VERSION } from './migrations.js';
 import { SqliteBackfillsRepo } from './sqlite-backfills-repo.js';
@@ -95,7 +95,11 @@ export class SqliteStateStore implements StateStore {
       db.pragma(`busy_timeout = ${Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
       retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
       db.pragma('synchronous = NORMAL');
-      db.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
+      // No memory-mapped reads (`mmap_size` stays 0). In WAL mode a connection unmaps its whole map
+      // whenever another process has written the file, so with several processes on one store every
+      // transaction maps and faults its pages in again: on the project machine 4 processes spent
+      // 331-418 µs of CPU per store operation mapped against 91-93 µs unmapped
+      // (`scripts/bench/sqlite-contention.ts --mmap 268435456`; docs/benchmarks/fleet.md).
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
         throw new ConfigError(
