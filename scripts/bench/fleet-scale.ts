@@ -178,24 +178,37 @@ async function seed(fleet: FleetHarness, of: string[], nextRunAt = Date.now()): 
   });
 }
 
+/** How long every unit left may sit delayed, none waiting or running, before the run is reported stalled. */
+const STALL_MS = 60_000;
+
 /**
  * Waits until the queue is drained and every job of `ids` has run once; returns when the last of
  * them completed (its `lastSuccessAt`, epoch ms), so the time this poll takes to notice is not
  * counted. Polling must not compete with what it measures: the queue's counters are one cheap
  * Redis call; the store's full job list is read only once the queue looks drained. Fails at once,
  * with its output, when a worker process has exited (one that cannot start: a flag Node refuses in
- * NODE_OPTIONS, say) instead of waiting out the timeout for units nobody takes.
+ * NODE_OPTIONS, say) instead of waiting out the timeout for units nobody takes, and after
+ * `STALL_MS` in which every unit left sat delayed, naming the venue budget's state (a fallback after
+ * a slow store call once parked a run until the top of the hour: docs/benchmarks/fleet.md).
  */
 async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetProcess[], ids: string[], active: number[] = []): Promise<number> {
   const wanted = new Set(ids);
   let lastMs = 0;
   let dead: FleetProcess | undefined;
+  /** Since when every unit left has been delayed, none waiting or running (the budget or a freeze holds them). */
+  let delayedOnlySince: number | undefined;
+  let stalled = 0;
   await waitFor(
     async () => {
       dead = workers.find((p) => !isRunning(p.child));
       if (dead) return true;
       const c = await queues.counts('binance');
       if (c.waiting + c.prioritized > 0) active.push(c.active);
+      delayedOnlySince = c.delayed > 0 && c.waiting + c.prioritized + c.active === 0 ? (delayedOnlySince ?? Date.now()) : undefined;
+      if (delayedOnlySince !== undefined && Date.now() - delayedOnlySince > STALL_MS) {
+        stalled = c.delayed;
+        return true;
+      }
       if (c.waiting + c.prioritized + c.delayed + c.active > 0) return false;
       const ran = (await fleet.withStore((store) => store.jobs.list({ venue: 'binance' }))).filter((j) => wanted.has(j.id) && j.stats.runs >= 1);
       // A loop, not Math.max(...spread): a spread of 100,000+ values overflows the stack.
@@ -206,6 +219,14 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
     { timeoutMs: 900_000, intervalMs: 250 },
   );
   if (dead) throw fleet.ended(dead);
+  if (stalled > 0) {
+    const usage = await fleet.withStore((store) => store.budgets.usage('binance'));
+    throw new Error(
+      `the fleet stopped: ${stalled} units delayed and none waiting or running for ${STALL_MS / 1000} s; the venue budget has used ` +
+        `${usage?.used ?? '?'} of ${usage?.limit ?? '?'} in the window ending ${usage ? new Date(usage.resetAtMs).toISOString() : '?'} ` +
+        '(its requests alone never fill it; a worker recovering from its fallback budget after a slow store call marks the rest of the window spent: docs/reliability.md)',
+    );
+  }
   return lastMs;
 }
 
