@@ -98,7 +98,7 @@ export class SqliteStateStore implements StateStore {
       // No memory-mapped reads (`mmap_size` stays 0). In WAL mode a connection unmaps its whole map
       // whenever another process has written the file, so with several processes on one store every
       // transaction maps and faults its pages in again: on the project machine 4 processes spent
-      // 331-418 µs of CPU per store operation mapped against 91-93 µs unmapped
+      // 318-418 µs of CPU per store operation mapped against 91-93 µs unmapped
       // (`scripts/bench/sqlite-contention.ts --mmap 268435456`; docs/benchmarks/fleet.md).
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
