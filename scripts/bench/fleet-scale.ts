@@ -238,12 +238,13 @@ async function allRan(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
 async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: FleetProcess[], scheduler: () => void): Promise<number> {
   const t0 = performance.now();
   const running = WARM * workers.length;
-  const ids = [...(await seed(fleet, warmSymbols.slice(0, running))), ...(await seed(fleet, warmSymbols.slice(running), Date.now() + 86_400_000))];
+  const runIds = await seed(fleet, warmSymbols.slice(0, running));
+  const laterIds = await seed(fleet, warmSymbols.slice(running), Date.now() + 86_400_000);
   const seedMs = performance.now() - t0;
   scheduler();
-  await allRan(fleet, queues, workers, ids.slice(0, running));
+  await allRan(fleet, queues, workers, runIds);
   await fleet.withStore(async (store) => {
-    for (const id of ids) await store.jobs.setEnabled(id, false);
+    for (const id of [...runIds, ...laterIds]) await store.jobs.setEnabled(id, false);
   });
   return seedMs;
 }
