@@ -1,4 +1,3 @@
-import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
@@ -66,12 +65,12 @@ describe('fleet: backfill truth', () => {
     const worker = fleet.spawn('worker-gaps', ['worker']);
     await fleet.ready(worker);
     const second = JSON.parse(await fleet.backfill('binance', 'ETH/USDT', '1m', to - DAY, to, '--json')) as BackfillReport;
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(second.id))?.status === 'done'), 'second-day backfill done', { timeoutMs: 60_000 });
+    await fleet.backfillDone(second.id, 'second-day backfill done');
     expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({ missing: 1440, duplicates: 0 });
 
     const repair = JSON.parse(await fleet.ok('backfill', '--gaps', 'binance:ETH/USDT:1m:ohlcv', '--json')) as BackfillReport;
     expect(repair).toMatchObject({ fromMs: since, toMs: to - DAY, unitsTotal: 2 });
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(repair.id))?.status === 'done'), 'head backfill done', { timeoutMs: 60_000 });
+    await fleet.backfillDone(repair.id, 'head backfill done');
     expect(await fleet.candleReport('binance', 'ETH/USDT', '1m', since, to)).toMatchObject({
       expected: 2880,
       stored: 2880,

@@ -1,6 +1,5 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
-import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const LIMIT = 120;
@@ -75,15 +74,7 @@ describe('fleet: budget safety and completeness with 3 worker processes', () => 
         await new Promise((r) => setTimeout(r, SAMPLE_EVERY_MS));
       }
     })();
-    await waitFor(
-      () =>
-        fleet.withStore(async (store) => {
-          const all = await Promise.all(backfillIds.map((id) => store.backfills.get(id)));
-          return all.every((b) => b?.status === 'done');
-        }),
-      'all backfills done',
-      { timeoutMs: 240_000, intervalMs: 500 },
-    );
+    await Promise.all(backfillIds.map((id) => fleet.backfillDone(id, `backfill ${id} done`, { timeoutMs: 240_000 })));
     sampling = false;
     await sampler;
     await queues.close();

@@ -1,5 +1,4 @@
 import { DEFAULT_SEED, expectedCandles } from '@tickfleet/mock-venue';
-import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
@@ -37,10 +36,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     const out = await fleet.ok('backfill', '--gaps', 'binance:BTC/USDT:1m:ohlcv', '--json');
     const bf = JSON.parse(out) as { id: string } | null;
     if (!bf) return 'none';
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(bf.id))?.status === 'done'), `backfill ${bf.id} done`, {
-      timeoutMs: 30_000,
-      intervalMs: 200,
-    });
+    await fleet.backfillDone(bf.id, `backfill ${bf.id} done`, { timeoutMs: 30_000 });
     return bf.id;
   };
 
@@ -49,7 +45,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
     const first = JSON.parse(await fleet.backfill('binance', 'BTC/USDT', '1m', from, to, '--json')) as { id: string };
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(first.id))?.status === 'done'), 'range backfill done', { timeoutMs: 30_000 });
+    await fleet.backfillDone(first.id, 'range backfill done', { timeoutMs: 30_000 });
 
     const stored = await fleet.storedOpenTimes('binance', 'BTC/USDT', '1m');
     expect(stored).toEqual(
@@ -78,7 +74,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
     const worker = fleet.spawn('worker-2', ['worker']);
     await fleet.ready(worker);
     const eth = JSON.parse(await fleet.backfill('binance', 'ETH/USDT', '1m', from, to, '--json')) as { id: string };
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(eth.id))?.status === 'done'), 'eth backfill done', { timeoutMs: 30_000 });
+    await fleet.backfillDone(eth.id, 'eth backfill done', { timeoutMs: 30_000 });
     const lostFrom = from + 100 * MIN;
     const { default: Database } = await import('better-sqlite3');
     const db = new Database(new URL(fleet.sinkUrl.replace('sqlite://', 'file://')).pathname);
@@ -93,7 +89,7 @@ describe('fleet: gap ledger and backfill --gaps', () => {
 
     const out = await fleet.ok('backfill', '--gaps', 'binance:ETH/USDT:1m:ohlcv', '--json');
     const bf = JSON.parse(out) as { id: string };
-    await waitFor(() => fleet.withStore(async (s) => (await s.backfills.get(bf.id))?.status === 'done'), 'gap fill done', { timeoutMs: 30_000 });
+    await fleet.backfillDone(bf.id, 'gap fill done', { timeoutMs: 30_000 });
     expect(JSON.parse(await fleet.ok('gaps', 'binance:ETH/USDT:1m:ohlcv', '--json'))).toEqual([]);
     const after = JSON.parse(await fleet.ok('gaps', 'binance:ETH/USDT:1m:ohlcv', '--all', '--json')) as GapRow[];
     expect(after).toEqual([expect.objectContaining({ fromMs: lostFrom, kind: 'missing', filledAt: expect.any(Number) })]);

@@ -46,10 +46,7 @@ describe('workers budgeting in Redis (TICKFLEET_BUDGET_URL)', () => {
       redis.disconnect();
     }
 
-    await waitFor(() => fleet.withStore(async (store) => (await store.backfills.get(id))?.status === 'done'), 'the backfill done', {
-      timeoutMs: 180_000,
-      intervalMs: 500,
-    });
+    await fleet.backfillDone(id, 'the backfill done', { timeoutMs: 180_000 });
     const stats = fleet.mock.stats().venues.binance;
     expect(stats.overLimitRequests).toBe(0);
     expect(stats.responses429).toBe(0);

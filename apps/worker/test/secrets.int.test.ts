@@ -114,28 +114,12 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       'a polygon 429',
       { timeoutMs: 120_000 },
     );
-    // Done, or a failure that names where it stopped (the backfill's counts and the worker's last warnings).
-    let progress = '';
-    try {
-      await waitFor(
-        () =>
-          fleet.withStore(async (s) => {
-            const bf = await s.backfills.get(backfillId);
-            progress = JSON.stringify(bf && { status: bf.status, unitsTotal: bf.unitsTotal, unitsDone: bf.unitsDone, unitsFailed: bf.unitsFailed });
-            if (bf?.status === 'failed' || bf?.status === 'cancelled') throw new Error(`polygon backfill ${bf.status}: ${progress}`);
-            return bf?.status === 'done';
-          }),
-        'the polygon backfill done through the faults',
-        { timeoutMs: 240_000, intervalMs: 500 },
-      );
-    } catch (err) {
-      const warnings = worker
-        .output()
-        .split('\n')
-        .filter((l) => /"level":"(warn|error)"/.test(l) && l.includes('polygon'))
-        .slice(-8);
-      throw new Error(`${(err as Error).message}; backfill ${progress}; polygon ${JSON.stringify(polygon())}; last worker warnings:\n${warnings.join('\n')}`);
-    }
+    // Done, or a failure that names where it stopped (the backfill's counts, the emulation's and the worker's last warnings).
+    await fleet.backfillDone(backfillId, 'the polygon backfill done through the faults', {
+      timeoutMs: 240_000,
+      venue: 'polygon',
+      detail: () => `polygon ${JSON.stringify(polygon())}`,
+    });
     // The key was used: the emulation answers 401 without one.
     // Polygon minutes exist only in sessions (with sparse extended hours): exactly what the emulation serves.
     expect(await fleet.storedOpenTimes('polygon', 'AAPL', '1m')).toEqual(

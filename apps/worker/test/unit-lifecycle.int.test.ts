@@ -54,7 +54,7 @@ describe('fleet: unit start/finish lines and graceful shutdown', () => {
     const before = await fleet.mockStats('binance');
     // 3 days of 1m candles: 5 chunks of at most 1000 candles, one klines request each.
     const bf = JSON.parse(await fleet.backfill('binance', 'BTC/USDT', '1m', to - 3 * DAY, to, '--json')) as { id: string };
-    await waitFor(async () => (await backfillStatus(fleet, bf.id)).status === 'done', 'backfill done', STATE_WAIT);
+    await fleet.backfillDone(bf.id, 'backfill done', { timeoutMs: STATE_WAIT.timeoutMs });
     await fleet.stopCleanly(worker);
     const after = await fleet.mockStats('binance');
 
@@ -128,7 +128,7 @@ describe('fleet: unit start/finish lines and graceful shutdown', () => {
       fleet.mock.patchScenario({ venues: { binance: { latencyMs: 20 } } });
       const second = fleet.spawn('worker-second', ['worker']);
       await fleet.ready(second);
-      await waitFor(async () => (await backfillStatus(fleet, bf.id)).status === 'done', 'backfill done', STATE_WAIT);
+      await fleet.backfillDone(bf.id, 'backfill done', { timeoutMs: STATE_WAIT.timeoutMs });
       await fleet.stopCleanly(second);
       const finishedBySecond = new Set(
         logLines(second)

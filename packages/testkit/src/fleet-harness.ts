@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { alignDown } from '@tickfleet/core';
+import { alignDown, type Backfill } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type MockVenueName, type VenueStats } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
@@ -178,11 +178,51 @@ export class FleetHarness {
     await this.ok('gaps', 'scan', jobId, '--sink', this.sinkUrl);
     const gapFill = JSON.parse(await this.ok('backfill', '--gaps', jobId, '--json')) as { id: string } | null;
     if (!gapFill) return false;
-    await waitFor(() => this.withStore(async (store) => (await store.backfills.get(gapFill.id))?.status === 'done'), 'gap backfill done', {
-      timeoutMs: 60_000,
-      intervalMs: 500,
-    });
+    await this.backfillDone(gapFill.id, 'gap backfill done');
     return true;
+  }
+
+  /**
+   * Waits until backfill `id` is done and returns it. Fails at once when it ends failed or
+   * cancelled, and after `timeoutMs`, naming what it was waiting for, the backfill's counts and
+   * the fleet processes' last warnings and errors (only those mentioning `venue`, when given) and
+   * `detail()`, whatever else the test can tell (an emulation's counters).
+   */
+  async backfillDone(
+    id: string,
+    what = `backfill ${id} done`,
+    { timeoutMs = 60_000, venue, detail }: { timeoutMs?: number; venue?: string; detail?: () => string } = {},
+  ): Promise<Backfill> {
+    let last = null as Backfill | null;
+    const ended = await waitFor(
+      () =>
+        this.withStore(async (store) => {
+          last = await store.backfills.get(id);
+          return last && ['done', 'failed', 'cancelled'].includes(last.status) ? last : null;
+        }),
+      what,
+      { timeoutMs, intervalMs: 500 },
+    ).catch((err: unknown) => {
+      throw new FixtureError('FleetHarness', `${(err as Error).message}; ${this.backfillReport(last, venue, detail)}`);
+    });
+    if (ended.status !== 'done')
+      throw new FixtureError('FleetHarness', `${what}: the backfill ended ${ended.status}; ${this.backfillReport(ended, venue, detail)}`);
+    return ended;
+  }
+
+  /** A backfill's counts and the fleet processes' last 8 warnings and errors (those mentioning `venue`, when given). */
+  private backfillReport(bf: Backfill | null, venue?: string, detail?: () => string): string {
+    const counts = bf ? JSON.stringify({ status: bf.status, unitsTotal: bf.unitsTotal, unitsDone: bf.unitsDone, unitsFailed: bf.unitsFailed }) : 'not found';
+    const warnings = this.procs
+      .flatMap((p) =>
+        p
+          .output()
+          .split('\n')
+          .filter((l) => /"level":"(warn|error)"/.test(l) && (!venue || l.includes(venue)))
+          .map((l) => `${p.name}: ${l}`),
+      )
+      .slice(-8);
+    return `backfill ${counts}${detail ? `; ${detail()}` : ''}; last warnings:\n${warnings.join('\n') || '(none)'}`;
   }
 
   /** Starts a long-running role (`worker`, `scheduler`) as a child process. */
