@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE] [--node-options FLAGS]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE] [--node-options FLAGS] [--sched other,batch]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -25,6 +25,11 @@
  * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
  * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
  *
+ * `--sched other,batch` runs every worker count once per listed Linux scheduling policy of the
+ * worker processes each round (interleaved): `batch` puts every thread of each worker under
+ * SCHED_BATCH (`chrt -a -b -p 0`, at start and again before the window), which the kernel does not
+ * let preempt other tasks on waking.
+ *
  * `--windows FILE` appends one JSON line per measured run: the worker processes' pids and the
  * window in CLOCK_MONOTONIC seconds, for scripts/bench/perf-split.ts to read a system-wide
  * `perf record -k CLOCK_MONOTONIC` of the whole benchmark (docs/benchmarks/fleet.md).
@@ -32,6 +37,7 @@
 import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
 import { isRunning, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -56,6 +62,12 @@ const PROFILE_DIR = pathArg(args, 'cpu-prof');
 /** `--node-options '--v8-pool-size=1'`: Node/V8 flags of the worker processes (their NODE_OPTIONS). */
 const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 const WINDOWS = pathArg(args, 'windows');
+const SCHEDS = (stringArg(args, 'sched') ?? 'other').split(',');
+if (!SCHEDS.every((x) => x === 'other' || x === 'batch')) throw new Error(`--sched: other and/or batch, got ${stringArg(args, 'sched')}`);
+/** Puts every thread of a process under SCHED_BATCH (`chrt -a -b -p 0`): no wakeup preemption of others. */
+function schedBatch(pid: number | undefined): void {
+  if (pid !== undefined) execFileSync('chrt', ['-a', '-b', '-p', '0', String(pid)]);
+}
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
@@ -249,7 +261,7 @@ async function warmUp(fleet: FleetHarness, queues: VenueQueues, workers: FleetPr
   return seedMs;
 }
 
-async function run(workers: number, round: number): Promise<Run> {
+async function run(workers: number, round: number, sched = 'other'): Promise<Run> {
   const fleet = await FleetHarness.start({
     venues: { binance: { symbols: [...symbols, ...warmSymbols], limit: { enabled: false } } },
   });
@@ -265,6 +277,7 @@ async function run(workers: number, round: number): Promise<Run> {
         ...(PROFILE_DIR ? { HOT_PATH_CPU_PROF: profile(i) } : {}),
       }),
     );
+    if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
     let scheduler: FleetProcess | undefined;
     const startScheduler = (): void => {
       scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
@@ -282,6 +295,7 @@ async function run(workers: number, round: number): Promise<Run> {
       ids = await seed(fleet, symbols);
       await new Promise((r) => setTimeout(r, 3000));
     }
+    if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
     if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
     const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
     const startedAt = Date.now();
@@ -368,16 +382,17 @@ process.stderr.write(
     .join(' ')}\n`,
 );
 const baselines: number[] = [];
-const runs = new Map<number, Run[]>(WORKERS.map((w) => [w, []]));
+const variants = SCHEDS.flatMap((sc) => WORKERS.map((w) => ({ w, sc, key: `${w}${SCHEDS.length > 1 ? ` ${sc}` : ''}` })));
+const runs = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
 for (let round = 1; round <= ROUNDS; round++) {
   const b = await schedulerOnly();
   baselines.push(b);
   process.stderr.write(`round ${round}: scheduler alone ${b.toFixed(0)} units/s\n`);
-  for (const w of WORKERS) {
-    const r = await run(w, round);
-    runs.get(w)!.push(r);
+  for (const { w, sc, key } of variants) {
+    const r = await run(w, round, sc);
+    runs.get(key)!.push(r);
     process.stderr.write(
-      `round ${round}: ${w} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; CPU pressure ${(100 * r.cpuPressure).toFixed(0)}%; worker context switches per unit ${r.switchesPerUnit.voluntary.toFixed(2)} voluntary, ${r.switchesPerUnit.involuntary.toFixed(2)} involuntary; worker minor page faults per unit ${r.faultsPerUnit.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
+      `round ${round}: ${key} worker(s) ${r.unitsPerSec.toFixed(0)} units/s; CPU in cores: machine ${(r.machineBusy * r.cores).toFixed(2)} of ${r.cores}, workers ${r.workers.toFixed(2)}, scheduler ${r.scheduler.toFixed(2)}, redis-server ${r.redis.toFixed(2)}, emulation + benchmark ${r.bench.toFixed(2)}; CPU pressure ${(100 * r.cpuPressure).toFixed(0)}%; worker context switches per unit ${r.switchesPerUnit.voluntary.toFixed(2)} voluntary, ${r.switchesPerUnit.involuntary.toFixed(2)} involuntary; worker minor page faults per unit ${r.faultsPerUnit.toFixed(2)}; in flight ${r.inflight.toFixed(0)} (mean); Redis commands per unit ${r.redisCallsPerUnit.toFixed(1)} (${r.redisTop}); load ${loadavg()[0]!.toFixed(1)}\n`,
     );
   }
 }
@@ -387,12 +402,12 @@ console.log(
 );
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | | | | |`);
-for (const w of WORKERS) {
-  const rs = runs.get(w)!;
+for (const { w, sc, key } of variants) {
+  const rs = runs.get(key)!;
   const m = (f: (r: Run) => number) => median(rs.map(f));
   const u = m((r) => r.unitsPerSec);
   console.log(
-    `| end to end, ${w} worker process${w > 1 ? 'es' : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.workerCpuPerUnitMs).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''}${SCHEDS.length > 1 ? `, ${sc}` : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.workerCpuPerUnitMs).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
   );
 }
 console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);
