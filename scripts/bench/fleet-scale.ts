@@ -5,7 +5,7 @@
  * same run: the scheduler alone claiming and enqueueing the same 10 000 units (no workers), the
  * ceiling any number of workers shares.
  *
- *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE] [--node-options FLAGS] [--sched other,batch]
+ *   node --import tsx scripts/bench/fleet-scale.ts [--jobs 10000] [--workers 1,2,4] [--inflight 128] [--rounds 3] [--warm 10000] [--budget store|redis] [--cpu-prof DIR] [--windows FILE] [--node-options FLAGS] [--sched other,batch,pin]
  *
  * Each measurement uses a fresh fleet (redis-server, emulations with one instrument per job,
  * temp SQLite store and sink). Each job starts 5 minutes back, so a unit is one klines request.
@@ -25,10 +25,11 @@
  * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
  * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
  *
- * `--sched other,batch` runs every worker count once per listed Linux scheduling policy of the
- * worker processes each round (interleaved): `batch` puts every thread of each worker under
- * SCHED_BATCH (`chrt -a -b -p 0`, at start and again before the window), which the kernel does not
- * let preempt other tasks on waking.
+ * `--sched other,batch,pin` runs every worker count once per listed variant each round
+ * (interleaved): `other`, the default; `batch` puts every thread of each worker under SCHED_BATCH
+ * (`chrt -a -b -p 0`), which the kernel does not let preempt other tasks on waking; `pin` pins
+ * worker i to core i modulo the cores (`taskset -a -p -c`). Both are applied at start and again
+ * before the window (threads started since).
  *
  * `--windows FILE` appends one JSON line per measured run: the worker processes' pids and the
  * window in CLOCK_MONOTONIC seconds, for scripts/bench/perf-split.ts to read a system-wide
@@ -39,7 +40,7 @@ import { isRunning, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
@@ -63,7 +64,11 @@ const PROFILE_DIR = pathArg(args, 'cpu-prof');
 const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 const WINDOWS = pathArg(args, 'windows');
 const SCHEDS = (stringArg(args, 'sched') ?? 'other').split(',');
-if (!SCHEDS.every((x) => x === 'other' || x === 'batch')) throw new Error(`--sched: other and/or batch, got ${stringArg(args, 'sched')}`);
+if (!SCHEDS.every((x) => x === 'other' || x === 'batch' || x === 'pin')) throw new Error(`--sched: other, batch and/or pin, got ${stringArg(args, 'sched')}`);
+/** Pins every thread of worker `i` to one core, `i` modulo the machine's cores (`taskset -a -p -c`). */
+function pinToCore(pid: number | undefined, i: number): void {
+  if (pid !== undefined) execFileSync('taskset', ['-a', '-p', '-c', String(i % availableParallelism()), String(pid)], { stdio: 'ignore' });
+}
 /** Puts every thread of a process under SCHED_BATCH (`chrt -a -b -p 0`): no wakeup preemption of others. */
 function schedBatch(pid: number | undefined): void {
   if (pid !== undefined) execFileSync('chrt', ['-a', '-b', '-p', '0', String(pid)]);
@@ -278,6 +283,7 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
       }),
     );
     if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
+    if (sched === 'pin') procs.forEach((p, i) => pinToCore(p.child.pid, i));
     let scheduler: FleetProcess | undefined;
     const startScheduler = (): void => {
       scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
@@ -296,6 +302,7 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
       await new Promise((r) => setTimeout(r, 3000));
     }
     if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
+    if (sched === 'pin') procs.forEach((p, i) => pinToCore(p.child.pid, i));
     if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
     const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
     const startedAt = Date.now();
