@@ -181,17 +181,28 @@ interface Result {
   inflight: Record<number, number>;
   /** 'processedOn' unless finished units were trimmed from Redis (then the resume time). */
   startFrom: 'processedOn' | 'resume';
+  /** The longest stretch of the window, ms (200 ms resolution), in which the emulation served no klines request. */
+  servedStillMs: number;
+  /** The worker's warn and error log lines over the round (tickfleet; the baseline logs none). */
+  warnings: string[];
 }
 
-/** Samples the active count every 200 ms (never two reads at once); `stop` keeps the samples in [fromMs, toMs]. */
-function sampler(read: () => Promise<number>): { stop: (fromMs: number, toMs: number) => Record<number, number> } {
+/**
+ * Samples a count every 200 ms (never two reads at once); `stop` keeps the samples in [fromMs, toMs]
+ * as a histogram, `longestStill` the longest stretch in it over which the count did not change.
+ */
+function sampler(read: () => Promise<number> | number): {
+  stop: (fromMs: number, toMs: number) => Record<number, number>;
+  longestStill: (fromMs: number, toMs: number) => number;
+} {
   const samples: Array<[number, number]> = [];
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
     const at = Date.now();
-    read()
+    Promise.resolve()
+      .then(read)
       .then((n) => samples.push([at, n]))
       .catch(() => undefined)
       .finally(() => (busy = false));
@@ -202,6 +213,17 @@ function sampler(read: () => Promise<number>): { stop: (fromMs: number, toMs: nu
       const hist: Record<number, number> = {};
       for (const [at, n] of samples) if (at >= fromMs && at <= toMs) hist[n] = (hist[n] ?? 0) + 1;
       return hist;
+    },
+    longestStill: (fromMs, toMs) => {
+      clearInterval(timer);
+      let longest = 0;
+      let since: [number, number] | undefined;
+      for (const [at, n] of samples) {
+        if (at < fromMs || at > toMs) continue;
+        if (since && n === since[1]) longest = Math.max(longest, at - since[0]);
+        else since = [at, n];
+      }
+      return longest;
     },
   };
 }
@@ -245,6 +267,8 @@ function result(
   benchCpu: NodeJS.CpuUsage,
   inflight: Record<number, number>,
   startFrom: Result['startFrom'],
+  servedStillMs: number,
+  warnings: string[] = [],
 ): Result {
   const seconds = (endMs - startMs) / 1000;
   return {
@@ -258,6 +282,8 @@ function result(
     benchCpuMsPerUnit: (benchCpu.user + benchCpu.system) / 1000 / sc.units,
     inflight,
     startFrom,
+    servedStillMs,
+    warnings,
   };
 }
 
@@ -314,6 +340,7 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     const cpu0 = procCpuMs(proc.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
+    const served = sampler(() => mock.stats().venues.binance?.requests ?? 0);
     await toggleProfile(proc, `baseline-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
@@ -333,7 +360,8 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     if (times.last === undefined) throw new Error('baseline: completed units missing from Redis');
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, times.last);
-    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+    const still = served.longestStill(startMs, times.last);
+    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still);
   } finally {
     if (child && child.exitCode === null) {
       const exited = new Promise((r) => child!.once('exit', r));
@@ -445,6 +473,8 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const cpu0 = procCpuMs(worker.child.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
+    const served = sampler(() => fleet.mock.stats().venues.binance?.requests ?? 0);
+    const logged = worker.output().length;
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
@@ -455,7 +485,13 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const times = await jobTimes(queues, new Set(ids), sc.units);
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, lastDone);
-    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn');
+    const still = served.longestStill(startMs, lastDone);
+    const warnings = worker
+      .output()
+      .slice(logged)
+      .split('\n')
+      .filter((l) => /"level":"(warn|error)"/.test(l));
+    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings);
   } finally {
     await queues.close();
     conn.disconnect();
@@ -487,7 +523,10 @@ for (let r = 1; r <= ROUNDS; r++) {
       const res = await run(sc, r);
       results.push(res);
       process.stderr.write(
-        `round ${r} ${sc.name} ${res.system}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, load ${loadavg()[0]!.toFixed(2)}\n`,
+        `round ${r} ${sc.name} ${res.system}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, ` +
+          `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
+          (res.warnings.length ? `; ${res.warnings.length} worker warnings, the last: ${res.warnings.at(-1)!.slice(0, 400)}` : '') +
+          '\n',
       );
     }
   }
