@@ -65,13 +65,18 @@ const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 const WINDOWS = pathArg(args, 'windows');
 const SCHEDS = (stringArg(args, 'sched') ?? 'other').split(',');
 if (!SCHEDS.every((x) => x === 'other' || x === 'batch' || x === 'pin')) throw new Error(`--sched: other, batch and/or pin, got ${stringArg(args, 'sched')}`);
-/** Pins every thread of worker `i` to one core, `i` modulo the machine's cores (`taskset -a -p -c`). */
-function pinToCore(pid: number | undefined, i: number): void {
-  if (pid !== undefined) execFileSync('taskset', ['-a', '-p', '-c', String(i % availableParallelism()), String(pid)], { stdio: 'ignore' });
-}
-/** Puts every thread of a process under SCHED_BATCH (`chrt -a -b -p 0`): no wakeup preemption of others. */
-function schedBatch(pid: number | undefined): void {
-  if (pid !== undefined) execFileSync('chrt', ['-a', '-b', '-p', '0', String(pid)]);
+/**
+ * Applies a `--sched` variant to every thread of the worker processes: `batch` runs them under
+ * SCHED_BATCH (`chrt -a -b -p 0`: no wakeup preemption of others), `pin` pins worker i to core i
+ * modulo the machine's cores (`taskset -a -p -c`); `other` leaves them as started.
+ */
+function applySched(procs: FleetProcess[], sched: string): void {
+  procs.forEach((p, i) => {
+    const pid = String(p.child.pid);
+    const stdio: ['ignore', 'ignore', 'pipe'] = ['ignore', 'ignore', 'pipe'];
+    if (sched === 'batch') execFileSync('chrt', ['-a', '-b', '-p', '0', pid], { stdio });
+    if (sched === 'pin') execFileSync('taskset', ['-a', '-p', '-c', String(i % availableParallelism()), pid], { stdio });
+  });
 }
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
@@ -282,8 +287,7 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
         ...(PROFILE_DIR ? { HOT_PATH_CPU_PROF: profile(i) } : {}),
       }),
     );
-    if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
-    if (sched === 'pin') procs.forEach((p, i) => pinToCore(p.child.pid, i));
+    applySched(procs, sched);
     let scheduler: FleetProcess | undefined;
     const startScheduler = (): void => {
       scheduler = fleet.spawn('scheduler', ['scheduler'], { LOG_LEVEL: 'warn', TICKFLEET_SCHEDULER_TICK_MS: '200' });
@@ -301,8 +305,8 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
       ids = await seed(fleet, symbols);
       await new Promise((r) => setTimeout(r, 3000));
     }
-    if (sched === 'batch') for (const p of procs) schedBatch(p.child.pid);
-    if (sched === 'pin') procs.forEach((p, i) => pinToCore(p.child.pid, i));
+    // Again before the window, for any thread a worker started while the first call ran.
+    applySched(procs, sched);
     if (PROFILE_DIR) for (const p of procs) p.child.kill('SIGUSR2');
     const served0 = fleet.mock.stats().venues.binance?.requests ?? 0;
     const startedAt = Date.now();

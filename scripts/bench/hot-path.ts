@@ -4,7 +4,7 @@
  * tickfleet, baseline, tickfleet, ...). A unit is one 1,000-candle Binance klines page from the
  * venue emulation (limiter off, no latency unless --latency) stored in SQLite.
  *
- *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live] [--live-warm 2000]
+ *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live] [--live-warm 2000] [--node-options FLAGS]
  *
  * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
  * per symbol; `live` = N live jobs (one symbol each, L000/USDT…) with one incremental unit each,
@@ -52,6 +52,8 @@ const LATENCY_MS = intArg(args, 'latency', 0, 0);
 const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
 const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
 const PROFILE_DIR = pathArg(args, 'cpu-prof');
+/** `--node-options '--min-semi-space-size=16'`: Node/V8 flags of the tickfleet worker process (its NODE_OPTIONS), to try them against the same baseline. */
+const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
 const WARM_UNITS = 8;
@@ -185,6 +187,16 @@ interface Result {
   servedStillMs: number;
   /** The worker's warn and error log lines over the round (tickfleet; the baseline logs none). */
   warnings: string[];
+  /** The worker's garbage collection over the round, ms per unit, by kind (tickfleet: its /metrics; none for the baseline). */
+  gcMsPerUnit?: Record<string, number>;
+}
+
+/** Seconds of garbage collection so far by kind (major, minor, incremental, weakcb), from a worker's /metrics. */
+async function gcSeconds(port: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Object.fromEntries(
+    [...text.matchAll(/^tickfleet_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} ([\d.e+-]+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
+  );
 }
 
 /**
@@ -292,6 +304,13 @@ const profileEnv = (name: string): Record<string, string> =>
   PROFILE_DIR
     ? { NODE_OPTIONS: `--import tsx --import ${join(FIXTURES, 'hot-path-cpu-prof.ts')}`, HOT_PATH_CPU_PROF: join(PROFILE_DIR, `${name}.cpuprofile`) }
     : {};
+
+/** The tickfleet worker's environment: `--node-options` and, when profiling, the profiler's preload. */
+function tickfleetEnv(name: string): Record<string, string> {
+  const env = profileEnv(name);
+  const nodeOptions = [WORKER_NODE_OPTIONS, env.NODE_OPTIONS ?? ''].join(' ').trim();
+  return nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
+}
 
 /** Starts (first call) or stops and writes (second call) the worker's profile when profiling. */
 async function toggleProfile(child: ChildProcess, name: string, stop: boolean): Promise<void> {
@@ -447,7 +466,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const worker = fleet.spawn('worker', ['worker'], {
       LOG_LEVEL: 'warn',
       TICKFLEET_HEALTH_PORT: String(port),
-      ...profileEnv(`tickfleet-${sc.name}-r${round}`),
+      ...tickfleetEnv(`tickfleet-${sc.name}-r${round}`),
     });
     await workerReady(worker, port);
     const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
@@ -475,6 +494,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const inflight = sampler(async () => (await queues.counts('binance')).active);
     const served = sampler(() => fleet.mock.stats().venues.binance?.requests ?? 0);
     const logged = worker.output().length;
+    const gc0 = await gcSeconds(port);
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
@@ -486,12 +506,17 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, lastDone);
     const still = served.longestStill(startMs, lastDone);
+    const gc1 = await gcSeconds(port);
+    const gcMsPerUnit = Object.fromEntries(Object.entries(gc1).map(([kind, sec]) => [kind, ((sec - (gc0[kind] ?? 0)) * 1000) / sc.units]));
     const warnings = worker
       .output()
       .slice(logged)
       .split('\n')
       .filter((l) => /"level":"(warn|error)"/.test(l));
-    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings);
+    return {
+      ...result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings),
+      gcMsPerUnit,
+    };
   } finally {
     await queues.close();
     conn.disconnect();
@@ -525,6 +550,12 @@ for (let r = 1; r <= ROUNDS; r++) {
       process.stderr.write(
         `round ${r} ${sc.name} ${res.system}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, ` +
           `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
+          (res.gcMsPerUnit
+            ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
+                .filter(([, ms]) => ms > 0)
+                .map(([kind, ms]) => `${kind} ${ms.toFixed(2)}`)
+                .join(', ')}`
+            : '') +
           (res.warnings.length ? `; ${res.warnings.length} worker warnings, the last: ${res.warnings.at(-1)!.slice(0, 400)}` : '') +
           '\n',
       );
