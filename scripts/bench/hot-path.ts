@@ -189,6 +189,8 @@ interface Result {
   warnings: string[];
   /** The worker's garbage collection over the round, ms per unit, by kind (tickfleet: its /metrics; none for the baseline). */
   gcMsPerUnit?: Record<string, number>;
+  /** The worker's young generation (V8's new space) at the start and end of the round, MiB (tickfleet). */
+  newSpaceMiB?: [number, number];
 }
 
 /** Seconds of garbage collection so far by kind (major, minor, incremental, weakcb), from a worker's /metrics. */
@@ -197,6 +199,12 @@ async function gcSeconds(port: number): Promise<Record<string, number>> {
   return Object.fromEntries(
     [...text.matchAll(/^tickfleet_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} ([\d.e+-]+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
   );
+}
+
+/** The young generation's size now, MiB (V8's new space), from a worker's /metrics. */
+async function newSpaceMiB(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^tickfleet_nodejs_heap_space_size_total_bytes\{[^}]*space="new"[^}]*\} ([\d.e+-]+)$/m.exec(text)?.[1] ?? NaN) / 2 ** 20;
 }
 
 /**
@@ -495,6 +503,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const served = sampler(() => fleet.mock.stats().venues.binance?.requests ?? 0);
     const logged = worker.output().length;
     const gc0 = await gcSeconds(port);
+    const newSpace0 = await newSpaceMiB(port);
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
@@ -507,6 +516,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const hist = inflight.stop(startMs, lastDone);
     const still = served.longestStill(startMs, lastDone);
     const gc1 = await gcSeconds(port);
+    const newSpace1 = await newSpaceMiB(port);
     const gcMsPerUnit = Object.fromEntries(Object.entries(gc1).map(([kind, sec]) => [kind, ((sec - (gc0[kind] ?? 0)) * 1000) / sc.units]));
     const warnings = worker
       .output()
@@ -516,6 +526,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     return {
       ...result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings),
       gcMsPerUnit,
+      newSpaceMiB: [newSpace0, newSpace1],
     };
   } finally {
     await queues.close();
@@ -554,7 +565,7 @@ for (let r = 1; r <= ROUNDS; r++) {
             ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
                 .filter(([, ms]) => ms > 0)
                 .map(([kind, ms]) => `${kind} ${ms.toFixed(2)}`)
-                .join(', ')}`
+                .join(', ')}, young generation ${res.newSpaceMiB?.map((m) => m.toFixed(1)).join(' -> ')} MiB`
             : '') +
           (res.warnings.length ? `; ${res.warnings.length} worker warnings, the last: ${res.warnings.at(-1)!.slice(0, 400)}` : '') +
           '\n',
