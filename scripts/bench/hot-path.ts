@@ -23,6 +23,9 @@
  * Worker CPU per unit = utime+stime from /proc/<pid>/stat of the worker process between resume
  * and completion seen (both systems alike). In flight: the queue's active count every 200 ms,
  * counting the samples taken between first unit started and last unit done.
+ * Each round also reports the longest stretch in which the emulation served no request, and for
+ * tickfleet the worker's warnings, garbage collection per unit by kind and young generation (from
+ * its /metrics), to tell a stalled round from a slow one.
  * Before the live scenario both workers also run `--live-warm` (default 2,000) live units of other
  * jobs (W0000/USDT…), so its short window (1,000 units take about a second) compares warm
  * processes, not V8 compiling each system's live path for the first time: the 8 backfill pages
@@ -52,7 +55,7 @@ const LATENCY_MS = intArg(args, 'latency', 0, 0);
 const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
 const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
 const PROFILE_DIR = pathArg(args, 'cpu-prof');
-/** `--node-options '--min-semi-space-size=16'`: Node/V8 flags of the tickfleet worker process (its NODE_OPTIONS), to try them against the same baseline. */
+/** `--node-options '--max-semi-space-size=64'`: Node/V8 flags of the tickfleet worker process (its NODE_OPTIONS), to try them against the same baseline. */
 const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
@@ -193,18 +196,15 @@ interface Result {
   newSpaceMiB?: [number, number];
 }
 
-/** Seconds of garbage collection so far by kind (major, minor, incremental, weakcb), from a worker's /metrics. */
-async function gcSeconds(port: number): Promise<Record<string, number>> {
+/**
+ * From a worker's /metrics: seconds of garbage collection so far by kind (major, minor,
+ * incremental, weakcb) and the young generation's size now (V8's new space, MiB).
+ */
+async function workerHeap(port: number): Promise<{ gcSeconds: Record<string, number>; newSpaceMiB: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Object.fromEntries(
-    [...text.matchAll(/^tickfleet_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} ([\d.e+-]+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
-  );
-}
-
-/** The young generation's size now, MiB (V8's new space), from a worker's /metrics. */
-async function newSpaceMiB(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(/^tickfleet_nodejs_heap_space_size_total_bytes\{[^}]*space="new"[^}]*\} ([\d.e+-]+)$/m.exec(text)?.[1] ?? NaN) / 2 ** 20;
+  const gc = text.matchAll(/^tickfleet_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} ([\d.e+-]+)$/gm);
+  const newSpace = /^tickfleet_nodejs_heap_space_size_total_bytes\{[^}]*space="new"[^}]*\} ([\d.e+-]+)$/m.exec(text);
+  return { gcSeconds: Object.fromEntries([...gc].map((m) => [m[1]!, Number(m[2])])), newSpaceMiB: Number(newSpace?.[1] ?? NaN) / 2 ** 20 };
 }
 
 /**
@@ -497,13 +497,12 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     } else {
       for (const s of sc.series) ids.push((JSON.parse(await fleet.backfill('binance', s.symbol, '1m', s.fromMs, s.toMs, '--json')) as { id: string }).id);
     }
+    const heap0 = await workerHeap(port);
+    const logged = worker.output().length;
     const cpu0 = procCpuMs(worker.child.pid);
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
     const served = sampler(() => fleet.mock.stats().venues.binance?.requests ?? 0);
-    const logged = worker.output().length;
-    const gc0 = await gcSeconds(port);
-    const newSpace0 = await newSpaceMiB(port);
     await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
     const resumedAt = Date.now();
     await queue.resume();
@@ -515,9 +514,10 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, lastDone);
     const still = served.longestStill(startMs, lastDone);
-    const gc1 = await gcSeconds(port);
-    const newSpace1 = await newSpaceMiB(port);
-    const gcMsPerUnit = Object.fromEntries(Object.entries(gc1).map(([kind, sec]) => [kind, ((sec - (gc0[kind] ?? 0)) * 1000) / sc.units]));
+    const heap1 = await workerHeap(port);
+    const gcMsPerUnit = Object.fromEntries(
+      Object.entries(heap1.gcSeconds).map(([kind, sec]) => [kind, ((sec - (heap0.gcSeconds[kind] ?? 0)) * 1000) / sc.units]),
+    );
     const warnings = worker
       .output()
       .slice(logged)
@@ -526,7 +526,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     return {
       ...result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings),
       gcMsPerUnit,
-      newSpaceMiB: [newSpace0, newSpace1],
+      newSpaceMiB: [heap0.newSpaceMiB, heap1.newSpaceMiB],
     };
   } finally {
     await queues.close();
