@@ -23,7 +23,8 @@
  * disabled before the pass. `--warm 0` measures cold processes, started just before the window.
  *
  * `--cpu-prof DIR` profiles every worker process over the measured window (the preload of
- * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>-r<round>-worker-<i>.cpuprofile.
+ * hot-path.ts, fixtures/hot-path-cpu-prof.ts): DIR/w<count>[-<sched>]-r<round>-worker-<i>.cpuprofile
+ * (the `--sched` variant named unless `other`).
  *
  * `--sched other,batch,pin` runs every worker count once per listed variant each round
  * (interleaved): `other`, the default; `batch` puts every thread of each worker under SCHED_BATCH
@@ -41,9 +42,9 @@ import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
+import { workerEnv } from './fixtures/worker-env.js';
 import { cpuPressureUs, machineCpuMs, procCpuMs, procMinorFaults, procSwitches } from './fixtures/proc-cpu.js';
 
 const args = process.argv.slice(2);
@@ -78,7 +79,6 @@ function applySched(procs: FleetProcess[], sched: string): void {
     if (sched === 'pin') execFileSync('taskset', ['-a', '-p', '-c', String(i % availableParallelism()), pid], { stdio });
   });
 }
-const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'hot-path-cpu-prof.ts');
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
 /** One measured run: units/s and the CPU spent in the window, in cores (1.0 = one core busy throughout). */
@@ -278,13 +278,13 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
   const redis = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(redis, { prefix: fleet.prefix });
   try {
-    const profile = (i: number): string => join(PROFILE_DIR ?? '', `w${workers}-r${round}-worker-${i}.cpuprofile`);
+    const variant = sched === 'other' ? '' : `-${sched}`;
+    const profile = (i: number): string => join(PROFILE_DIR ?? '', `w${workers}${variant}-r${round}-worker-${i}.cpuprofile`);
     const procs = Array.from({ length: workers }, (_, i) =>
       fleet.spawn(`worker-${i}`, ['worker'], {
         LOG_LEVEL: 'warn',
         ...(BUDGET === 'redis' ? { TICKFLEET_BUDGET_URL: fleet.redis.url } : {}),
-        NODE_OPTIONS: [WORKER_NODE_OPTIONS, ...(PROFILE_DIR ? [`--import tsx --import ${PRELOAD}`] : [])].join(' ').trim(),
-        ...(PROFILE_DIR ? { HOT_PATH_CPU_PROF: profile(i) } : {}),
+        ...workerEnv(WORKER_NODE_OPTIONS, PROFILE_DIR ? profile(i) : undefined),
       }),
     );
     applySched(procs, sched);
@@ -335,6 +335,7 @@ async function run(workers: number, round: number, sched = 'other'): Promise<Run
     if (WINDOWS) {
       const window = {
         workers,
+        sched,
         round,
         pids: procs.map((p) => p.child.pid),
         from: startedAt / 1000 + monotonicOffset,
@@ -393,7 +394,10 @@ process.stderr.write(
     .join(' ')}\n`,
 );
 const baselines: number[] = [];
-const variants = SCHEDS.flatMap((sc) => WORKERS.map((w) => ({ w, sc, key: `${w}${SCHEDS.length > 1 ? ` ${sc}` : ''}` })));
+/** Every worker count under every `--sched` variant; the variant is named only when several are compared. */
+const variants = SCHEDS.flatMap((sc) =>
+  WORKERS.map((w) => ({ w, sc, key: `${w}${SCHEDS.length > 1 ? ` ${sc}` : ''}`, label: SCHEDS.length > 1 ? `, ${sc}` : '' })),
+);
 const runs = new Map<string, Run[]>(variants.map((v) => [v.key, []]));
 for (let round = 1; round <= ROUNDS; round++) {
   const b = await schedulerOnly();
@@ -413,12 +417,12 @@ console.log(
 );
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 console.log(`| scheduler claim + enqueue only (baseline; process start included) | ${baseline.toFixed(0)} | 1.00 | | | | | | | |`);
-for (const { w, sc, key } of variants) {
+for (const { w, key, label } of variants) {
   const rs = runs.get(key)!;
   const m = (f: (r: Run) => number) => median(rs.map(f));
   const u = m((r) => r.unitsPerSec);
   console.log(
-    `| end to end, ${w} worker process${w > 1 ? 'es' : ''}${SCHEDS.length > 1 ? `, ${sc}` : ''} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.workerCpuPerUnitMs).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
+    `| end to end, ${w} worker process${w > 1 ? 'es' : ''}${label} | ${u.toFixed(0)} | ${(u / baseline).toFixed(2)} | ${(100 * m((r) => r.machineBusy)).toFixed(0)}% | ${(100 * m((r) => r.cpuPressure)).toFixed(0)}% | ${m((r) => r.workers).toFixed(2)} | ${m((r) => r.workerCpuPerUnitMs).toFixed(2)} | ${m((r) => r.scheduler).toFixed(2)} | ${m((r) => r.redis).toFixed(2)} | ${m((r) => r.bench).toFixed(2)} |`,
   );
 }
 console.log(`per round: ${JSON.stringify({ baselines, runs: Object.fromEntries(runs) })}`);

@@ -43,9 +43,10 @@ import { fileURLToPath } from 'node:url';
 import { startMockVenue } from '@tickfleet/mock-venue';
 import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { FleetHarness, warningLines, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
 import { procCpuMs } from './fixtures/proc-cpu.js';
+import { workerEnv } from './fixtures/worker-env.js';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
@@ -287,8 +288,8 @@ function result(
   benchCpu: NodeJS.CpuUsage,
   inflight: Record<number, number>,
   startFrom: Result['startFrom'],
-  servedStillMs: number,
-  warnings: string[] = [],
+  /** What the round reports beyond rate and CPU: the emulation's longest pause, and the worker's warnings and heap (tickfleet). */
+  observed: Pick<Result, 'servedStillMs'> & Partial<Pick<Result, 'warnings' | 'gcMsPerUnit' | 'newSpaceMiB'>>,
 ): Result {
   const seconds = (endMs - startMs) / 1000;
   return {
@@ -302,23 +303,13 @@ function result(
     benchCpuMsPerUnit: (benchCpu.user + benchCpu.system) / 1000 / sc.units,
     inflight,
     startFrom,
-    servedStillMs,
-    warnings,
+    warnings: [],
+    ...observed,
   };
 }
 
-/** Environment that makes a worker profilable by SIGUSR2 (see fixtures/hot-path-cpu-prof.ts). */
-const profileEnv = (name: string): Record<string, string> =>
-  PROFILE_DIR
-    ? { NODE_OPTIONS: `--import tsx --import ${join(FIXTURES, 'hot-path-cpu-prof.ts')}`, HOT_PATH_CPU_PROF: join(PROFILE_DIR, `${name}.cpuprofile`) }
-    : {};
-
-/** The tickfleet worker's environment: `--node-options` and, when profiling, the profiler's preload. */
-function tickfleetEnv(name: string): Record<string, string> {
-  const env = profileEnv(name);
-  const nodeOptions = [WORKER_NODE_OPTIONS, env.NODE_OPTIONS ?? ''].join(' ').trim();
-  return nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env;
-}
+/** Where a worker's profile of the round `name` goes when profiling (`--cpu-prof DIR`). */
+const profileFile = (name: string): string | undefined => (PROFILE_DIR ? join(PROFILE_DIR, `${name}.cpuprofile`) : undefined);
 
 /** Starts (first call) or stops and writes (second call) the worker's profile when profiling. */
 async function toggleProfile(child: ChildProcess, name: string, stop: boolean): Promise<void> {
@@ -339,7 +330,11 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     child = spawn(
       process.execPath,
       ['--import', 'tsx', FIXTURE, redis.url, prefix, queueNameFor('binance'), mock.baseUrl('binance'), dir.file('data.db'), String(CAP)],
-      { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: '', ...profileEnv(`baseline-${sc.name}-r${round}`) }, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        cwd: repoRoot(),
+        env: { ...process.env, NODE_OPTIONS: '', ...workerEnv('', profileFile(`baseline-${sc.name}-r${round}`)) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -388,7 +383,9 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, times.last);
     const still = served.longestStill(startMs, times.last);
-    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still);
+    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
+      servedStillMs: still,
+    });
   } finally {
     if (child && child.exitCode === null) {
       const exited = new Promise((r) => child!.once('exit', r));
@@ -474,7 +471,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const worker = fleet.spawn('worker', ['worker'], {
       LOG_LEVEL: 'warn',
       TICKFLEET_HEALTH_PORT: String(port),
-      ...tickfleetEnv(`tickfleet-${sc.name}-r${round}`),
+      ...workerEnv(WORKER_NODE_OPTIONS, profileFile(`tickfleet-${sc.name}-r${round}`)),
     });
     await workerReady(worker, port);
     const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
@@ -518,16 +515,13 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     const gcMsPerUnit = Object.fromEntries(
       Object.entries(heap1.gcSeconds).map(([kind, sec]) => [kind, ((sec - (heap0.gcSeconds[kind] ?? 0)) * 1000) / sc.units]),
     );
-    const warnings = worker
-      .output()
-      .slice(logged)
-      .split('\n')
-      .filter((l) => /"level":"(warn|error)"/.test(l));
-    return {
-      ...result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', still, warnings),
+    const warnings = warningLines(worker.output().slice(logged));
+    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
+      servedStillMs: still,
+      warnings,
       gcMsPerUnit,
       newSpaceMiB: [heap0.newSpaceMiB, heap1.newSpaceMiB],
-    };
+    });
   } finally {
     await queues.close();
     conn.disconnect();

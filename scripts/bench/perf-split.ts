@@ -21,6 +21,8 @@ import { positiveIntArg } from './fixtures/args.js';
 
 interface Window {
   workers: number;
+  /** fleet-scale's `--sched` variant (absent in files written before it existed). */
+  sched?: string;
   round: number;
   pids: number[];
   from: number;
@@ -107,7 +109,7 @@ const perUnit = (ns: number, s: Split): string => (ns / 1000 / s.window.units).t
 for (const s of splits) {
   const w = s.window;
   console.log(
-    `\n## ${w.workers} worker process${w.workers > 1 ? 'es' : ''}, round ${w.round}: ${w.units} units in ${(w.to - w.from).toFixed(1)} s; worker CPU ${perUnit(s.totalNs, s)} µs/unit (main threads ${perUnit(s.mainNs, s)}, other threads ${perUnit(s.totalNs - s.mainNs, s)})`,
+    `\n## ${w.workers} worker process${w.workers > 1 ? 'es' : ''}${w.sched && w.sched !== 'other' ? ` (${w.sched})` : ''}, round ${w.round}: ${w.units} units in ${(w.to - w.from).toFixed(1)} s; worker CPU ${perUnit(s.totalNs, s)} µs/unit (main threads ${perUnit(s.mainNs, s)}, other threads ${perUnit(s.totalNs - s.mainNs, s)})`,
   );
   console.log('\n| library | µs/unit | share |\n| --- | ---: | ---: |');
   for (const [dso, ns] of [...s.byDso].sort((a, b) => b[1] - a[1])) console.log(`| ${dso} | ${perUnit(ns, s)} | ${((100 * ns) / s.totalNs).toFixed(1)}% |`);

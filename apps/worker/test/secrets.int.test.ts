@@ -114,7 +114,7 @@ describe('fleet: a venue API key never leaves the request that needs it', () => 
       'a polygon 429',
       { timeoutMs: 120_000 },
     );
-    // Done, or a failure that names where it stopped (the backfill's counts, the emulation's and the worker's last warnings).
+    // Done, or a failure that names where it stopped (the backfill's counts, the emulation's counters and the worker's last warnings).
     await fleet.backfillDone(backfillId, 'the polygon backfill done through the faults', {
       timeoutMs: 240_000,
       venue: 'polygon',

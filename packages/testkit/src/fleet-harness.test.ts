@@ -1,7 +1,20 @@
-import { FleetHarness } from './fleet-harness.js';
+import { FleetHarness, warningLines } from './fleet-harness.js';
 import { FixtureError } from './testkit-error.js';
 
 const DAY = 86_400_000;
+
+describe('warningLines', () => {
+  it('keeps the warn and error lines of pino JSON output, in order', () => {
+    const lines = [
+      '{"level":"info","msg":"worker ready"}',
+      '{"level":"warn","venue":"polygon","msg":"venue answered 429"}',
+      'not json at all',
+      '{"level":"error","msg":"sink unavailable"}',
+      '{"level":"debug","msg":"warn in the message only"}',
+    ];
+    expect(warningLines(lines.join('\n'))).toEqual([lines[1], lines[3]]);
+  });
+});
 
 /**
  * `FleetHarness.backfillDone`, which the fleet tests wait on: a backfill that ends failed stops

@@ -33,6 +33,11 @@ export interface FleetProcess {
   exited: Promise<number | null>;
 }
 
+/** The warn and error lines of a tickfleet process's pino JSON output. */
+export function warningLines(output: string): string[] {
+  return output.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));
+}
+
 /**
  * A real fleet for end-to-end tests: a private redis-server, the venue emulations over HTTP,
  * SQLite store and sink files in a temp dir, one Redis key prefix per test, and `tickfleet`
@@ -215,10 +220,8 @@ export class FleetHarness {
     const counts = bf ? JSON.stringify({ status: bf.status, unitsTotal: bf.unitsTotal, unitsDone: bf.unitsDone, unitsFailed: bf.unitsFailed }) : 'not found';
     const warnings = this.procs
       .flatMap((p) =>
-        p
-          .output()
-          .split('\n')
-          .filter((l) => /"level":"(warn|error)"/.test(l) && (!venue || l.includes(venue)))
+        warningLines(p.output())
+          .filter((l) => !venue || l.includes(venue))
           .map((l) => `${p.name}: ${l}`),
       )
       .slice(-8);
