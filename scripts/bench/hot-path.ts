@@ -4,7 +4,7 @@
  * tickfleet, baseline, tickfleet, ...). A unit is one 1,000-candle Binance klines page from the
  * venue emulation (limiter off, no latency unless --latency) stored in SQLite.
  *
- *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live] [--live-warm 2000] [--node-options FLAGS]
+ *   node --import tsx scripts/bench/hot-path.ts [--units 200] [--rounds 3] [--latency 0] [--quick] [--cpu-prof DIR] [--scenarios single,many,live] [--live-warm 2000] [--node-options FLAGS] [--processes 1,2,4] [--worker-log DIR]
  *
  * Scenarios: `single` = one backfill of N units (BTC/USDT); `many` = 8 backfills of N/8 units, one
  * per symbol; `live` = N live jobs (one symbol each, L000/USDT…) with one incremental unit each,
@@ -36,7 +36,7 @@
  * (open in Chrome DevTools or speedscope; timings of such a run include the profiler).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,8 +56,20 @@ const LATENCY_MS = intArg(args, 'latency', 0, 0);
 const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
 const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
 const PROFILE_DIR = pathArg(args, 'cpu-prof');
+/** `--worker-log DIR`: each tickfleet worker's whole output of a round, DIR/<round name>.log (with `--node-options --trace-gc-nvp`, one line per collection). */
+const LOG_DIR = pathArg(args, 'worker-log');
+if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 /** `--node-options '--max-semi-space-size=64'`: Node/V8 flags of the tickfleet worker process (its NODE_OPTIONS), to try them against the same baseline. */
 const WORKER_NODE_OPTIONS = stringArg(args, 'node-options') ?? '';
+/**
+ * `--processes 1,2,4`: each system runs every scenario with each of these numbers of worker
+ * processes (interleaved), each process holding CAP in flight (tickfleet: the venue's fleet-wide
+ * cap CAP x processes), so the hand-made worker's own scaling on this machine is measured beside
+ * tickfleet's. Default 1.
+ */
+const PROCESSES = (stringArg(args, 'processes') ?? '1').split(',').map(Number);
+if (!PROCESSES.every((n) => Number.isInteger(n) && n >= 1))
+  throw new Error(`--processes: positive integers separated by commas, got ${JSON.stringify(stringArg(args, 'processes'))}`);
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
 const WARM_UNITS = 8;
@@ -170,13 +182,16 @@ function liveUnits(ss: Series[]): QueuedUnit[] {
     enqueuedAt: Date.now(),
   }));
 }
-const WARM: Series = series('DOGE/USDT', WARM_UNITS);
+/** The warm-up backfill of a run with `processes` workers: WARM_UNITS pages per process (BullMQ hands them to whichever process asks first). */
+const warmSeries = (processes: number): Series => series('DOGE/USDT', WARM_UNITS * processes);
 
 type System = 'baseline' | 'tickfleet';
 interface Result {
   system: System;
   scenario: Scenario['name'];
   round: number;
+  /** Worker processes of the run. */
+  processes: number;
   units: number;
   seconds: number;
   unitsPerSec: number;
@@ -191,9 +206,9 @@ interface Result {
   servedStillMs: number;
   /** The worker's warn and error log lines over the round (tickfleet; the baseline logs none). */
   warnings: string[];
-  /** The worker's garbage collection over the round, ms per unit, by kind (tickfleet: its /metrics; none for the baseline). */
+  /** The worker's garbage collection over the round, ms per unit, by kind (tickfleet: its /metrics, summed over its processes; none for the baseline). */
   gcMsPerUnit?: Record<string, number>;
-  /** The worker's young generation (V8's new space) at the start and end of the round, MiB (tickfleet). */
+  /** The worker's young generation (V8's new space) at the start and end of the round, MiB (tickfleet; summed over its processes). */
   newSpaceMiB?: [number, number];
 }
 
@@ -282,6 +297,7 @@ function result(
   system: System,
   sc: Scenario,
   round: number,
+  processes: number,
   startMs: number,
   endMs: number,
   cpuMs: number,
@@ -296,6 +312,7 @@ function result(
     system,
     scenario: sc.name,
     round,
+    processes,
     units: sc.units,
     seconds,
     unitsPerSec: sc.units / seconds,
@@ -310,6 +327,9 @@ function result(
 
 /** Where a worker's profile of the round `name` goes when profiling (`--cpu-prof DIR`). */
 const profileFile = (name: string): string | undefined => (PROFILE_DIR ? join(PROFILE_DIR, `${name}.cpuprofile`) : undefined);
+/** A round's profile name for worker `i` of `processes`: `<system>-<scenario>-r<round>`, with `-p<processes>-<i>` when more than one process. */
+const runName = (system: System, sc: Scenario, round: number, processes: number, i: number): string =>
+  `${system}-${sc.name}-r${round}${processes > 1 ? `-p${processes}-${i}` : ''}`;
 
 /** Starts (first call) or stops and writes (second call) the worker's profile when profiling. */
 async function toggleProfile(child: ChildProcess, name: string, stop: boolean): Promise<void> {
@@ -318,33 +338,40 @@ async function toggleProfile(child: ChildProcess, name: string, stop: boolean): 
   if (stop) await waitFor(() => existsSync(join(PROFILE_DIR, `${name}.cpuprofile`)), `profile ${name}`, { timeoutMs: 30_000 });
 }
 
-async function runBaseline(sc: Scenario, round: number): Promise<Result> {
+async function runBaseline(sc: Scenario, round: number, processes: number): Promise<Result> {
   const redis = await startRedis();
   const mock = await startMockVenue({ scenario: SCENARIO as never });
   const dir = tempDir('tickfleet-hot-path-');
   const prefix = redis.namespace();
   const conn = createRedisConnection(redis.url, { blocking: false });
   const queues = new VenueQueues(conn, { prefix });
-  let child: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
+  const names = Array.from({ length: processes }, (_, i) => runName('baseline', sc, round, processes, i));
   try {
-    child = spawn(
-      process.execPath,
-      ['--import', 'tsx', FIXTURE, redis.url, prefix, queueNameFor('binance'), mock.baseUrl('binance'), dir.file('data.db'), String(CAP)],
-      {
-        cwd: repoRoot(),
-        env: { ...process.env, NODE_OPTIONS: '', ...workerEnv('', profileFile(`baseline-${sc.name}-r${round}`)) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
     let out = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    const proc = child;
-    await waitFor(() => out.includes('"t":"ready"') || proc.exitCode !== null, 'baseline worker ready', { timeoutMs: 30_000 });
-    if (proc.exitCode !== null) throw new Error(`baseline worker exited ${proc.exitCode}: ${out}`);
+    for (const name of names) {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', FIXTURE, redis.url, prefix, queueNameFor('binance'), mock.baseUrl('binance'), dir.file('data.db'), String(CAP)],
+        { cwd: repoRoot(), env: { ...process.env, NODE_OPTIONS: '', ...workerEnv('', profileFile(name)) }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      children.push(child);
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    }
+    await waitFor(
+      () => {
+        const exited = children.find((c) => c.exitCode !== null);
+        if (exited) throw new Error(`baseline worker exited ${exited.exitCode}: ${out}`);
+        return out.split('"t":"ready"').length - 1 === processes;
+      },
+      'baseline workers ready',
+      { timeoutMs: 30_000 },
+    );
     const queue = queues.queue('binance');
-    await queues.enqueue(unitsOf(WARM, 'warm'));
-    await waitFor(async () => (await queues.counts('binance')).completed >= WARM_UNITS, 'baseline warm-up', { timeoutMs: 120_000, intervalMs: 100 });
+    const warmUnits = WARM_UNITS * processes;
+    await queues.enqueue(unitsOf(warmSeries(processes), 'warm'));
+    await waitFor(async () => (await queues.counts('binance')).completed >= warmUnits, 'baseline warm-up', { timeoutMs: 120_000, intervalMs: 100 });
     if (sc.name === 'live' && LIVE_WARM > 0) await runThrough(queues, mock, liveUnits(liveSeries(LIVE_WARM_SYMBOLS)), 'baseline live warm-up');
     await queue.pause();
     const ids = new Set<string>();
@@ -359,39 +386,44 @@ async function runBaseline(sc: Scenario, round: number): Promise<Result> {
         await queues.enqueue(unitsOf(s, id));
       }
     }
-    const cpu0 = procCpuMs(proc.pid);
+    const cpu = (): number => children.reduce((sum, c) => sum + procCpuMs(c.pid), 0);
+    const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
     const served = sampler(() => mock.stats().venues.binance?.requests ?? 0);
-    await toggleProfile(proc, `baseline-${sc.name}-r${round}`, false);
+    for (const [i, c] of children.entries()) await toggleProfile(c, names[i]!, false);
     const resumedAt = Date.now();
     await queue.resume();
     await waitFor(
       async () => {
         const c = await queues.counts('binance');
         if (c.failed > 0) throw new Error(`baseline: ${c.failed} units failed: ${out}`);
-        return c.waiting + c.prioritized + c.delayed + c.active === 0 && c.completed >= Math.min(1000, WARM_UNITS + sc.units);
+        return c.waiting + c.prioritized + c.delayed + c.active === 0 && c.completed >= Math.min(1000, warmUnits + sc.units);
       },
       'baseline units completed',
       { timeoutMs: 1_800_000, intervalMs: 500 },
     );
-    const cpuMs = procCpuMs(proc.pid) - cpu0;
+    const cpuMs = cpu() - cpu0;
     const benchCpu = process.cpuUsage(bench0);
-    await toggleProfile(proc, `baseline-${sc.name}-r${round}`, true);
+    for (const [i, c] of children.entries()) await toggleProfile(c, names[i]!, true);
     const times = await jobTimes(queues, ids, sc.units);
     if (times.last === undefined) throw new Error('baseline: completed units missing from Redis');
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, times.last);
     const still = served.longestStill(startMs, times.last);
-    return result('baseline', sc, round, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
+    return result('baseline', sc, round, processes, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
       servedStillMs: still,
     });
   } finally {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child!.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await Promise.all(
+      children
+        .filter((c) => c.exitCode === null)
+        .map((c) => {
+          const exited = new Promise((r) => c.once('exit', r));
+          c.kill('SIGTERM');
+          return exited;
+        }),
+    );
     await queues.close();
     conn.disconnect();
     await mock.stop();
@@ -459,22 +491,39 @@ async function workerReady(proc: FleetProcess, port: number): Promise<void> {
   );
 }
 
-async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
+/** The sum over workers of what workerHeap reads (GC seconds by kind; young generations, MiB). */
+async function workersHeap(ports: number[]): Promise<{ gcSeconds: Record<string, number>; newSpaceMiB: number }> {
+  const heaps = await Promise.all(ports.map(workerHeap));
+  const gcSeconds: Record<string, number> = {};
+  for (const h of heaps) for (const [kind, sec] of Object.entries(h.gcSeconds)) gcSeconds[kind] = (gcSeconds[kind] ?? 0) + sec;
+  return { gcSeconds, newSpaceMiB: heaps.reduce((sum, h) => sum + h.newSpaceMiB, 0) };
+}
+
+async function runTickfleet(sc: Scenario, round: number, processes: number): Promise<Result> {
   const fleet = await FleetHarness.start(SCENARIO);
   const conn = createRedisConnection(fleet.redis.url, { blocking: false });
   const queues = new VenueQueues(conn, { prefix: fleet.prefix });
+  const names = Array.from({ length: processes }, (_, i) => runName('tickfleet', sc, round, processes, i));
+  const workers: FleetProcess[] = [];
   try {
     // An hour's window, so its boundary guard (the last second, no request sent) almost never
     // falls in a measured round; with 10 s windows it stopped every unit for 0.5 s of every 10 s.
-    await fleet.upsertConnector('binance', '--limit', '100000000', '--period', '1h', '--max-inflight', String(CAP));
-    const port = await freePort();
-    const worker = fleet.spawn('worker', ['worker'], {
-      LOG_LEVEL: 'warn',
-      TICKFLEET_HEALTH_PORT: String(port),
-      ...workerEnv(WORKER_NODE_OPTIONS, profileFile(`tickfleet-${sc.name}-r${round}`)),
-    });
-    await workerReady(worker, port);
-    const warm = (JSON.parse(await fleet.backfill('binance', WARM.symbol, '1m', WARM.fromMs, WARM.toMs, '--json')) as { id: string }).id;
+    await fleet.upsertConnector('binance', '--limit', '100000000', '--period', '1h', '--max-inflight', String(CAP * processes));
+    const ports: number[] = [];
+    for (const [i, name] of names.entries()) {
+      const port = await freePort();
+      ports.push(port);
+      workers.push(
+        fleet.spawn(`worker-${i}`, ['worker'], {
+          LOG_LEVEL: 'warn',
+          TICKFLEET_HEALTH_PORT: String(port),
+          ...workerEnv(WORKER_NODE_OPTIONS, profileFile(name)),
+        }),
+      );
+    }
+    for (const [i, w] of workers.entries()) await workerReady(w, ports[i]!);
+    const warmSpan = warmSeries(processes);
+    const warm = (JSON.parse(await fleet.backfill('binance', warmSpan.symbol, '1m', warmSpan.fromMs, warmSpan.toMs, '--json')) as { id: string }).id;
     await waitBackfillsDone(fleet, [warm], 120_000);
     if (sc.name === 'live' && LIVE_WARM > 0) {
       const warmLive = liveSeries(LIVE_WARM_SYMBOLS);
@@ -494,29 +543,30 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     } else {
       for (const s of sc.series) ids.push((JSON.parse(await fleet.backfill('binance', s.symbol, '1m', s.fromMs, s.toMs, '--json')) as { id: string }).id);
     }
-    const heap0 = await workerHeap(port);
-    const logged = worker.output().length;
-    const cpu0 = procCpuMs(worker.child.pid);
+    const heap0 = await workersHeap(ports);
+    const logged = workers.map((w) => w.output().length);
+    const cpu = (): number => workers.reduce((sum, w) => sum + procCpuMs(w.child.pid), 0);
+    const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
     const served = sampler(() => fleet.mock.stats().venues.binance?.requests ?? 0);
-    await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, false);
+    for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, false);
     const resumedAt = Date.now();
     await queue.resume();
     const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await waitBackfillsDone(fleet, ids, 1_800_000);
-    const cpuMs = procCpuMs(worker.child.pid) - cpu0;
+    const cpuMs = cpu() - cpu0;
     const benchCpu = process.cpuUsage(bench0);
-    await toggleProfile(worker.child, `tickfleet-${sc.name}-r${round}`, true);
+    for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, true);
     const times = await jobTimes(queues, new Set(ids), sc.units);
     const startMs = times.first ?? resumedAt;
     const hist = inflight.stop(startMs, lastDone);
     const still = served.longestStill(startMs, lastDone);
-    const heap1 = await workerHeap(port);
+    const heap1 = await workersHeap(ports);
     const gcMsPerUnit = Object.fromEntries(
       Object.entries(heap1.gcSeconds).map(([kind, sec]) => [kind, ((sec - (heap0.gcSeconds[kind] ?? 0)) * 1000) / sc.units]),
     );
-    const warnings = warningLines(worker.output().slice(logged));
-    return result('tickfleet', sc, round, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
+    const warnings = workers.flatMap((w, i) => warningLines(w.output().slice(logged[i])));
+    return result('tickfleet', sc, round, processes, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
       servedStillMs: still,
       warnings,
       gcMsPerUnit,
@@ -526,6 +576,7 @@ async function runTickfleet(sc: Scenario, round: number): Promise<Result> {
     await queues.close();
     conn.disconnect();
     await fleet.stop();
+    if (LOG_DIR) for (const [i, w] of workers.entries()) writeFileSync(join(LOG_DIR, `${names[i]}.log`), w.output());
   }
 }
 
@@ -544,35 +595,37 @@ const fmt = (x: number, digits = 0): string => x.toLocaleString('en-US', { minim
 
 const load0 = loadavg();
 process.stderr.write(
-  `hot-path: ${UNITS} units (many: ${ALL_SCENARIOS[1]!.units}, live: ${UNITS} jobs), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
+  `hot-path: ${UNITS} units (many: ${ALL_SCENARIOS[1]!.units}, live: ${UNITS} jobs), ${ROUNDS} round(s), latency ${LATENCY_MS} ms, cap ${CAP} per process, processes ${PROCESSES.join(', ')}; load average ${load0.map((l) => l.toFixed(2)).join(' ')}\n`,
 );
 const results: Result[] = [];
 for (let r = 1; r <= ROUNDS; r++) {
   for (const sc of SCENARIOS) {
-    for (const run of [runBaseline, runTickfleet]) {
-      const res = await run(sc, r);
-      results.push(res);
-      process.stderr.write(
-        `round ${r} ${sc.name} ${res.system}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, ` +
-          `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
-          (res.gcMsPerUnit
-            ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
-                .filter(([, ms]) => ms > 0)
-                .map(([kind, ms]) => `${kind} ${ms.toFixed(2)}`)
-                .join(', ')}, young generation ${res.newSpaceMiB?.map((m) => m.toFixed(1)).join(' -> ')} MiB`
-            : '') +
-          (res.warnings.length ? `; ${res.warnings.length} worker warnings, the last: ${res.warnings.at(-1)!.slice(0, 400)}` : '') +
-          '\n',
-      );
+    for (const n of PROCESSES) {
+      for (const run of [runBaseline, runTickfleet]) {
+        const res = await run(sc, r, n);
+        results.push(res);
+        process.stderr.write(
+          `round ${r} ${sc.name} ${res.system}${n > 1 || PROCESSES.length > 1 ? ` x${n}` : ''}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, ` +
+            `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
+            (res.gcMsPerUnit
+              ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
+                  .filter(([, ms]) => ms > 0)
+                  .map(([kind, ms]) => `${kind} ${ms.toFixed(2)}`)
+                  .join(', ')}, young generation ${res.newSpaceMiB?.map((m) => m.toFixed(1)).join(' -> ')} MiB`
+              : '') +
+            (res.warnings.length ? `; ${res.warnings.length} worker warnings, the last: ${res.warnings.at(-1)!.slice(0, 400)}` : '') +
+            '\n',
+        );
+      }
     }
   }
 }
 const load1 = loadavg();
 
-const pick = (sc: string, sys: System): Result[] => results.filter((x) => x.scenario === sc && x.system === sys);
-const summary = SCENARIOS.map((sc) => {
-  const base = pick(sc.name, 'baseline');
-  const tick = pick(sc.name, 'tickfleet');
+const pick = (sc: string, sys: System, n: number): Result[] => results.filter((x) => x.scenario === sc && x.system === sys && x.processes === n);
+const summary = SCENARIOS.flatMap((sc) => PROCESSES.map((n) => ({ sc, n }))).map(({ sc, n }) => {
+  const base = pick(sc.name, 'baseline', n);
+  const tick = pick(sc.name, 'tickfleet', n);
   const ratios = tick.map((t, i) => t.unitsPerSec / base[i]!.unitsPerSec);
   const merge = (rs: Result[]): Record<number, number> => {
     const h: Record<number, number> = {};
@@ -581,6 +634,7 @@ const summary = SCENARIOS.map((sc) => {
   };
   return {
     scenario: sc.name,
+    processes: n,
     units: sc.units,
     baselineUnitsPerSec: median(base.map((x) => x.unitsPerSec)),
     tickfleetUnitsPerSec: median(tick.map((x) => x.unitsPerSec)),
@@ -603,23 +657,62 @@ const profile = (h: Record<number, number>): string => {
 };
 
 console.log(
-  `| scenario | units | baseline units/s | tickfleet units/s | ratio tickfleet/baseline (per-round range) | worker CPU ms/unit baseline / tickfleet |`,
+  `| scenario | processes | units | baseline units/s | tickfleet units/s | ratio tickfleet/baseline (per-round range) | worker CPU ms/unit baseline / tickfleet |`,
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const s of summary) {
   console.log(
-    `| ${SCENARIO_LABELS[s.scenario]} | ${s.units} | ${fmt(s.baselineUnitsPerSec, 1)} | ${fmt(s.tickfleetUnitsPerSec, 1)} | ${s.ratioOfMedians.toFixed(2)} (${Math.min(...s.roundRatios).toFixed(2)}-${Math.max(...s.roundRatios).toFixed(2)}) | ${s.baselineCpuMsPerUnit.toFixed(1)} / ${s.tickfleetCpuMsPerUnit.toFixed(1)} |`,
+    `| ${SCENARIO_LABELS[s.scenario]} | ${s.processes} | ${s.units} | ${fmt(s.baselineUnitsPerSec, 1)} | ${fmt(s.tickfleetUnitsPerSec, 1)} | ${s.ratioOfMedians.toFixed(2)} (${Math.min(...s.roundRatios).toFixed(2)}-${Math.max(...s.roundRatios).toFixed(2)}) | ${s.baselineCpuMsPerUnit.toFixed(1)} / ${s.tickfleetCpuMsPerUnit.toFixed(1)} |`,
   );
 }
 console.log('');
 for (const s of summary) {
-  console.log(`in flight, ${s.scenario}, baseline:  ${profile(s.baselineInflight)}`);
-  console.log(`in flight, ${s.scenario}, tickfleet: ${profile(s.tickfleetInflight)}`);
+  const x = PROCESSES.length > 1 ? ` x${s.processes}` : '';
+  console.log(`in flight, ${s.scenario}${x}, baseline:  ${profile(s.baselineInflight)}`);
+  console.log(`in flight, ${s.scenario}${x}, tickfleet: ${profile(s.tickfleetInflight)}`);
+}
+/**
+ * With several process counts: each system's processes against the best of its smaller counts,
+ * round by round (a round's n processes against the fastest smaller count of the same round), so
+ * what this machine does to the hand-made worker as it scales stands beside what it does to tickfleet.
+ */
+const scaling: Array<{ scenario: string; system: System; processes: number; againstBestOfFewer: number[] }> = [];
+if (PROCESSES.length > 1) {
+  console.log('');
+  for (const sc of SCENARIOS) {
+    for (const system of ['baseline', 'tickfleet'] as const) {
+      const parts: string[] = [];
+      for (const n of PROCESSES) {
+        const fewer = PROCESSES.filter((m) => m < n);
+        const mine = pick(sc.name, system, n);
+        const ratios = fewer.length
+          ? mine.map((x) => x.unitsPerSec / Math.max(...fewer.map((m) => pick(sc.name, system, m).find((y) => y.round === x.round)!.unitsPerSec)))
+          : [];
+        if (ratios.length) scaling.push({ scenario: sc.name, system, processes: n, againstBestOfFewer: ratios });
+        parts.push(
+          `${n}: ${fmt(median(mine.map((y) => y.unitsPerSec)), 1)} units/s` +
+            (ratios.length ? ` (against the best of fewer, by round: ${ratios.map((q) => q.toFixed(2)).join(', ')})` : ''),
+        );
+      }
+      console.log(`processes, ${sc.name}, ${system}: ${parts.join('; ')}`);
+    }
+  }
 }
 console.log(
   `bench process CPU ms/unit (emulation + samplers), baseline / tickfleet: ${summary.map((s) => `${s.scenario} ${s.baselineBenchCpuMsPerUnit.toFixed(1)} / ${s.tickfleetBenchCpuMsPerUnit.toFixed(1)}`).join('; ')}`,
 );
 console.log(`load average at start ${load0.map((l) => l.toFixed(2)).join(' ')}, at end ${load1.map((l) => l.toFixed(2)).join(' ')}`);
 console.log(
-  JSON.stringify({ bench: 'hot-path', units: UNITS, rounds: ROUNDS, latencyMs: LATENCY_MS, cap: CAP, loadavg: { start: load0, end: load1 }, summary, results }),
+  JSON.stringify({
+    bench: 'hot-path',
+    units: UNITS,
+    rounds: ROUNDS,
+    latencyMs: LATENCY_MS,
+    cap: CAP,
+    processes: PROCESSES,
+    loadavg: { start: load0, end: load1 },
+    summary,
+    scaling,
+    results,
+  }),
 );
