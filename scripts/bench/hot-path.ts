@@ -196,6 +196,8 @@ interface Result {
   seconds: number;
   unitsPerSec: number;
   workerCpuMsPerUnit: number;
+  /** Each worker process's CPU over the window, ms: how the units spread over the processes. */
+  processCpuMs: number[];
   /** CPU of this process (venue emulation, samplers) per unit. */
   benchCpuMsPerUnit: number;
   /** Samples of the queue's active count: value -> how many samples. */
@@ -300,7 +302,8 @@ function result(
   processes: number,
   startMs: number,
   endMs: number,
-  cpuMs: number,
+  /** CPU of each worker process over the window, ms. */
+  cpuMs: number[],
   benchCpu: NodeJS.CpuUsage,
   inflight: Record<number, number>,
   startFrom: Result['startFrom'],
@@ -316,7 +319,8 @@ function result(
     units: sc.units,
     seconds,
     unitsPerSec: sc.units / seconds,
-    workerCpuMsPerUnit: cpuMs / sc.units,
+    workerCpuMsPerUnit: cpuMs.reduce((a, b) => a + b, 0) / sc.units,
+    processCpuMs: cpuMs,
     benchCpuMsPerUnit: (benchCpu.user + benchCpu.system) / 1000 / sc.units,
     inflight,
     startFrom,
@@ -386,7 +390,7 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
         await queues.enqueue(unitsOf(s, id));
       }
     }
-    const cpu = (): number => children.reduce((sum, c) => sum + procCpuMs(c.pid), 0);
+    const cpu = (): number[] => children.map((c) => procCpuMs(c.pid));
     const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
@@ -403,7 +407,7 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
       'baseline units completed',
       { timeoutMs: 1_800_000, intervalMs: 500 },
     );
-    const cpuMs = cpu() - cpu0;
+    const cpuMs = cpu().map((ms, i) => ms - cpu0[i]!);
     const benchCpu = process.cpuUsage(bench0);
     for (const [i, c] of children.entries()) await toggleProfile(c, names[i]!, true);
     const times = await jobTimes(queues, ids, sc.units);
@@ -545,7 +549,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     }
     const heap0 = await workersHeap(ports);
     const logged = workers.map((w) => w.output().length);
-    const cpu = (): number => workers.reduce((sum, w) => sum + procCpuMs(w.child.pid), 0);
+    const cpu = (): number[] => workers.map((w) => procCpuMs(w.child.pid));
     const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
@@ -554,7 +558,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     const resumedAt = Date.now();
     await queue.resume();
     const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await waitBackfillsDone(fleet, ids, 1_800_000);
-    const cpuMs = cpu() - cpu0;
+    const cpuMs = cpu().map((ms, i) => ms - cpu0[i]!);
     const benchCpu = process.cpuUsage(bench0);
     for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, true);
     const times = await jobTimes(queues, new Set(ids), sc.units);
@@ -605,7 +609,9 @@ for (let r = 1; r <= ROUNDS; r++) {
         const res = await run(sc, r, n);
         results.push(res);
         process.stderr.write(
-          `round ${r} ${sc.name} ${res.system}${n > 1 || PROCESSES.length > 1 ? ` x${n}` : ''}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit, ` +
+          `round ${r} ${sc.name} ${res.system}${n > 1 || PROCESSES.length > 1 ? ` x${n}` : ''}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit` +
+            (n > 1 ? ` (by process ${res.processCpuMs.map((ms) => (ms / 1000).toFixed(1)).join(' / ')} s)` : '') +
+            ', ' +
             `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
             (res.gcMsPerUnit
               ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
