@@ -17,6 +17,7 @@
  * binds. Each measurement uses fresh processes; both workers are warmed up by 8 discarded units
  * (DOGE/USDT), then the queue is paused, the measured units enqueued, the queue resumed.
  *
+ * `--processes 1,2,4` runs both sides as that many worker processes too (see PROCESSES).
  * Measured: units / (last unit done - first unit started). First started = earliest BullMQ
  * `processedOn` of the measured units. Last done: baseline = latest `finishedOn`; tickfleet = latest
  * `updatedAt` of the backfills once the store (polled every 500 ms) reports every one `done`.
@@ -56,7 +57,7 @@ const LATENCY_MS = intArg(args, 'latency', 0, 0);
 const LIVE_CANDLES = positiveIntArg(args, 'live-candles', 5);
 const LIVE_WARM = intArg(args, 'live-warm', 2000, 0);
 const PROFILE_DIR = pathArg(args, 'cpu-prof');
-/** `--worker-log DIR`: each tickfleet worker's whole output of a round, DIR/<round name>.log (with `--node-options --trace-gc-nvp`, one line per collection). */
+/** `--worker-log DIR`: each tickfleet worker's whole output of a round, DIR/<round name>.log (with `--node-options "--import F"`, F calling `v8.setFlagsFromString('--trace-gc-nvp')`, one line per collection: NODE_OPTIONS refuses V8's tracing flags). */
 const LOG_DIR = pathArg(args, 'worker-log');
 if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
 /** `--node-options '--max-semi-space-size=64'`: Node/V8 flags of the tickfleet worker process (its NODE_OPTIONS), to try them against the same baseline. */
