@@ -437,23 +437,14 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
   }
 }
 
-async function waitBackfillsDone(fleet: FleetHarness, ids: string[], timeoutMs: number): Promise<number> {
+/**
+ * When the last of the backfills `ids` was done (the latest `updatedAt` of their records), each
+ * waited for with FleetHarness.backfillDone (which fails at once on one that failed or was
+ * cancelled, naming its counts and the workers' last warnings).
+ */
+async function backfillsDoneAt(fleet: FleetHarness, ids: string[], timeoutMs: number): Promise<number> {
   let last = 0;
-  await waitFor(
-    () =>
-      fleet.withStore(async (store) => {
-        last = 0;
-        for (const id of ids) {
-          const bf = await store.backfills.get(id);
-          if (bf?.status === 'failed' || bf?.status === 'cancelled') throw new Error(`backfill ${id} ${bf.status}`);
-          if (bf?.status !== 'done') return false;
-          last = Math.max(last, bf.updatedAt);
-        }
-        return true;
-      }),
-    'backfills done',
-    { timeoutMs, intervalMs: 500 },
-  );
+  for (const id of ids) last = Math.max(last, (await fleet.backfillDone(id, `backfill ${id} done`, { timeoutMs, venue: 'binance' })).updatedAt);
   return last;
 }
 
@@ -529,7 +520,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     for (const [i, w] of workers.entries()) await workerReady(w, ports[i]!);
     const warmSpan = warmSeries(processes);
     const warm = (JSON.parse(await fleet.backfill('binance', warmSpan.symbol, '1m', warmSpan.fromMs, warmSpan.toMs, '--json')) as { id: string }).id;
-    await waitBackfillsDone(fleet, [warm], 120_000);
+    await backfillsDoneAt(fleet, [warm], 120_000);
     if (sc.name === 'live' && LIVE_WARM > 0) {
       const warmLive = liveSeries(LIVE_WARM_SYMBOLS);
       await upsertLiveJobs(fleet, warmLive);
@@ -558,7 +549,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, false);
     const resumedAt = Date.now();
     await queue.resume();
-    const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await waitBackfillsDone(fleet, ids, 1_800_000);
+    const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await backfillsDoneAt(fleet, ids, 1_800_000);
     const cpuMs = cpu().map((ms, i) => ms - cpu0[i]!);
     const benchCpu = process.cpuUsage(bench0);
     for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, true);
