@@ -36,7 +36,7 @@
  * window in CLOCK_MONOTONIC seconds, for scripts/bench/perf-split.ts to read a system-wide
  * `perf record -k CLOCK_MONOTONIC` of the whole benchmark (docs/benchmarks/fleet.md).
  */
-import { createRedisConnection, type RedisClient, VenueQueues } from '@tickfleet/queues';
+import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { isRunning, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { execFileSync } from 'node:child_process';
@@ -46,6 +46,7 @@ import { join } from 'node:path';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
 import { workerEnv } from './fixtures/worker-env.js';
 import { cpuPressureUs, machineCpuMs, procCpuMs, procMinorFaults, procSwitches } from './fixtures/proc-cpu.js';
+import { callsPerUnit, redisCalls, redisCpuMs } from './fixtures/redis-stats.js';
 
 const args = process.argv.slice(2);
 const JOBS = positiveIntArg(args, 'jobs', 10_000);
@@ -105,32 +106,6 @@ interface Run {
   switchesPerUnit: { voluntary: number; involuntary: number };
   /** The worker processes' minor page faults per unit (/proc/<pid>/stat). */
   faultsPerUnit: number;
-}
-
-/** redis-server's CPU so far, ms (INFO cpu: the server's user + system time). */
-async function redisCpuMs(redis: RedisClient): Promise<number> {
-  const text = await redis.info('cpu');
-  const cpu = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(text)?.[1] ?? 0);
-  return (cpu('used_cpu_user') + cpu('used_cpu_sys')) * 1000;
-}
-
-/** Calls per Redis command so far (INFO commandstats), e.g. `evalsha` -> 123456. */
-async function redisCalls(redis: RedisClient): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  return new Map([...text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
-}
-
-/** Redis commands per unit between two commandstats readings: the total and the five most called. */
-function callsPerUnit(before: Map<string, number>, after: Map<string, number>, units: number): { total: number; top: string } {
-  const delta = [...after].map(([cmd, n]) => [cmd, (n - (before.get(cmd) ?? 0)) / units] as const).filter(([, n]) => n > 0);
-  delta.sort((a, b) => b[1] - a[1]);
-  return {
-    total: delta.reduce((sum, [, n]) => sum + n, 0),
-    top: delta
-      .slice(0, 5)
-      .map(([cmd, n]) => `${cmd} ${n.toFixed(2)}`)
-      .join(', '),
-  };
 }
 
 /** Measures CPU from `start()` to `stop()` for the given processes. */

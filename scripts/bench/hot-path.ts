@@ -42,11 +42,12 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMockVenue } from '@tickfleet/mock-venue';
-import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
+import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, warningLines, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
 import { procCpuMs } from './fixtures/proc-cpu.js';
+import { callsPerUnit, redisCalls, redisCpuMs } from './fixtures/redis-stats.js';
 import { workerEnv } from './fixtures/worker-env.js';
 
 const args = process.argv.slice(2);
@@ -207,6 +208,12 @@ interface Result {
   startFrom: 'processedOn' | 'resume';
   /** The longest stretch of the window, ms (200 ms resolution), in which the emulation served no klines request. */
   servedStillMs: number;
+  /**
+   * redis-server over the window, per unit: the commands it served (INFO commandstats: every
+   * client, the benchmark's own samplers and the commands Lua scripts run included), the five most
+   * called, and its CPU, ms.
+   */
+  redis: { callsPerUnit: number; top: string; cpuMsPerUnit: number };
   /** The worker's warn and error log lines over the round (tickfleet; the baseline logs none). */
   warnings: string[];
   /** The worker's garbage collection over the round, ms per unit, by kind (tickfleet: its /metrics, summed over its processes; none for the baseline). */
@@ -308,8 +315,8 @@ function result(
   benchCpu: NodeJS.CpuUsage,
   inflight: Record<number, number>,
   startFrom: Result['startFrom'],
-  /** What the round reports beyond rate and CPU: the emulation's longest pause, and the worker's warnings and heap (tickfleet). */
-  observed: Pick<Result, 'servedStillMs'> & Partial<Pick<Result, 'warnings' | 'gcMsPerUnit' | 'newSpaceMiB'>>,
+  /** What the round reports beyond rate and CPU: the emulation's longest pause, redis-server's work, and the worker's warnings and heap (tickfleet). */
+  observed: Pick<Result, 'servedStillMs' | 'redis'> & Partial<Pick<Result, 'warnings' | 'gcMsPerUnit' | 'newSpaceMiB'>>,
 ): Result {
   const seconds = (endMs - startMs) / 1000;
   return {
@@ -327,6 +334,16 @@ function result(
     startFrom,
     warnings: [],
     ...observed,
+  };
+}
+
+/** Starts a window on redis-server's commands and CPU; the returned function ends it, per unit. */
+async function redisWindow(conn: RedisClient): Promise<(units: number) => Promise<Result['redis']>> {
+  const [calls0, cpu0] = await Promise.all([redisCalls(conn), redisCpuMs(conn)]);
+  return async (units) => {
+    const [calls1, cpu1] = await Promise.all([redisCalls(conn), redisCpuMs(conn)]);
+    const calls = callsPerUnit(calls0, calls1, units);
+    return { callsPerUnit: calls.total, top: calls.top, cpuMsPerUnit: (cpu1 - cpu0) / units };
   };
 }
 
@@ -392,6 +409,7 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
       }
     }
     const cpu = (): number[] => children.map((c) => procCpuMs(c.pid));
+    const redis0 = await redisWindow(conn);
     const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
@@ -410,6 +428,7 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
     );
     const cpuMs = cpu().map((ms, i) => ms - cpu0[i]!);
     const benchCpu = process.cpuUsage(bench0);
+    const redisUse = await redis0(sc.units);
     for (const [i, c] of children.entries()) await toggleProfile(c, names[i]!, true);
     const times = await jobTimes(queues, ids, sc.units);
     if (times.last === undefined) throw new Error('baseline: completed units missing from Redis');
@@ -418,6 +437,7 @@ async function runBaseline(sc: Scenario, round: number, processes: number): Prom
     const still = served.longestStill(startMs, times.last);
     return result('baseline', sc, round, processes, startMs, times.last, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
       servedStillMs: still,
+      redis: redisUse,
     });
   } finally {
     await Promise.all(
@@ -542,6 +562,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     const heap0 = await workersHeap(ports);
     const logged = workers.map((w) => w.output().length);
     const cpu = (): number[] => workers.map((w) => procCpuMs(w.child.pid));
+    const redis0 = await redisWindow(conn);
     const cpu0 = cpu();
     const bench0 = process.cpuUsage();
     const inflight = sampler(async () => (await queues.counts('binance')).active);
@@ -552,6 +573,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     const lastDone = sc.name === 'live' ? await waitLiveDone(fleet, queues, live) : await backfillsDoneAt(fleet, ids, 1_800_000);
     const cpuMs = cpu().map((ms, i) => ms - cpu0[i]!);
     const benchCpu = process.cpuUsage(bench0);
+    const redisUse = await redis0(sc.units);
     for (const [i, w] of workers.entries()) await toggleProfile(w.child, names[i]!, true);
     const times = await jobTimes(queues, new Set(ids), sc.units);
     const startMs = times.first ?? resumedAt;
@@ -564,6 +586,7 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
     const warnings = workers.flatMap((w, i) => warningLines(w.output().slice(logged[i])));
     return result('tickfleet', sc, round, processes, startMs, lastDone, cpuMs, benchCpu, hist, times.first === undefined ? 'resume' : 'processedOn', {
       servedStillMs: still,
+      redis: redisUse,
       warnings,
       gcMsPerUnit,
       newSpaceMiB: [heap0.newSpaceMiB, heap1.newSpaceMiB],
@@ -604,7 +627,8 @@ for (let r = 1; r <= ROUNDS; r++) {
           `round ${r} ${sc.name} ${res.system}${n > 1 || PROCESSES.length > 1 ? ` x${n}` : ''}: ${fmt(res.unitsPerSec, 1)} units/s (${res.seconds.toFixed(2)} s), worker CPU ${res.workerCpuMsPerUnit.toFixed(1)} ms/unit` +
             (n > 1 ? ` (by process ${res.processCpuMs.map((ms) => (ms / 1000).toFixed(1)).join(' / ')} s)` : '') +
             ', ' +
-            `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, load ${loadavg()[0]!.toFixed(2)}` +
+            `longest stretch with no request served ${(res.servedStillMs / 1000).toFixed(1)} s, ` +
+            `Redis ${res.redis.callsPerUnit.toFixed(1)} commands/unit (${res.redis.top}), redis-server CPU ${res.redis.cpuMsPerUnit.toFixed(2)} ms/unit, load ${loadavg()[0]!.toFixed(2)}` +
             (res.gcMsPerUnit
               ? `; worker GC ms/unit ${Object.entries(res.gcMsPerUnit)
                   .filter(([, ms]) => ms > 0)
@@ -644,6 +668,10 @@ const summary = SCENARIOS.flatMap((sc) => PROCESSES.map((n) => ({ sc, n }))).map
     tickfleetBenchCpuMsPerUnit: median(tick.map((x) => x.benchCpuMsPerUnit)),
     baselineInflight: merge(base),
     tickfleetInflight: merge(tick),
+    baselineRedisCallsPerUnit: median(base.map((x) => x.redis.callsPerUnit)),
+    tickfleetRedisCallsPerUnit: median(tick.map((x) => x.redis.callsPerUnit)),
+    baselineRedisCpuMsPerUnit: median(base.map((x) => x.redis.cpuMsPerUnit)),
+    tickfleetRedisCpuMsPerUnit: median(tick.map((x) => x.redis.cpuMsPerUnit)),
   };
 });
 
@@ -668,6 +696,10 @@ for (const s of summary) {
   const x = PROCESSES.length > 1 ? ` x${s.processes}` : '';
   console.log(`in flight, ${s.scenario}${x}, baseline:  ${profile(s.baselineInflight)}`);
   console.log(`in flight, ${s.scenario}${x}, tickfleet: ${profile(s.tickfleetInflight)}`);
+  console.log(
+    `redis-server, ${s.scenario}${x}, baseline / tickfleet: ${s.baselineRedisCallsPerUnit.toFixed(1)} / ${s.tickfleetRedisCallsPerUnit.toFixed(1)} commands per unit, ` +
+      `${s.baselineRedisCpuMsPerUnit.toFixed(2)} / ${s.tickfleetRedisCpuMsPerUnit.toFixed(2)} ms of its CPU per unit`,
+  );
 }
 /**
  * With several process counts: each system's processes against the best of its smaller counts,
