@@ -96,6 +96,11 @@ export class FleetWorker {
     return [...this.runners.keys()];
   }
 
+  /** This worker's share of `venue`'s cap (its BullMQ local concurrency), or undefined when it does not serve the venue. */
+  localConcurrency(venue: string): number | undefined {
+    return this.runners.get(venue)?.localConcurrency();
+  }
+
   async start(): Promise<void> {
     const { options } = this;
     const connection = createRedisConnection(options.redisUrl, { connectionName: `tickfleet-worker-${process.pid}` });
@@ -189,18 +194,18 @@ export class FleetWorker {
       // The beat also tells a restarted fleet (no worker for the venue for aimd.restartAfterMs)
       // apart from one worker restarting: only the former sets the AIMD concurrency back.
       const aimd = aimdLimitsFor(connector);
-      await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs, {
+      const liveWorkers = await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs, {
         afterMs: aimd.restartAfterMs,
         startConcurrency: startConcurrency(aimd),
       });
       if (runner) {
-        runner.update(connector);
+        runner.update(connector, liveWorkers);
         continue;
       }
       if (connector.status === 'disabled') continue;
       const created = this.createRunner(connector);
       this.runners.set(connector.venue, created);
-      await created.start();
+      await created.start(liveWorkers);
       this.options.logger.info({ venue: connector.venue, maxInflight: connector.maxInflight }, 'serving venue');
     }
   }
@@ -250,7 +255,7 @@ export class FleetWorker {
     if (envelopes.length > 0) await this.options.pipeline.pushValidated(envelopes);
   }
 
-  /** One log line per venue: in-flight, cap, counters, freeze and budget remaining. */
+  /** One log line per venue: in-flight, cap and this worker's share of it, counters, freeze and budget remaining. */
   async heartbeat(): Promise<void> {
     for (const runner of this.runners.values()) {
       const venue = runner.venue;
@@ -266,6 +271,7 @@ export class FleetWorker {
           venue,
           inflight: runner.inflightUnits,
           cap: runner.cap,
+          localConcurrency: runner.localConcurrency(),
           concurrency,
           ...runner.counters,
           freezeRemaining: formatDurationMs(freezeMs),

@@ -71,9 +71,10 @@ export interface RunnerCounters {
 }
 
 /**
- * Serves one venue's queue: one BullMQ Worker whose local concurrency is the connector's cap;
- * the queue's global concurrency (set from the fleet-wide AIMD value) bounds the whole fleet, so
- * adding worker processes never multiplies the venue's in-flight units.
+ * Serves one venue's queue: one BullMQ Worker whose local concurrency is this worker's share of
+ * the connector's cap (see {@link localConcurrency}); the queue's global concurrency (set from the
+ * fleet-wide AIMD value) bounds the whole fleet, so adding worker processes never multiplies the
+ * venue's in-flight units.
  */
 export class VenueRunner {
   readonly venue: string;
@@ -100,6 +101,8 @@ export class VenueRunner {
   private readonly pollStats: PollTelemetry;
   /** The venue's in-flight limit as last applied (the fleet-wide AIMD value within the cap). */
   private inflightLimit = 0;
+  /** Workers serving the venue at the last count (the heartbeat's, this one included). */
+  private liveWorkers = 1;
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
@@ -127,8 +130,12 @@ export class VenueRunner {
     return this.connector.maxInflight;
   }
 
-  async start(): Promise<void> {
+  /**
+   * `liveWorkers`: the workers serving the venue now (this one included), from the heartbeat.
+   */
+  async start(liveWorkers = 1): Promise<void> {
     const { connection, prefix, metrics } = this.options;
+    this.liveWorkers = Math.max(1, liveWorkers);
     this.options.control.configure(this.venue, aimdLimitsFor(this.connector));
     const concurrency = await this.options.control.concurrency(this.venue);
     this.inflightLimit = Math.min(concurrency, this.connector.maxInflight);
@@ -138,7 +145,7 @@ export class VenueRunner {
     this.worker = new Worker<QueuedUnit>(queueNameFor(this.venue), (job, token, signal) => this.process(job, token, signal), {
       connection,
       prefix,
-      concurrency: this.connector.maxInflight,
+      concurrency: this.localConcurrency(),
       lockDuration: this.options.lockDurationMs ?? 30_000,
       stalledInterval: this.options.stalledIntervalMs ?? 10_000,
       maxStalledCount: 3,
@@ -149,8 +156,11 @@ export class VenueRunner {
     this.worker.on('error', (err) => logError('error', (err as NodeJS.ErrnoException).code ?? err.name, { err, venue: this.venue }, 'bullmq worker error'));
   }
 
-  /** Applies a changed connector (cap, base URL, policy) without dropping in-flight units. */
-  update(connector: Connector): void {
+  /**
+   * Applies a changed connector (cap, base URL, policy) and the venue's live-worker count without
+   * dropping in-flight units.
+   */
+  update(connector: Connector, liveWorkers = this.liveWorkers): void {
     if (
       connector.baseUrl !== this.connector.baseUrl ||
       connector.rateLimit.periodMs !== this.connector.rateLimit.periodMs ||
@@ -159,9 +169,25 @@ export class VenueRunner {
       this.adapter = this.makeAdapter(connector);
     }
     this.connector = connector;
+    this.liveWorkers = Math.max(1, liveWorkers);
     this.options.control.configure(this.venue, aimdLimitsFor(connector));
-    if (this.worker && this.worker.concurrency !== connector.maxInflight) this.worker.concurrency = connector.maxInflight;
+    const local = this.localConcurrency();
+    if (this.worker && this.worker.concurrency !== local) this.worker.concurrency = local;
     this.options.metrics.concurrencyCap.set({ venue: this.venue }, connector.maxInflight);
+  }
+
+  /**
+   * This worker's share of the venue's cap: `ceil(cap / live workers)`, so the workers together
+   * can hold the whole cap and no more than that plus rounding. With every worker's local
+   * concurrency at the whole cap, each had free slots while the queue's global concurrency was
+   * full, and BullMQ woke one of them for every unit another started (a marker, a futile
+   * `moveToActive`): 0.6 wake-ups and 3 Redis commands per unit with 4 workers, and slots stayed
+   * with whichever process finished first. A worker that dies still counts until its heartbeat
+   * ages out (WORKER_LIVENESS_MS), so the others may hold less than the cap for that long; a
+   * worker that stops cleanly leaves at once.
+   */
+  localConcurrency(): number {
+    return Math.max(1, Math.ceil(this.connector.maxInflight / this.liveWorkers));
   }
 
   /**

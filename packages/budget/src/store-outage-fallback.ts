@@ -151,9 +151,10 @@ export class StoreOutageFallback implements FallbackBudget {
    * Beats this worker's heartbeat for `venue` and keeps the venue's fallback share at `limit`
    * (the connector's effective limit) per `periodMs` over the live workers counted by that beat.
    * Call on every connector refresh. With `restart`, the beat also resets the venue's AIMD
-   * concurrency when it finds the fleet restarted (see {@link WorkerHeartbeat.beat}).
+   * concurrency when it finds the fleet restarted (see {@link WorkerHeartbeat.beat}). Resolves the
+   * venue's live workers counted by the beat (this one included).
    */
-  async configure(venue: string, limit: number, periodMs: number, restart?: FleetRestartPolicy): Promise<void> {
+  async configure(venue: string, limit: number, periodMs: number, restart?: FleetRestartPolicy): Promise<number> {
     let budget = this.budgets.get(venue);
     if (!budget) {
       budget = new LocalFallbackBudget({ limit, periodMs, clock: this.clock });
@@ -161,6 +162,7 @@ export class StoreOutageFallback implements FallbackBudget {
     }
     budget.setLimit(limit, periodMs);
     budget.setLiveWorkers((await this.heartbeat.beat(venue, restart)).live);
+    return budget.liveWorkers;
   }
 
   /** This worker's fallback weight per window for `venue` (0 for a venue never configured). */
