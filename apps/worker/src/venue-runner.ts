@@ -183,8 +183,8 @@ export class VenueRunner {
    * full, and BullMQ woke one of them for every unit another started (a marker, a futile
    * `moveToActive`): 0.6 wake-ups and 3 Redis commands per unit with 4 workers, and slots stayed
    * with whichever process finished first. A worker that dies still counts until its heartbeat
-   * ages out (WORKER_LIVENESS_MS), so the others may hold less than the cap for that long; a
-   * worker that stops cleanly leaves at once.
+   * ages out (WORKER_LIVENESS_MS, 15 s), so until then and the others' next connector refresh they
+   * may hold less than the cap; a worker that stops cleanly leaves at once.
    */
   localConcurrency(): number {
     return Math.max(1, Math.ceil(this.connector.maxInflight / this.liveWorkers));
