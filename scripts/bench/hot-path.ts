@@ -42,7 +42,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMockVenue } from '@tickfleet/mock-venue';
-import { createRedisConnection, queueNameFor, venueKey, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
+import { createRedisConnection, queueNameFor, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import { freePort, repoRoot, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
 import { FleetHarness, warningLines, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { intArg, pathArg, positiveIntArg, stringArg } from './fixtures/args.js';
@@ -75,8 +75,6 @@ if (!PROCESSES.every((n) => Number.isInteger(n) && n >= 1))
 if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 const CAP = 4;
 const WARM_UNITS = 8;
-/** The worker's connector refresh (TICKFLEET_CONNECTOR_POLL_MS's default), at which it counts the venue's live workers. */
-const CONNECTOR_POLL_MS = 5000;
 const PAGE_MS = 1000 * 60_000;
 const DAY = 86_400_000;
 const TO = Math.floor(Date.now() / DAY) * DAY - DAY;
@@ -497,6 +495,12 @@ async function waitLiveDone(fleet: FleetHarness, queues: VenueQueues, live: Seri
   return times.last;
 }
 
+/** A tickfleet worker's share of binance's cap (its local concurrency), from its /healthz. */
+async function venueShare(port: number): Promise<number | undefined> {
+  const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { venues?: Array<{ venue: string; localConcurrency: number }> };
+  return health.venues?.find((v) => v.venue === 'binance')?.localConcurrency;
+}
+
 async function workerReady(proc: FleetProcess, port: number): Promise<void> {
   await waitFor(
     async () => {
@@ -540,13 +544,12 @@ async function runTickfleet(sc: Scenario, round: number, processes: number): Pro
       );
     }
     for (const [i, w] of workers.entries()) await workerReady(w, ports[i]!);
-    if (processes > 1) {
-      // Each worker's local concurrency is its share of the cap over the venue's live workers,
-      // counted at its connector refresh: wait until every worker has beaten, then one refresh.
-      const beats = venueKey(fleet.prefix, 'binance', 'workers');
-      await waitFor(async () => (await conn.zcard(beats)) === processes, 'every worker in the heartbeat', { timeoutMs: 30_000, intervalMs: 100 });
-      await new Promise((r) => setTimeout(r, CONNECTOR_POLL_MS + 1000));
-    }
+    // Each worker's local concurrency is its share of the cap over the venue's live workers,
+    // counted at its connector refresh (every 5 s): measure once every one reports CAP in /healthz.
+    await waitFor(async () => (await Promise.all(ports.map(venueShare))).every((share) => share === CAP), `every worker's share of the cap at ${CAP}`, {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
     const warmSpan = warmSeries(processes);
     const warm = (JSON.parse(await fleet.backfill('binance', warmSpan.symbol, '1m', warmSpan.fromMs, warmSpan.toMs, '--json')) as { id: string }).id;
     await backfillsDoneAt(fleet, [warm], 120_000);

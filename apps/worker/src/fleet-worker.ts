@@ -96,9 +96,12 @@ export class FleetWorker {
     return [...this.runners.keys()];
   }
 
-  /** This worker's share of `venue`'s cap (its BullMQ local concurrency), or undefined when it does not serve the venue. */
-  localConcurrency(venue: string): number | undefined {
-    return this.runners.get(venue)?.localConcurrency();
+  /**
+   * Per served venue: the connector's cap, this worker's share of it (its BullMQ local
+   * concurrency, `ceil(cap / live workers)`) and the units it runs now (reported in `/healthz`).
+   */
+  venueShares(): Array<{ venue: string; cap: number; localConcurrency: number; inflight: number }> {
+    return [...this.runners.values()].map((r) => ({ venue: r.venue, cap: r.cap, localConcurrency: r.localConcurrency(), inflight: r.inflightUnits }));
   }
 
   async start(): Promise<void> {

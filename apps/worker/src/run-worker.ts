@@ -93,8 +93,10 @@ export async function runWorker(env?: Env): Promise<void> {
     port: config.TICKFLEET_HEALTH_PORT,
     host: config.TICKFLEET_HEALTH_HOST,
     liveness: { process: () => true },
-    // Per held stream: state, counters, time quality; and the persistence side every stream writes through.
+    // Per served venue: the cap and this worker's share of it; per held stream: state, counters,
+    // time quality; and the persistence side every stream writes through.
     details: () => ({
+      venues: worker.venueShares(),
       streams: worker.streamHealth(),
       persistence: {
         sink: pipeline.sink.state,

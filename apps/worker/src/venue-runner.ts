@@ -133,7 +133,7 @@ export class VenueRunner {
   /**
    * `liveWorkers`: the workers serving the venue now (this one included), from the heartbeat.
    */
-  async start(liveWorkers = 1): Promise<void> {
+  async start(liveWorkers: number): Promise<void> {
     const { connection, prefix, metrics } = this.options;
     this.liveWorkers = Math.max(1, liveWorkers);
     this.options.control.configure(this.venue, aimdLimitsFor(this.connector));
@@ -160,7 +160,7 @@ export class VenueRunner {
    * Applies a changed connector (cap, base URL, policy) and the venue's live-worker count without
    * dropping in-flight units.
    */
-  update(connector: Connector, liveWorkers = this.liveWorkers): void {
+  update(connector: Connector, liveWorkers: number): void {
     if (
       connector.baseUrl !== this.connector.baseUrl ||
       connector.rateLimit.periodMs !== this.connector.rateLimit.periodMs ||

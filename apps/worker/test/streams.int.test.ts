@@ -84,8 +84,13 @@ describe('fleet: streams held by workers, one SIGKILLed', () => {
       const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
         streams: Array<{ name: string; state: string; messages: number; reconnects: number; timeQuality: { skewP50Ms: number | null } }>;
         persistence: { spool: { bytes: number } };
+        venues: Array<{ venue: string; cap: number; localConcurrency: number; inflight: number }>;
       };
       expect(health.streams.map((h) => h.name).sort()).toEqual([...STREAMS].sort());
+      // Its share of binance's cap: ceil(cap / live workers), the killed worker counted until its beat ages out.
+      const binance = health.venues.find((v) => v.venue === 'binance')!;
+      expect([Math.ceil(binance.cap / 2), binance.cap]).toContain(binance.localConcurrency);
+      expect(binance.inflight).toBeGreaterThanOrEqual(0);
       expect(health.streams.every((h) => h.messages > 0 && h.timeQuality.skewP50Ms !== null)).toBe(true);
       expect(health.persistence.spool.bytes).toBe(0);
       const status = JSON.parse(await fleet.ok('status', '--json')) as {
