@@ -53,6 +53,28 @@ describe('JsonlSink files', () => {
     await again.close();
   });
 
+  it('lets go of the writer lock of a partition it retires (a day over, or evicted), so none is left after close', async () => {
+    const clock = new ManualClock(T0 + 1000);
+    const sink = new JsonlSink(dir.path, { clock, fsyncIntervalMs: 60_000, maxOpenPartitions: 1 });
+    const lock = (date: string): boolean => existsSync(join(dir.path, 'binance', 'trades', `date=${date}`, '.writer.lock'));
+    await sink.write(trades(2).map((e) => ({ ...e, receivedAtMs: T0 + 1000 })));
+    // The lease outlives the write (an idle timer lets it go later): the lock is held.
+    expect(lock('2024-01-01')).toBe(true);
+    // Midnight passes and the fsync sweep retires the day: its lock goes with it, at once.
+    clock.advance(DAY);
+    sink.sync();
+    expect(files('2024-01-01')).toEqual([expect.stringMatching(/\.jsonl$/)]);
+    expect(lock('2024-01-01')).toBe(false);
+    // A second open partition evicts the first (maxOpenPartitions 1): the same.
+    await sink.write(trades(1, 10).map((e) => ({ ...e, receivedAtMs: T0 + DAY + 500 })));
+    expect(lock('2024-01-02')).toBe(true);
+    await sink.write(trades(1, 20).map((e) => ({ ...e, receivedAtMs: T0 + 2 * DAY + 500 })));
+    expect(files('2024-01-02')).toEqual([expect.stringMatching(/\.jsonl$/)]);
+    expect(lock('2024-01-02')).toBe(false);
+    await sink.close();
+    expect(lock('2024-01-03')).toBe(false);
+  });
+
   it("finalizes a crashed process's open file at start: partial last line cut, complete lines kept", async () => {
     const part = join(dir.path, 'binance', 'trades', 'date=2024-01-01');
     mkdirSync(part, { recursive: true });

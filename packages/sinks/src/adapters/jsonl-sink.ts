@@ -208,10 +208,7 @@ export class JsonlSink extends RetryingSink implements Sink {
         fsyncSync(p.fd);
         p.dirty = false;
       }
-      if (p.date < today) {
-        this.finalize(p);
-        this.partitions.delete(id);
-      }
+      if (p.date < today) this.retire(id, p);
     }
   }
 
@@ -219,11 +216,7 @@ export class JsonlSink extends RetryingSink implements Sink {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
-    for (const p of this.partitions.values()) {
-      this.finalize(p);
-      if (p.lease) releaseLease(p.lease);
-    }
-    this.partitions.clear();
+    for (const [id, p] of this.partitions) this.retire(id, p);
   }
 
   /**
@@ -344,9 +337,20 @@ export class JsonlSink extends RetryingSink implements Sink {
       let oldest: [string, Partition] | undefined;
       for (const e of this.partitions) if (!oldest || e[1].lastUsed < oldest[1].lastUsed) oldest = e;
       if (!oldest) return;
-      this.finalize(oldest[1]);
-      this.partitions.delete(oldest[0]);
+      this.retire(...oldest);
     }
+  }
+
+  /**
+   * Finalizes a partition's file and lets go of its writer lock: a partition retired while this
+   * process still held its lease (a day that ended, or evicted) would otherwise leave the lock to the
+   * lease's idle timer, which does not keep a closing process alive, so the lock file stayed behind.
+   * Another sink of this process sharing the lease takes the lock again at its next write.
+   */
+  private retire(id: string, p: Partition): void {
+    this.finalize(p);
+    if (p.lease) releaseLease(p.lease);
+    this.partitions.delete(id);
   }
 
   private finalize(p: Partition): void {
