@@ -29,17 +29,18 @@ const OK = `(status = 'active' AND CASE WHEN policy = 'gcra'
   THEN ${NEW_TAT} - ${NOW} <= period_ms + 1e-6
   ELSE ${CUR} + :weight <= ${EFF} END)`;
 
-interface DecisionRow {
-  status: ConnectorStatus;
-  policy: RateLimitPolicyName;
-  eff: number;
-  period_ms: number;
-  b_ok: number;
-  b_at: number;
-  b_window_start: number | null;
-  b_used: number;
-  b_tat: number | null;
-}
+/** The acquire's RETURNING row, read raw (an array in the RETURNING list's order: no object per request). */
+type DecisionRow = [
+  status: ConnectorStatus,
+  policy: RateLimitPolicyName,
+  limit: number,
+  periodMs: number,
+  ok: number,
+  atMs: number,
+  windowStartMs: number | null,
+  used: number,
+  tatMs: number | null,
+];
 
 interface UsageRow {
   policy: RateLimitPolicyName;
@@ -88,7 +89,7 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
         b_at           = ${NOW}
       WHERE venue = :venue
       RETURNING status, policy, ${EFF} AS eff, period_ms, b_ok, b_at, b_window_start, b_used, b_tat`,
-    );
+    ).raw(true);
     // Raises (never lowers) the current window's usage to what the venue reported; a report about
     // any other window, or for a GCRA venue, matches no row and changes nothing.
     this.observeStmt = db.prepare(`
@@ -113,21 +114,11 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
     const now = local + this.offsetMs;
     const row = this.acquireStmt.get({ venue, weight, now }) as DecisionRow | undefined;
     if (!row) return { ok: false, reason: 'unknown-venue', retryAtMs: local + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    const [status, policy, limit, periodMs, ok, atMs, windowStartMs, used, tatMs] = row;
     // The timeline was ahead of our (corrected) clock by more than a lock wait explains: follow it.
     // The decision just made already counted in the timeline's window, so it stands.
-    if (row.b_at - now > CLOCK_SKEW_TOLERANCE_MS) this.offsetMs += row.b_at - now;
-    const result = toAcquireResult({
-      policy: row.policy,
-      status: row.status,
-      limit: row.eff,
-      periodMs: row.period_ms,
-      weight,
-      ok: row.b_ok === 1,
-      atMs: row.b_at,
-      windowStartMs: row.b_window_start,
-      used: row.b_used,
-      tatMs: row.b_tat,
-    });
+    if (atMs - now > CLOCK_SKEW_TOLERANCE_MS) this.offsetMs += atMs - now;
+    const result = toAcquireResult({ policy, status, limit, periodMs, weight, ok: ok === 1, atMs, windowStartMs, used, tatMs });
     return onCallerClock(result, this.offsetMs);
   }
 

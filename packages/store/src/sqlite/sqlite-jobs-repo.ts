@@ -22,10 +22,12 @@ function byClaimOrder(a: Job, b: Job): number {
 export class SqliteJobsRepo implements JobsRepo {
   private readonly upsertStmt: Statement;
   private readonly getStmt: Statement;
+  private readonly getRow: (values: unknown[]) => JobRow;
   private readonly setEnabledStmt: Statement;
   private readonly claimStmt: Statement;
   private readonly claimRow: (values: unknown[]) => JobRow;
   private readonly completeStmt: Statement;
+  private readonly completeRow: (values: unknown[]) => JobRow;
   private readonly failStmt: Statement;
   private readonly advanceStmt: Statement;
   private readonly memberStmt: Statement;
@@ -59,7 +61,9 @@ export class SqliteJobsRepo implements JobsRepo {
         updated_at  = excluded.updated_at
       RETURNING *`,
     );
-    this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?');
+    // Raw rows read in place (rowReader), as the claim's: every live unit reads its job here.
+    this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?').raw(true);
+    this.getRow = rowReader(this.getStmt.columns().map((c) => c.name));
     this.setEnabledStmt = prepareReturning(db, 'UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
     // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
     // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
@@ -96,7 +100,8 @@ export class SqliteJobsRepo implements JobsRepo {
         unit_until = CASE WHEN :token IS NOT NULL OR ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING *`,
-    );
+    ).raw(true);
+    this.completeRow = rowReader(this.completeStmt.columns().map((c) => c.name));
     this.failStmt = prepareReturning(
       db,
       `
@@ -186,8 +191,8 @@ export class SqliteJobsRepo implements JobsRepo {
   }
 
   async get(id: string): Promise<Job | null> {
-    const row = this.getStmt.get(id) as JobRow | undefined;
-    return row ? toJob(row) : null;
+    const values = this.getStmt.get(id) as unknown[] | undefined;
+    return values ? toJob(this.getRow(values)) : null;
   }
 
   async list(filter: JobFilter = {}): Promise<Job[]> {
@@ -255,9 +260,10 @@ export class SqliteJobsRepo implements JobsRepo {
 
   private completeOne(id: string, completion: JobCompletion): Job {
     const token = completion.unitToken ?? null;
-    const row = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now(), token });
-    if (!row && token !== null) this.lockLostOrMissing(id);
-    return this.found(id, row);
+    const values = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now(), token }) as
+      unknown[] | undefined;
+    if (!values && token !== null) this.lockLostOrMissing(id);
+    return this.found(id, values && this.completeRow(values));
   }
 
   async fail(id: string, error: string, retryAtMs: number): Promise<Job> {
@@ -276,8 +282,9 @@ export class SqliteJobsRepo implements JobsRepo {
     if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new ValidationError('ttlMs', 'a positive integer', ttlMs);
     const now = this.clock.now();
     // Handed over by the claim (or taken before): a read, no write.
-    const current = this.getStmt.get(id) as (JobRow & { unit_token: string | null; unit_until: number | null }) | undefined;
-    if (!current) return null;
+    const values = this.getStmt.get(id) as unknown[] | undefined;
+    if (!values) return null;
+    const current = this.getRow(values) as JobRow & { unit_token: string | null; unit_until: number | null };
     if (current.unit_token === token && (current.unit_until ?? 0) > now) return { locked: true, job: toJob(current) };
     const row = this.lockUnitStmt.get({ id, token, ttlMs, now }) as JobRow | undefined;
     if (row) return { locked: true, job: toJob(row) };
