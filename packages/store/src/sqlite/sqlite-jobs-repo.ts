@@ -330,8 +330,9 @@ export class SqliteJobsRepo implements JobsRepo {
 
 /**
  * Reads a raw row (better-sqlite3's array of column values) as a {@link JobRow} in place: a
- * small object whose getters index the array, instead of a copy with one key per column. A
- * 100,000-job claim makes one per row, each read once by `toJob`.
+ * small object whose getters index the array, instead of a copy with one key per column (for
+ * which better-sqlite3 interns every column name again). A 100,000-job claim makes one per row,
+ * each read once by `toJob`; so do a live unit's job read and its completion.
  */
 function rowReader(columns: string[]): (values: unknown[]) => JobRow {
   class Row {
