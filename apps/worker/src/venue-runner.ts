@@ -101,7 +101,7 @@ export class VenueRunner {
   private readonly pollStats: PollTelemetry;
   /** The venue's in-flight limit as last applied (the fleet-wide AIMD value within the cap). */
   private inflightLimit = 0;
-  /** Workers serving the venue at the last count (the heartbeat's, this one included). */
+  /** Workers serving the venue at the last count (the heartbeat's, this one included: at least 1). */
   private liveWorkers = 1;
 
   constructor(private readonly options: VenueRunnerOptions) {
@@ -135,7 +135,7 @@ export class VenueRunner {
    */
   async start(liveWorkers: number): Promise<void> {
     const { connection, prefix, metrics } = this.options;
-    this.liveWorkers = Math.max(1, liveWorkers);
+    this.liveWorkers = liveWorkers;
     this.options.control.configure(this.venue, aimdLimitsFor(this.connector));
     const concurrency = await this.options.control.concurrency(this.venue);
     this.inflightLimit = Math.min(concurrency, this.connector.maxInflight);
@@ -169,7 +169,7 @@ export class VenueRunner {
       this.adapter = this.makeAdapter(connector);
     }
     this.connector = connector;
-    this.liveWorkers = Math.max(1, liveWorkers);
+    this.liveWorkers = liveWorkers;
     this.options.control.configure(this.venue, aimdLimitsFor(connector));
     const local = this.localConcurrency();
     if (this.worker && this.worker.concurrency !== local) this.worker.concurrency = local;
@@ -187,7 +187,7 @@ export class VenueRunner {
    * may hold less than the cap; a worker that stops cleanly leaves at once.
    */
   localConcurrency(): number {
-    return Math.max(1, Math.ceil(this.connector.maxInflight / this.liveWorkers));
+    return Math.ceil(this.connector.maxInflight / Math.max(1, this.liveWorkers));
   }
 
   /**

@@ -22,12 +22,11 @@ function byClaimOrder(a: Job, b: Job): number {
 export class SqliteJobsRepo implements JobsRepo {
   private readonly upsertStmt: Statement;
   private readonly getStmt: Statement;
-  private readonly getRow: (values: unknown[]) => JobRow;
+  /** A raw `jobs` row (every column, as `SELECT *` and `RETURNING *` list them) read in place. */
+  private readonly jobRow: (values: unknown[]) => JobRow;
   private readonly setEnabledStmt: Statement;
   private readonly claimStmt: Statement;
-  private readonly claimRow: (values: unknown[]) => JobRow;
   private readonly completeStmt: Statement;
-  private readonly completeRow: (values: unknown[]) => JobRow;
   private readonly failStmt: Statement;
   private readonly advanceStmt: Statement;
   private readonly memberStmt: Statement;
@@ -63,7 +62,7 @@ export class SqliteJobsRepo implements JobsRepo {
     );
     // Raw rows read in place (rowReader), as the claim's: every live unit reads its job here.
     this.getStmt = db.prepare('SELECT * FROM jobs WHERE id = ?').raw(true);
-    this.getRow = rowReader(this.getStmt.columns().map((c) => c.name));
+    this.jobRow = rowReader(this.getStmt.columns().map((c) => c.name));
     this.setEnabledStmt = prepareReturning(db, 'UPDATE jobs SET enabled = ?, updated_at = ? WHERE id = ? RETURNING *');
     // One statement: an UPDATE takes SQLite's write lock before it reads, so the sub-select and the
     // lease are atomic across connections and processes; a second caller sees the new lockedUntil.
@@ -85,7 +84,6 @@ export class SqliteJobsRepo implements JobsRepo {
     // Rows come back as arrays: better-sqlite3 builds a 19-key object per row much more slowly
     // than plain JS does, which counts when a scheduler tick claims 100 000 jobs.
     this.claimStmt.raw(true);
-    this.claimRow = rowReader(this.claimStmt.columns().map((c) => c.name));
     // Cursor only moves forward: MAX(), never a plain assignment. A run holding the unit lock
     // (:token) frees it in the same write, and writes nothing once another unit holds it (fencing);
     // a lock the claim handed to this run and no unit took (the other jobs of a per-day unit) goes too.
@@ -101,7 +99,6 @@ export class SqliteJobsRepo implements JobsRepo {
       WHERE id = :id AND (:token IS NULL OR unit_token = :token)
       RETURNING *`,
     ).raw(true);
-    this.completeRow = rowReader(this.completeStmt.columns().map((c) => c.name));
     this.failStmt = prepareReturning(
       db,
       `
@@ -192,7 +189,7 @@ export class SqliteJobsRepo implements JobsRepo {
 
   async get(id: string): Promise<Job | null> {
     const values = this.getStmt.get(id) as unknown[] | undefined;
-    return values ? toJob(this.getRow(values)) : null;
+    return values ? toJob(this.jobRow(values)) : null;
   }
 
   async list(filter: JobFilter = {}): Promise<Job[]> {
@@ -223,7 +220,7 @@ export class SqliteJobsRepo implements JobsRepo {
     if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
     if (max === 0) return [];
     const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now(), unitTtlMs: Math.min(leaseMs, UNIT_LOCK_TTL_MS) }) as unknown[][];
-    return rows.map((values) => toJob(this.claimRow(values))).sort(byClaimOrder);
+    return rows.map((values) => toJob(this.jobRow(values))).sort(byClaimOrder);
   }
 
   /**
@@ -263,7 +260,7 @@ export class SqliteJobsRepo implements JobsRepo {
     const values = this.completeStmt.get({ id, cursor: completion.cursor ?? null, nextRunAt: completion.nextRunAt, now: this.clock.now(), token }) as
       unknown[] | undefined;
     if (!values && token !== null) this.lockLostOrMissing(id);
-    return this.found(id, values && this.completeRow(values));
+    return this.found(id, values && this.jobRow(values));
   }
 
   async fail(id: string, error: string, retryAtMs: number): Promise<Job> {
@@ -284,7 +281,7 @@ export class SqliteJobsRepo implements JobsRepo {
     // Handed over by the claim (or taken before): a read, no write.
     const values = this.getStmt.get(id) as unknown[] | undefined;
     if (!values) return null;
-    const current = this.getRow(values) as JobRow & { unit_token: string | null; unit_until: number | null };
+    const current = this.jobRow(values) as JobRow & { unit_token: string | null; unit_until: number | null };
     if (current.unit_token === token && (current.unit_until ?? 0) > now) return { locked: true, job: toJob(current) };
     const row = this.lockUnitStmt.get({ id, token, ttlMs, now }) as JobRow | undefined;
     if (row) return { locked: true, job: toJob(row) };
