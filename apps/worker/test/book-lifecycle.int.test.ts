@@ -365,7 +365,8 @@ describe('polymarket book cooldown and poll statistics', () => {
     // The same settings with one book answering 500: that single failure starts a cooldown.
     mock.patchScenario({ venues: { [venue]: { failingBooks: [books[0]!] } } });
     await queues.enqueue([{ kind: 'book-poll', venue, jobId: jobId({ venue, type: 'book', symbol: books[0]! }), enqueuedAt: Date.now(), dueAt: 5 }]);
-    await waitFor(async () => (await connection.pttl(cooldownKey)) > 0, 'a cooldown from one 500', STATE_WAIT);
+    // The cooldown's key is set in Redis before the worker reads the reply and counts it: wait for both.
+    await waitFor(async () => (await connection.pttl(cooldownKey)) > 0 && (await cooldowns()) > cooldownsBefore, 'a cooldown from one 500', STATE_WAIT);
     expect(await cooldowns()).toBe(cooldownsBefore + 1);
     expect(mock.stats().venues[venue].responses5xx - end.responses5xx).toBe(1);
 
