@@ -225,6 +225,9 @@ describe('polymarket book cooldown and poll statistics', () => {
     const set = await waitFor(() => sets.read(venue), 'the active set', STATE_WAIT);
     books = Object.keys(set.instruments);
     expect(books).toHaveLength(8);
+    // The set is published before the discovery unit completes: a completion counted after the
+    // test's `settledBefore` would end its wait for the 16 polls one poll early.
+    await waitFor(async () => (await counted()).settled >= 1, 'the discovery unit settled', STATE_WAIT);
   });
   afterAll(async () => {
     await worker?.stop(5000);
