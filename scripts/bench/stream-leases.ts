@@ -8,7 +8,8 @@
  * longest stretch without a live lease is measured (resolution: the 20 ms sampling).
  */
 import { startRedis } from '@tickfleet/testkit';
-import { createRedisConnection, StreamLeases, type RedisClient } from '@tickfleet/queues';
+import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
+import { StreamLeases } from '@tickfleet/streams';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {

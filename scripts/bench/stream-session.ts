@@ -10,7 +10,7 @@
 import { WebSocket } from 'ws';
 import { DEFAULT_BINANCE_SYMBOLS, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { ManualClock } from '@tickfleet/testkit';
-import { BinanceStreamSession } from '@tickfleet/venues';
+import { BinanceStreamSession } from '@tickfleet/streams';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -19,7 +19,7 @@ import { openSink, Pipeline } from '@tickfleet/sinks';
 import { openStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { ManualClock, startRedis, tempDir, waitFor } from '@tickfleet/testkit';
-import { StreamCheckpoints, StreamMetrics, StreamRunner } from '@tickfleet/worker';
+import { StreamCheckpoints, StreamMetrics, StreamRunner } from '@tickfleet/streams';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -15,7 +15,8 @@
 import { hostname } from 'node:os';
 import type { Envelope } from '@tickfleet/core';
 import { binanceBookAtUpdateId, DEFAULT_SEED } from '@tickfleet/mock-venue';
-import { createRedisConnection, StreamLeases } from '@tickfleet/queues';
+import { createRedisConnection } from '@tickfleet/queues';
+import { StreamLeases } from '@tickfleet/streams';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 

@@ -5,7 +5,8 @@
  */
 import { isCatalogMetric, METRIC_CATALOG, Registry, type MetricRole } from '@tickfleet/telemetry';
 import { PipelineMetrics } from '@tickfleet/sinks';
-import { StreamMetrics, WorkerMetrics } from '@tickfleet/worker';
+import { StreamMetrics } from '@tickfleet/streams';
+import { WorkerMetrics } from '@tickfleet/worker';
 import { SchedulerMetrics } from '@tickfleet/scheduler';
 import { FleetStatusMetrics } from '@tickfleet/dashboard';
 

@@ -1,5 +1,6 @@
 import { jobId, type Gap, type StreamDefinition } from '@tickfleet/core';
-import { readStreamLive, StreamLeases, type RedisClient, type StreamHolder, type StreamLiveState } from '@tickfleet/queues';
+import type { RedisClient } from '@tickfleet/queues';
+import { readStreamLive, StreamLeases, type StreamHolder, type StreamLiveState } from '@tickfleet/streams';
 
 /** Where the streams' runtime state lives: the fleet's Redis under its key prefix (leases and published live states). */
 export interface StreamStatusSource {
@@ -56,7 +57,7 @@ export async function collectStreamStatus(streams: readonly StreamDefinition[], 
   }
   return streams.map((def) => {
     const { symbols, ...rest } = def;
-    // The ledger key of a stream symbol's unhealed trades is the instrument's trades job id (see the worker's stream-events.ts).
+    // The ledger key of a stream symbol's unhealed trades is the instrument's trades job id (see @tickfleet/streams' stream-events.ts).
     const gaps = symbols.flatMap((symbol) =>
       (tradeGaps.get(jobId({ venue: def.venue, symbol, type: 'trades' })) ?? []).map((g) => ({
         symbol,

@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import { ConfigError } from '@tickfleet/core';
-import { createRedisConnection, publishStreamLive, StreamLeases, streamLiveKey, type StreamLiveState } from '@tickfleet/queues';
+import { createRedisConnection } from '@tickfleet/queues';
+import { publishStreamLive, StreamLeases, streamLiveKey, type StreamLiveState } from '@tickfleet/streams';
 import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { DashboardServer, runDashboard, type DashboardServerOptions, type FleetStatus, type StreamStatus } from '../src/index.js';
 import { connector, liveUnits, openTestFleet, startDashboard, type TestFleet } from './fleet-fixture.js';

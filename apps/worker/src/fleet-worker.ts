@@ -13,13 +13,12 @@ import {
 import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
+import { StreamMetrics, StreamRunner, type StreamEndpoints, type StreamHealth } from '@tickfleet/streams';
 import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
 import { hasVenueAdapter } from '@tickfleet/venues';
 import { ActiveSets } from './active-set.js';
 import { UnitExecutor } from './unit-executor.js';
 import { VenueCooldown } from './venue-cooldown.js';
-import { StreamMetrics } from './stream-metrics.js';
-import { StreamRunner, type StreamEndpoints, type StreamHealth } from './stream-runner.js';
 import { VenueRunner } from './venue-runner.js';
 import { UnitLocks } from './unit-locks.js';
 import { WorkerMetrics } from './worker-metrics.js';

@@ -4,7 +4,4 @@ export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutc
 export { VenueRunner, type VenueRunnerOptions, type RunnerCounters } from './venue-runner.js';
 export { WorkerEnv } from './worker-env.js';
 export { WorkerMetrics } from './worker-metrics.js';
-export { StreamMetrics } from './stream-metrics.js';
-export { StreamCheckpoints } from './stream-checkpoints.js';
-export { StreamRunner, type StreamRunnerOptions, type StreamHealth, type StreamEndpoints } from './stream-runner.js';
 export { openWorkerSpool } from './worker-spool.js';

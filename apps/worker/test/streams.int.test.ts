@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import type { Envelope } from '@tickfleet/core';
 import { binanceBookAtUpdateId, DEFAULT_SEED } from '@tickfleet/mock-venue';
-import { createRedisConnection, StreamLeases, type StreamHolder } from '@tickfleet/queues';
+import { createRedisConnection } from '@tickfleet/queues';
+import { StreamLeases, type StreamHolder } from '@tickfleet/streams';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 

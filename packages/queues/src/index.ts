@@ -24,7 +24,4 @@ export {
 } from './venue-queues.js';
 export { RedisMutex } from './redis-mutex.js';
 export { luaCommand, type LuaCommand } from './lua-command.js';
-export { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason, type LeaseCycle, type StreamHolder } from './stream-leases.js';
-export { streamLiveKey, readStreamLive, publishStreamLive, type StreamLiveState } from './stream-live.js';
-export { ConnectAttempts, CONNECT_ATTEMPT_LIMITS, type ConnectAttempt, type ConnectAttemptLimit, type ConnectAttemptsOptions } from './connect-attempts.js';
 export { freePort, startLocalRedis, startRedisOnPort, type LocalRedisServer, type StartLocalRedisOptions } from './local-redis-server.js';

@@ -5,8 +5,6 @@ import { startRedis, startRedisCluster, waitFor, type TestRedis, type TestRedisC
 import { createRedisConnection } from './redis-connection.js';
 import type { QueuedUnit } from './queued-unit.js';
 import { VenueQueues } from './venue-queues.js';
-import { StreamLeases } from './stream-leases.js';
-import { ConnectAttempts } from './connect-attempts.js';
 
 let redis: TestRedis;
 let conn: RedisClient;
@@ -214,26 +212,5 @@ describe('VenueQueues on a Redis Cluster', () => {
     const masters = (clusterConn as Cluster).nodes('master');
     const holding = await Promise.all(masters.map(async (node) => (await node.keys('clustertest:*')).length > 0));
     expect(holding.filter(Boolean).length).toBeGreaterThan(1);
-  });
-
-  // Here rather than in stream-leases.test.ts so the suite starts one cluster, not two.
-  it('runs the stream lease cycle, its nudges and the connect-attempt log on the cluster', async () => {
-    const streams = ['s1', 's2', 's3'];
-    const errors: unknown[] = [];
-    // A period far longer than the waits: streams move on nudges (pub/sub through the cluster).
-    const options = { prefix: 'clusterstreams', ttlMs: 600_000, onError: (err: unknown) => errors.push(err) };
-    const a = new StreamLeases(clusterConn, 'w-a', options);
-    const b = new StreamLeases(clusterConn, 'w-b', options);
-    for (const w of [a, b]) w.setStreams(streams, 1);
-    a.start();
-    await waitFor(() => a.held().size === 3, 'a took every stream');
-    b.start();
-    await waitFor(() => a.held().size === 2 && b.held().size === 1, 'a shed one stream to b');
-    expect([...(await a.holders()).keys()].sort()).toEqual(streams);
-    await b.stop();
-    await waitFor(() => a.held().size === 3, "a took b's stream");
-    expect((await a.stop()).sort()).toEqual(streams);
-    expect(errors).toEqual([]);
-    expect((await new ConnectAttempts(clusterConn, { prefix: 'clusterstreams' }).tryConnectAttempt('binance')).allowed).toBe(true);
   });
 });

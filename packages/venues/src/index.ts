@@ -24,21 +24,9 @@ export { PolygonAuthError } from './polygon/polygon-auth-error.js';
 export { PolygonPlanError } from './polygon/polygon-plan-error.js';
 export { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
 export { XetraAdapter, XETRA_DEFAULTS, XETRA_MARKETS, xetraBackoffMs, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
-export {
-  type StreamEvent,
-  type StreamRestRequest,
-  type StreamSession,
-  type StreamSessionOptions,
-  type StreamSessionStats,
-  type StreamState,
-  type TimeQuality,
-} from './streams/stream-session.js';
-export {
-  BinanceStreamSession,
-  BINANCE_AGG_TRADES_WEIGHT,
-  BINANCE_CONNECTION_ATTEMPTS,
-  BINANCE_MAX_STREAMS_PER_CONNECTION,
-  type BinanceStreamSessionOptions,
-} from './streams/binance-stream-session.js';
-export { KrakenStreamSession, KRAKEN_BOOK_DEPTHS, type KrakenStreamSessionOptions } from './streams/kraken-stream-session.js';
-export { krakenBookChecksum } from './streams/kraken-checksum.js';
+// What @tickfleet/streams' Binance session shares with the Binance adapter: the depth snapshot
+// schema and weight, the symbol mapping, and the REST plumbing (base URL check, payload parsing,
+// the budgeted HTTP client, exported above).
+export { BinanceDepth } from './binance/binance-schemas.js';
+export { normaliseBaseUrl } from './internal/options.js';
+export { DECIMAL_RE, parsePayload } from './internal/parse-payload.js';

@@ -1,7 +1,7 @@
 import type { Envelope } from '@tickfleet/core';
 import { krakenChecksum, krakenModel, lastClosedTick, startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
 import { ManualClock, waitFor } from '@tickfleet/testkit';
-import { krakenBookChecksum } from './kraken-checksum.js';
+import { krakenBookChecksum } from './internal/kraken-checksum.js';
 import { keepDecimalText, KrakenStreamSession } from './kraken-stream-session.js';
 import type { StreamEvent } from './stream-session.js';
 

@@ -1,6 +1,7 @@
 import { ValidationError } from '@tickfleet/core';
-import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
-import { createRedisConnection, type RedisClient } from './redis-connection.js';
+import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
+import { startRedis, startRedisCluster, waitFor, type TestRedis } from '@tickfleet/testkit';
+import { ConnectAttempts } from './connect-attempts.js';
 import { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason } from './stream-leases.js';
 
 let redis: TestRedis;
@@ -241,4 +242,34 @@ describe('StreamLeases', () => {
     await expect(new StreamLeases(conn, 'w').tick()).rejects.toThrow(/setStreams\(\) before the first cycle/);
     expect(() => new StreamLeases(conn, 'w').start()).toThrow(/onError/);
   });
+});
+
+describe('StreamLeases on a Redis Cluster', () => {
+  it('runs the stream lease cycle, its nudges and the connect-attempt log on the cluster', async () => {
+    const cluster = await startRedisCluster();
+    const clusterConn = createRedisConnection(cluster.url, { blocking: false });
+    try {
+      const streams = ['s1', 's2', 's3'];
+      const errors: unknown[] = [];
+      // A period far longer than the waits: streams move on nudges (pub/sub through the cluster).
+      const options = { prefix: 'clusterstreams', ttlMs: 600_000, onError: (err: unknown) => errors.push(err) };
+      const a = new StreamLeases(clusterConn, 'w-a', options);
+      const b = new StreamLeases(clusterConn, 'w-b', options);
+      for (const w of [a, b]) w.setStreams(streams, 1);
+      a.start();
+      await waitFor(() => a.held().size === 3, 'a took every stream');
+      b.start();
+      await waitFor(() => a.held().size === 2 && b.held().size === 1, 'a shed one stream to b');
+      expect([...(await a.holders()).keys()].sort()).toEqual(streams);
+      await b.stop();
+      await waitFor(() => a.held().size === 3, "a took b's stream");
+      expect((await a.stop()).sort()).toEqual(streams);
+      expect(errors).toEqual([]);
+      expect((await new ConnectAttempts(clusterConn, { prefix: 'clusterstreams' }).tryConnectAttempt('binance')).allowed).toBe(true);
+    } finally {
+      await clusterConn.quit();
+      await cluster.stop();
+    }
+    // Its own cluster's start (up to 60 s under load, as the queues' cluster suite allows) plus the test.
+  }, 120_000);
 });

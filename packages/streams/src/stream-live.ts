@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { assertPrefix } from './names.js';
-import type { RedisClient } from './redis-connection.js';
+import { assertPrefix, type RedisClient } from '@tickfleet/queues';
 
 /**
  * `<prefix>:stream:{<name>}:live`: a held stream's runtime state as its holder last published it

@@ -1,4 +1,4 @@
-import type { TimeQuality } from './stream-session.js';
+import type { TimeQuality } from '../stream-session.js';
 
 /** Skews kept for the percentiles: enough for a stable p99, small enough to sort on every stats() call. */
 export const TIME_QUALITY_WINDOW = 2048;

@@ -1,7 +1,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { STREAM_CHANNELS, systemClock, ValidationError, type Clock, type Envelope } from '@tickfleet/core';
 import { TimeQualityTracker } from './time-quality.js';
-import { type StreamEvent, type StreamSession, type StreamSessionOptions, type StreamSessionStats, type StreamState } from './stream-session.js';
+import { type StreamEvent, type StreamSession, type StreamSessionOptions, type StreamSessionStats, type StreamState } from '../stream-session.js';
 
 /** Queued messages above which the socket is paused (the pipeline is behind), and below which it resumes. */
 const HIGH_WATER = 5000;

@@ -1,5 +1,5 @@
 import { jobId, type Envelope, type StreamEventRecord } from '@tickfleet/core';
-import type { StreamEvent } from '@tickfleet/venues';
+import type { StreamEvent } from '../stream-session.js';
 
 /** The session events kept as `stream_events` records. */
 export type RecordedStreamEvent = Extract<StreamEvent, { type: StreamEventRecord['event'] }>;

@@ -1,9 +1,9 @@
 import type { WebSocket } from 'ws';
 import { bookEnvelope, tradeEnvelope, ValidationError, type Trade } from '@tickfleet/core';
-import { LevelBook } from './level-book.js';
-import { krakenBookChecksum } from './kraken-checksum.js';
+import { krakenBookChecksum } from './internal/kraken-checksum.js';
+import { LevelBook } from './internal/level-book.js';
+import { normaliseWsUrl, WsStreamSession } from './internal/ws-stream-session.js';
 import type { StreamSessionOptions } from './stream-session.js';
-import { normaliseWsUrl, WsStreamSession } from './ws-stream-session.js';
 
 /** Depths the v2 `book` channel accepts (docs.kraken.com, WebSocket v2 `book`). */
 export const KRAKEN_BOOK_DEPTHS: readonly number[] = [10, 25, 100, 500, 1000];

@@ -1,14 +1,18 @@
 import { z } from 'zod';
 import { bookEnvelope, TickfleetError, tradeEnvelope, ValidationError, type Envelope, type Trade } from '@tickfleet/core';
-import { BinanceDepth } from '../binance/binance-schemas.js';
-import { binanceVenueSymbol } from '../binance/binance-symbols.js';
-import { binanceDepthWeight } from '../binance/binance-weights.js';
-import { normaliseBaseUrl } from '../internal/options.js';
-import { DECIMAL_RE, parsePayload } from '../internal/parse-payload.js';
-import { VenueHttpClient, type HttpResponse } from '../venue-http-client.js';
-import { LevelBook } from './level-book.js';
+import {
+  BinanceDepth,
+  binanceDepthWeight,
+  binanceVenueSymbol,
+  DECIMAL_RE,
+  normaliseBaseUrl,
+  parsePayload,
+  VenueHttpClient,
+  type HttpResponse,
+} from '@tickfleet/venues';
+import { LevelBook } from './internal/level-book.js';
+import { normaliseWsUrl, WsStreamSession } from './internal/ws-stream-session.js';
 import type { StreamSessionOptions } from './stream-session.js';
-import { normaliseWsUrl, WsStreamSession } from './ws-stream-session.js';
 
 /** Documented spot stream limits (developers.binance.com, "WebSocket Streams for Binance", "WebSocket Limits"). */
 export const BINANCE_MAX_STREAMS_PER_CONNECTION = 1024;

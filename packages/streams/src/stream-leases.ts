@@ -1,7 +1,5 @@
 import { systemClock, ValidationError, type Clock } from '@tickfleet/core';
-import { luaCommand, type LuaCommand } from './lua-command.js';
-import { assertPrefix, QUEUE_PREFIX } from './names.js';
-import type { RedisClient } from './redis-connection.js';
+import { assertPrefix, luaCommand, QUEUE_PREFIX, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 

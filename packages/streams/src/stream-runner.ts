@@ -1,20 +1,17 @@
 import { type BeforeRequestInfo, type Clock, type Envelope, type StreamDefinition, RateLimitedError, systemClock } from '@tickfleet/core';
-import {
-  ConnectAttempts,
-  publishStreamLive,
-  StreamLeases,
-  streamLiveKey,
-  type RedisClient,
-  type StreamLiveState,
-  type StreamLostReason,
-} from '@tickfleet/queues';
+import type { RedisClient } from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
-import { BinanceStreamSession, KrakenStreamSession, type StreamEvent, type StreamSession, type StreamSessionStats } from '@tickfleet/venues';
+import { BinanceStreamSession } from './binance-stream-session.js';
+import { ConnectAttempts } from './connect-attempts.js';
+import { streamEventEnvelope, streamGapJobId, type RecordedStreamEvent } from './internal/stream-events.js';
+import { KrakenStreamSession } from './kraken-stream-session.js';
 import { StreamCheckpoints } from './stream-checkpoints.js';
-import { streamEventEnvelope, streamGapJobId, type RecordedStreamEvent } from './stream-events.js';
+import { StreamLeases, type StreamLostReason } from './stream-leases.js';
+import { publishStreamLive, streamLiveKey, type StreamLiveState } from './stream-live.js';
 import type { StreamMetrics } from './stream-metrics.js';
+import type { StreamEvent, StreamSession, StreamSessionStats } from './stream-session.js';
 
 /** Where the worker's stream sessions connect; REST calls (book snapshots, trade healing) go to the venue's connector `baseUrl`. */
 export interface StreamEndpoints {

@@ -1,5 +1,5 @@
 import { registerMetric, type Counter, type Gauge, type Registry } from '@tickfleet/telemetry';
-import type { StreamSessionStats } from '@tickfleet/venues';
+import type { StreamSessionStats } from './stream-session.js';
 
 /**
  * The stream series of the worker's `/metrics` (rows of the telemetry metric catalog). Sessions

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError } from '@tickfleet/core';
-import { luaCommand, type LuaCommand } from './lua-command.js';
-import { QUEUE_PREFIX, venueKey } from './names.js';
-import type { RedisClient } from './redis-connection.js';
+import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 

@@ -1,7 +1,7 @@
 import { ValidationError } from '@tickfleet/core';
+import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
 import { startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { CONNECT_ATTEMPT_LIMITS, ConnectAttempts } from './connect-attempts.js';
-import { createRedisConnection, type RedisClient } from './redis-connection.js';
 
 let redis: TestRedis;
 let a: RedisClient;
