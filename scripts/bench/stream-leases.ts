@@ -2,14 +2,14 @@
  * Stream leases benchmark (docs/streams-fleet.md): what one lease cycle costs, and how long streams
  * go unheld when a worker dies, leaves gracefully, or workers are added, with real timers.
  *
- *   node --import tsx scripts/bench/stream-leases.ts [--streams 30] [--ttl 5000] [--cycle-streams 1000] [--cycle-workers 10]
+ *   node --import tsx scripts/bench/stream-leases.ts [--streams 30] [--ttl <ms, default STREAM_DEFAULTS.leaseTtlMs>] [--cycle-streams 1000] [--cycle-workers 10]
  *
  * Ground truth is Redis itself: the leases hash is read every 20 ms, and for each stream the
  * longest stretch without a live lease is measured (resolution: the 20 ms sampling).
  */
 import { startRedis } from '@tickfleet/testkit';
 import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
-import { StreamLeases } from '@tickfleet/streams';
+import { STREAM_DEFAULTS, StreamLeases, streamRenewEveryMs } from '@tickfleet/streams';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {
@@ -18,7 +18,7 @@ const arg = (name: string, fallback: number): number => {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 };
 const STREAMS = arg('streams', 30);
-const TTL = arg('ttl', 5000);
+const TTL = arg('ttl', STREAM_DEFAULTS.leaseTtlMs);
 const CYCLE_STREAMS = arg('cycle-streams', 1000);
 const CYCLE_WORKERS = arg('cycle-workers', 10);
 
@@ -118,7 +118,7 @@ const perWorker = (held: Map<string, string>): number[] => {
   cConn.disconnect(); // c dies: no release, its leases run out
   const kill = await watch(observer, streams, (h) => !perWorker(h).includes(0) && ![...h.values()].includes('c'));
   console.log(
-    `worker killed: its streams held again after ${kill.ms.toFixed(0)} ms, longest unheld stream ${kill.longestGapMs.toFixed(0)} ms (bound ttl + ttl/3 = ${((TTL * 4) / 3).toFixed(0)} ms)`,
+    `worker killed: its streams held again after ${kill.ms.toFixed(0)} ms, longest unheld stream ${kill.longestGapMs.toFixed(0)} ms (bound ttl + renewal period = ${(TTL + streamRenewEveryMs(TTL)).toFixed(0)} ms)`,
   );
 
   await b.stop(); // graceful: hands over at once

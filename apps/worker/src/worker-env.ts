@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULTS, duration, matching, oneOf, SHARED } from '@tickfleet/config';
 import { ON_FULL_POLICIES } from '@tickfleet/sinks';
+import { STREAM_DEFAULTS } from '@tickfleet/streams';
 
 /** The worker's configuration, parsed once at start with parseConfig; a bad value names its variable. */
 export const WorkerEnv = z.object({
@@ -35,14 +36,14 @@ export const WorkerEnv = z.object({
   /** Whether this worker holds streams (docs/streams-fleet.md): `on` (default) or `off` for a units-only worker. */
   TICKFLEET_STREAMS: oneOf(['on', 'off'] as const).default('on'),
   /** Stream lease lifetime: a dead worker's streams move after about this long. */
-  TICKFLEET_STREAM_LEASE_TTL_MS: duration().default(5000),
+  TICKFLEET_STREAM_LEASE_TTL_MS: duration().default(STREAM_DEFAULTS.leaseTtlMs),
   /** How often the stream definitions' version is read (one cheap query; the list only when it moved). */
-  TICKFLEET_STREAMS_POLL_MS: duration().default(5000),
+  TICKFLEET_STREAMS_POLL_MS: duration().default(STREAM_DEFAULTS.definitionsPollMs),
   /** WebSocket roots of the stream venues (the emulation: `ws://127.0.0.1:<port>/binance`, `…/kraken/v2`). */
   TICKFLEET_BINANCE_WS_URL: matching(/^wss?:\/\/\S+$/, 'a ws:// or wss:// URL').default('wss://stream.binance.com:9443'),
   TICKFLEET_KRAKEN_WS_URL: matching(/^wss?:\/\/\S+$/, 'a ws:// or wss:// URL').default('wss://ws.kraken.com/v2'),
   /** A stream connection that received nothing for this long is reopened (raise it for illiquid Binance books). */
-  TICKFLEET_STREAM_SILENCE_MS: duration().default(10_000),
+  TICKFLEET_STREAM_SILENCE_MS: duration().default(STREAM_DEFAULTS.silenceTimeoutMs),
   LOG_LEVEL: SHARED.LOG_LEVEL,
   POLYGON_API_KEY: SHARED.POLYGON_API_KEY,
   FINNHUB_API_KEY: SHARED.FINNHUB_API_KEY,

@@ -16,6 +16,10 @@ import type { StreamSessionOptions } from './stream-session.js';
 
 /** Documented spot stream limits (developers.binance.com, "WebSocket Streams for Binance", "WebSocket Limits"). */
 export const BINANCE_MAX_STREAMS_PER_CONNECTION = 1024;
+/**
+ * "WebSocket connections have a limit of 300 connections per attempt every 5 minutes per IP"
+ * (developers.binance.com/docs/binance-spot-api-docs/web-socket-streams).
+ */
 export const BINANCE_CONNECTION_ATTEMPTS = { limit: 300, windowMs: 300_000 } as const;
 /** `GET /api/v3/aggTrades` weight (spot REST docs). */
 export const BINANCE_AGG_TRADES_WEIGHT = 4;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError } from '@tickfleet/core';
 import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { BINANCE_CONNECTION_ATTEMPTS } from './binance-stream-session.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -10,11 +11,10 @@ export interface ConnectAttemptLimit {
   windowMs: number;
 }
 
-/**
- * Binance spot: "WebSocket connections have a limit of 300 connections per attempt every 5
- * minutes per IP" (developers.binance.com/docs/binance-spot-api-docs/web-socket-streams).
- */
-export const CONNECT_ATTEMPT_LIMITS: Readonly<Record<string, ConnectAttemptLimit>> = { binance: { attempts: 300, windowMs: 300_000 } };
+/** The venues' documented limits on new connections per IP. */
+export const CONNECT_ATTEMPT_LIMITS: Readonly<Record<string, ConnectAttemptLimit>> = {
+  binance: { attempts: BINANCE_CONNECTION_ATTEMPTS.limit, windowMs: BINANCE_CONNECTION_ATTEMPTS.windowMs },
+};
 
 export type ConnectAttempt = { allowed: true; remaining: number } | { allowed: false; retryAfterMs: number };
 

@@ -1,3 +1,4 @@
+export { STREAM_DEFAULTS, streamRenewEveryMs } from './stream-defaults.js';
 export {
   type StreamEvent,
   type StreamRestRequest,

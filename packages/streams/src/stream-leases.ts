@@ -1,5 +1,6 @@
 import { systemClock, ValidationError, type Clock } from '@tickfleet/core';
 import { assertPrefix, luaCommand, QUEUE_PREFIX, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { STREAM_DEFAULTS, streamRenewEveryMs } from './stream-defaults.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -16,9 +17,9 @@ export type StreamLostReason = 'balance' | 'expired' | 'removed' | 'released';
 export interface StreamLeasesOptions {
   /** Key prefix (namespace) of the fleet. @defaultValue QUEUE_PREFIX ('tickfleet') */
   prefix?: string;
-  /** Lease and membership lifetime: a dead worker's streams free up after this long. @defaultValue 5000 */
+  /** Lease and membership lifetime: a dead worker's streams free up after this long. @defaultValue {@link STREAM_DEFAULTS.leaseTtlMs} */
   ttlMs?: number;
-  /** How often {@link StreamLeases.start} runs a cycle. @defaultValue ttlMs / 3 */
+  /** How often {@link StreamLeases.start} runs a cycle. @defaultValue {@link streamRenewEveryMs}(ttlMs) */
   renewEveryMs?: number;
   /** Only its monotonic time is used (see {@link StreamLeases.isHeld}): expiries are on the Redis server's clock. @defaultValue systemClock */
   clock?: Clock;
@@ -102,9 +103,9 @@ export class StreamLeases {
   ) {
     if (!/^\S{1,200}$/.test(workerId)) throw new ValidationError('workerId', '1-200 characters without whitespace', workerId);
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
-    this.ttlMs = options.ttlMs ?? 5000;
+    this.ttlMs = options.ttlMs ?? STREAM_DEFAULTS.leaseTtlMs;
     if (!Number.isInteger(this.ttlMs) || this.ttlMs < 10) throw new ValidationError('ttlMs', 'an integer of at least 10 ms', options.ttlMs);
-    this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(this.ttlMs / 3));
+    this.renewEveryMs = options.renewEveryMs ?? streamRenewEveryMs(this.ttlMs);
     if (!(this.renewEveryMs > 0 && this.renewEveryMs < this.ttlMs)) {
       throw new ValidationError('renewEveryMs', `more than 0 and less than ttlMs (${this.ttlMs})`, options.renewEveryMs);
     }

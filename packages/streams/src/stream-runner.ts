@@ -8,6 +8,7 @@ import { ConnectAttempts } from './connect-attempts.js';
 import { streamEventEnvelope, streamGapJobId, type RecordedStreamEvent } from './internal/stream-events.js';
 import { KrakenStreamSession } from './kraken-stream-session.js';
 import { StreamCheckpoints } from './stream-checkpoints.js';
+import { STREAM_DEFAULTS, streamLiveTtlMs, streamStatsEveryMs } from './stream-defaults.js';
 import { StreamLeases, type StreamLostReason } from './stream-leases.js';
 import { publishStreamLive, streamLiveKey, type StreamLiveState } from './stream-live.js';
 import type { StreamMetrics } from './stream-metrics.js';
@@ -32,11 +33,11 @@ export interface StreamRunnerOptions {
   endpoints: StreamEndpoints;
   /** Venues this worker serves (TICKFLEET_VENUES); streams of others are left to other workers. */
   venues?: readonly string[];
-  /** Lease lifetime. @defaultValue 5000 */
+  /** Lease lifetime. @defaultValue {@link STREAM_DEFAULTS.leaseTtlMs} */
   leaseTtlMs?: number;
-  /** How often the definitions' version is read. @defaultValue 5000 */
+  /** How often the definitions' version is read. @defaultValue {@link STREAM_DEFAULTS.definitionsPollMs} */
   pollMs?: number;
-  /** Silence timeout of the sessions. @defaultValue 10000 */
+  /** Silence timeout of the sessions. @defaultValue {@link STREAM_DEFAULTS.silenceTimeoutMs} */
   silenceTimeoutMs?: number;
   clock?: Clock;
 }
@@ -61,11 +62,6 @@ interface HeldStream {
 /** What `/healthz` and the Redis live-state key say about one held stream: the published contract, with the session's own state type. */
 export type StreamHealth = StreamLiveState & { state: StreamSessionStats['state']; timeQuality: StreamSessionStats['timeQuality'] };
 
-/** The live-state key outlives this many stats cycles, so a dead holder's state vanishes soon after it. */
-const LIVE_KEY_TTL_FACTOR = 3;
-/** Longest a graceful stop waits to hand the leases over before leaving them to expire. */
-const RELEASE_TIMEOUT_MS = 5000;
-
 /**
  * Runs the fleet's streams on this worker (docs/streams-fleet.md): keeps {@link StreamLeases} fed
  * with the enabled definitions, opens a venue session for each stream it acquires (resuming from
@@ -78,6 +74,7 @@ export class StreamRunner {
   private readonly checkpoints: StreamCheckpoints;
   private readonly attempts: ConnectAttempts;
   private readonly clock: Clock;
+  private readonly leaseTtlMs: number;
   private readonly held = new Map<string, HeldStream>();
   /** Per-stream chain of opens and stops, so a stop never races the open it follows. */
   private readonly ops = new Map<string, Promise<void>>();
@@ -92,12 +89,13 @@ export class StreamRunner {
 
   constructor(private readonly options: StreamRunnerOptions) {
     this.clock = options.clock ?? systemClock;
+    this.leaseTtlMs = options.leaseTtlMs ?? STREAM_DEFAULTS.leaseTtlMs;
     this.checkpoints = new StreamCheckpoints(options.connection, options.prefix);
     this.attempts = new ConnectAttempts(options.connection, { prefix: options.prefix });
     this.log = rateLimitedLog(options.logger, 60_000);
     this.leases = new StreamLeases(options.connection, options.workerId, {
       prefix: options.prefix,
-      ttlMs: options.leaseTtlMs ?? 5000,
+      ttlMs: this.leaseTtlMs,
       clock: this.clock,
       onAcquired: (name, token) => this.open(name, token),
       onLost: (name, reason) => this.close(name, reason),
@@ -108,8 +106,8 @@ export class StreamRunner {
   /** Reads the definitions once (a store that cannot be read fails the start), then runs the lease cycles and the polls. */
   async start(): Promise<void> {
     await this.refreshDefinitions();
-    const pollMs = this.options.pollMs ?? 5000;
-    const statsMs = Math.max(200, Math.floor((this.options.leaseTtlMs ?? 5000) / 3));
+    const pollMs = this.options.pollMs ?? STREAM_DEFAULTS.definitionsPollMs;
+    const statsMs = streamStatsEveryMs(this.leaseTtlMs);
     this.timers.push(
       setInterval(
         () => void this.refreshDefinitions().catch((err: unknown) => this.log('warn', 'stream-defs', { err }, 'could not read the stream definitions')),
@@ -138,9 +136,9 @@ export class StreamRunner {
           return true;
         },
       );
-      const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), RELEASE_TIMEOUT_MS).unref());
+      const timeout = new Promise<boolean>((r) => setTimeout(() => r(false), STREAM_DEFAULTS.releaseTimeoutMs).unref());
       if (!(await Promise.race([released, timeout])))
-        this.options.logger.warn({ timeoutMs: RELEASE_TIMEOUT_MS }, 'stream lease release timed out; they expire on their own');
+        this.options.logger.warn({ timeoutMs: STREAM_DEFAULTS.releaseTimeoutMs }, 'stream lease release timed out; they expire on their own');
     }
     // An open already under way when the stop came adds its session after the first pass: closed by the next.
     while (this.held.size > 0 || this.ops.size > 0) {
@@ -245,7 +243,7 @@ export class StreamRunner {
       symbols: def.symbols,
       channels: def.channels,
       clock: this.clock,
-      silenceTimeoutMs: this.options.silenceTimeoutMs ?? 10_000,
+      silenceTimeoutMs: this.options.silenceTimeoutMs ?? STREAM_DEFAULTS.silenceTimeoutMs,
       ...(Object.keys(resume).length > 0 ? { resumeTradeIds: resume } : {}),
       onRecords: (envelopes: Envelope[]) => this.deliver(held, envelopes),
       onEvent: (event: StreamEvent) => this.onEvent(held, event),
@@ -429,7 +427,7 @@ export class StreamRunner {
   private async publish(): Promise<void> {
     if (this.stopped) return;
     for (const [name, token] of this.leases.held()) if (!this.held.has(name) && !this.ops.has(name)) this.open(name, token);
-    const ttlMs = Math.max(1000, LIVE_KEY_TTL_FACTOR * Math.floor((this.options.leaseTtlMs ?? 5000) / 3));
+    const ttlMs = streamLiveTtlMs(this.leaseTtlMs);
     const writes: Array<Promise<unknown>> = [];
     for (const h of this.held.values()) {
       if (h.stopping) continue;

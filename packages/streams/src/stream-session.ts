@@ -86,7 +86,7 @@ export interface StreamSessionOptions {
   beforeConnect?(info: { venue: string }): Promise<void>;
   /** @defaultValue systemClock */
   clock?: Clock;
-  /** A connection that received nothing (no data, heartbeat or ping) for this long is closed and reopened. @defaultValue 10000 */
+  /** A connection that received nothing (no data, heartbeat or ping) for this long is closed and reopened. @defaultValue {@link STREAM_DEFAULTS.silenceTimeoutMs} */
   silenceTimeoutMs?: number;
   /** Shortest clock time between two book snapshots of one symbol while live (one is always emitted after a sync). @defaultValue 1000 */
   bookSnapshotMs?: number;

@@ -1,6 +1,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { STREAM_CHANNELS, systemClock, ValidationError, type Clock, type Envelope } from '@tickfleet/core';
 import { TimeQualityTracker } from './time-quality.js';
+import { STREAM_DEFAULTS } from '../stream-defaults.js';
 import { type StreamEvent, type StreamSession, type StreamSessionOptions, type StreamSessionStats, type StreamState } from '../stream-session.js';
 
 /** Queued messages above which the socket is paused (the pipeline is behind), and below which it resumes. */
@@ -83,7 +84,7 @@ export abstract class WsStreamSession implements StreamSession {
     for (const c of options.channels) if (!STREAM_CHANNELS.includes(c)) throw new ValidationError('channels', `one of ${STREAM_CHANNELS.join(', ')}`, c);
     this.opts = options;
     this.clock = options.clock ?? systemClock;
-    this.silenceTimeoutMs = positiveInt('silenceTimeoutMs', options.silenceTimeoutMs, 10_000);
+    this.silenceTimeoutMs = positiveInt('silenceTimeoutMs', options.silenceTimeoutMs, STREAM_DEFAULTS.silenceTimeoutMs);
     this.bookSnapshotMs = positiveInt('bookSnapshotMs', options.bookSnapshotMs, 1000);
     this.bookLevels = positiveInt('bookLevels', options.bookLevels, 20);
     this.backoffInitialMs = positiveInt('backoff.initialMs', options.backoff?.initialMs, 500);
