@@ -28,7 +28,6 @@ function worker(prefix: string, id: string, streams: string[], options: StreamLe
   const events: TestWorker['events'] = [];
   const leases = new StreamLeases(conn, id, {
     prefix,
-    ttlMs: 5000,
     onAcquired: (name, token) => events.push({ name, token }),
     onLost: (name, reason) => events.push({ name, reason }),
     ...options,
