@@ -11,6 +11,7 @@ import { collectFleetStatus, type FleetStatus } from './fleet-status.js';
 import { FleetStatusMetrics } from './fleet-status-metrics.js';
 import { QueueBoard } from './queue-board.js';
 import { StatusCache } from './status-cache.js';
+import { DASHBOARD_DEFAULTS } from './dashboard-defaults.js';
 import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
 import { actionGuard } from './internal/action-guard.js';
 import { chartAssets, type StaticAsset } from './internal/chart-assets.js';
@@ -20,28 +21,28 @@ export interface DashboardServerOptions {
   /** A non-blocking Redis client of the fleet (shared by the queues, freeze control and heartbeats). */
   redis: RedisClient;
   store: StateStore;
-  /** Key prefix of the fleet's queues and venue records. @defaultValue 'tickfleet' */
+  /** Key prefix of the fleet's queues and venue records. @defaultValue {@link QUEUE_PREFIX} */
   prefix?: string;
-  /** @defaultValue 0 (a free port) */
+  /** @defaultValue {@link DASHBOARD_DEFAULTS.serverPort} (a free port) */
   port?: number;
-  /** @defaultValue '127.0.0.1' */
+  /** @defaultValue {@link DASHBOARD_DEFAULTS.host} */
   host?: string;
   /**
    * Let bull-board retry, promote, clean… units. Requires credentials; without them the
-   * constructor throws a ConfigError naming TICKFLEET_DASHBOARD_TOKEN. @defaultValue false
+   * constructor throws a ConfigError naming TICKFLEET_DASHBOARD_TOKEN. @defaultValue {@link DASHBOARD_DEFAULTS.allowActions}
    */
   allowActions?: boolean;
   /** When set, every page and API (not /metrics, /healthz, /readyz) requires them. */
   credentials?: DashboardCredentials;
   /** Spool base directory for the spool-depth figure. */
   spoolDir?: string;
-  /** How often connectors are re-read for new venues. @defaultValue 5000 */
+  /** How often connectors are re-read for new venues. @defaultValue {@link DASHBOARD_DEFAULTS.discoverMs} */
   discoverMs?: number;
-  /** How often the overview page polls `/api/status`. @defaultValue 2000 */
+  /** How often the overview page polls `/api/status`. @defaultValue {@link DASHBOARD_DEFAULTS.refreshMs} */
   refreshMs?: number;
-  /** A status snapshot is reused for this long across requests and scrapes. @defaultValue 500 */
+  /** A status snapshot is reused for this long across requests and scrapes. @defaultValue {@link DASHBOARD_DEFAULTS.statusMaxAgeMs} */
   statusMaxAgeMs?: number;
-  /** How often the history behind the overview's charts samples each venue (it keeps an hour). @defaultValue 5000 */
+  /** How often the history behind the overview's charts samples each venue (it keeps an hour). @defaultValue {@link DASHBOARD_DEFAULTS.historyIntervalMs} */
   historyIntervalMs?: number;
   /** @defaultValue createRegistry('dashboard') */
   registry?: Registry;
@@ -76,7 +77,7 @@ export class DashboardServer {
   constructor(private readonly options: DashboardServerOptions) {
     // First, so a dashboard installed without its chart library does not start at all.
     this.assets = chartAssets();
-    this.allowActions = options.allowActions ?? false;
+    this.allowActions = options.allowActions ?? DASHBOARD_DEFAULTS.allowActions;
     this.credentials = options.credentials ?? {};
     assertCredentials(this.allowActions, this.credentials);
     const prefix = options.prefix ?? QUEUE_PREFIX;
@@ -94,7 +95,7 @@ export class DashboardServer {
     const metrics = new FleetStatusMetrics(this.registry);
     this.status = new StatusCache(
       () => this.collect(),
-      options.statusMaxAgeMs ?? 500,
+      options.statusMaxAgeMs ?? DASHBOARD_DEFAULTS.statusMaxAgeMs,
       (s) => metrics.apply(s),
     );
     this.history = new HistoryCollector({
@@ -103,7 +104,7 @@ export class DashboardServer {
         const t = await this.control.totals(venue);
         return { units: t.unitsOk, records: t.records };
       },
-      intervalMs: options.historyIntervalMs ?? 5000,
+      intervalMs: options.historyIntervalMs ?? DASHBOARD_DEFAULTS.historyIntervalMs,
       ...(options.logger === undefined ? {} : { logger: options.logger }),
     });
   }
@@ -126,7 +127,7 @@ export class DashboardServer {
   }
 
   get url(): string {
-    const host = this.options.host ?? '127.0.0.1';
+    const host = this.options.host ?? DASHBOARD_DEFAULTS.host;
     return `http://${host.includes(':') ? `[${host}]` : host}:${this.port ?? 0}`;
   }
 
@@ -135,7 +136,9 @@ export class DashboardServer {
     // Listen first: a port in use or a bad host fails before the board touches Redis (BullMQ
     // writes each queue's meta key on first use).
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', (err?: Error) => (err ? reject(err) : resolve(s)));
+      const s = app.listen(this.options.port ?? DASHBOARD_DEFAULTS.serverPort, this.options.host ?? DASHBOARD_DEFAULTS.host, (err?: Error) =>
+        err ? reject(err) : resolve(s),
+      );
     });
     this.server = server;
     try {
@@ -189,7 +192,7 @@ export class DashboardServer {
       res.type('html').send(
         overviewPage({
           queuesPath: this.board.basePath,
-          refreshMs: this.options.refreshMs ?? 2000,
+          refreshMs: this.options.refreshMs ?? DASHBOARD_DEFAULTS.refreshMs,
           historyIntervalMs: this.history.intervalMs,
           readOnly: !this.allowActions,
         }),

@@ -14,5 +14,6 @@ export { StatusCache } from './status-cache.js';
 export { QueueBoard, type QueueBoardOptions } from './queue-board.js';
 export { DashboardServer, type DashboardServerOptions } from './dashboard-server.js';
 export { DashboardEnv } from './dashboard-env.js';
+export { DASHBOARD_DEFAULTS } from './dashboard-defaults.js';
 export { runDashboard, type RunDashboardOptions, type RunningDashboard } from './run-dashboard.js';
 export type { DashboardCredentials } from './internal/dashboard-auth.js';

@@ -5,15 +5,16 @@ import type { Logger } from '@tickfleet/telemetry';
 import type { VenueQueues } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import type { RequestHandler } from 'express';
+import { DASHBOARD_DEFAULTS } from './dashboard-defaults.js';
 
 export interface QueueBoardOptions {
   queues: VenueQueues;
   store: StateStore;
-  /** URL path the board is mounted at. @defaultValue '/queues' */
+  /** URL path the board is mounted at. @defaultValue {@link DASHBOARD_DEFAULTS.queuesPath} */
   basePath?: string;
-  /** Refuse job actions (retry, promote, clean, …) in bull-board itself. @defaultValue true */
+  /** Refuse job actions (retry, promote, clean, …) in bull-board itself. @defaultValue not {@link DASHBOARD_DEFAULTS.allowActions} */
   readOnly?: boolean;
-  /** How often connectors are re-read to find new venues. @defaultValue 5000 */
+  /** How often connectors are re-read to find new venues. @defaultValue {@link DASHBOARD_DEFAULTS.discoverMs} */
   discoverMs?: number;
   logger?: Logger;
 }
@@ -34,9 +35,9 @@ export class QueueBoard {
   private discovering: Promise<string[]> | undefined;
 
   constructor(private readonly options: QueueBoardOptions) {
-    this.basePath = options.basePath ?? '/queues';
-    this.readOnly = options.readOnly ?? true;
-    this.discoverMs = options.discoverMs ?? 5000;
+    this.basePath = options.basePath ?? DASHBOARD_DEFAULTS.queuesPath;
+    this.readOnly = options.readOnly ?? !DASHBOARD_DEFAULTS.allowActions;
+    this.discoverMs = options.discoverMs ?? DASHBOARD_DEFAULTS.discoverMs;
     this.adapter.setBasePath(this.basePath);
     this.board = createBullBoard({
       queues: [],
