@@ -15,4 +15,17 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The overview page's browser code (served as one module bundled from these files): it takes
+    // only types from the server, and node's globals, which its tsconfig brings along with those
+    // types, do not exist in a browser.
+    files: ['apps/dashboard/src/client/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../*', 'node:*', '@tickfleet/*', 'uplot'], allowTypeImports: true, message: 'browser code: import only types from here' }] },
+      ],
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'global', 'require', 'module', '__dirname', '__filename', 'setImmediate', 'clearImmediate'],
+    },
+  },
 );

@@ -15,7 +15,7 @@ import { DASHBOARD_DEFAULTS } from './dashboard-defaults.js';
 import { assertCredentials, authenticate, hasCredentials, TOKEN_COOKIE, type DashboardCredentials } from './internal/dashboard-auth.js';
 import { actionGuard } from './internal/action-guard.js';
 import { chartAssets, type StaticAsset } from './internal/chart-assets.js';
-import { overviewPage } from './internal/overview-page.js';
+import { overviewAssets, overviewPage } from './internal/overview-page.js';
 
 export interface DashboardServerOptions {
   /** A non-blocking Redis client of the fleet (shared by the queues, freeze control and heartbeats). */
@@ -52,9 +52,10 @@ export interface DashboardServerOptions {
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
 
 /**
- * The dashboard role's HTTP server: the fleet overview at `/` (polling `/api/status`, charting
- * `/api/history` with the uPlot build it serves under `/assets/`), bull-board
- * for every venue queue at `/queues`, and `/metrics` `/healthz` `/readyz`.
+ * The dashboard role's HTTP server: the fleet overview at `/` (its script, built from
+ * src/client/ at start, polls `/api/status` and charts `/api/history` with the uPlot build served
+ * beside it under `/assets/`), bull-board for every venue queue at `/queues`, and `/metrics`
+ * `/healthz` `/readyz`.
  *
  * Read-only unless `allowActions`: bull-board's per-queue `readOnlyMode` answers 405 to actions,
  * and a guard in front of it refuses every non-GET board request with 403 as well (bull-board's
@@ -132,7 +133,9 @@ export class DashboardServer {
   }
 
   async start(): Promise<number> {
-    const app = this.app();
+    // The page's script is built from its TypeScript source once per process; a source that does
+    // not build stops the start, as a missing chart library does.
+    const app = this.app([...this.assets, ...(await overviewAssets())]);
     // Listen first: a port in use or a bad host fails before the board touches Redis (BullMQ
     // writes each queue's meta key on first use).
     const server = await new Promise<Server>((resolve, reject) => {
@@ -168,7 +171,7 @@ export class DashboardServer {
     await this.queues.close();
   }
 
-  private app(): express.Express {
+  private app(assets: readonly StaticAsset[]): express.Express {
     const app = express();
     app.disable('x-powered-by');
     const protect = hasCredentials(this.credentials);
@@ -188,15 +191,14 @@ export class DashboardServer {
       next();
     });
 
+    const page = overviewPage({
+      queuesPath: this.board.basePath,
+      refreshMs: this.options.refreshMs ?? DASHBOARD_DEFAULTS.refreshMs,
+      historyIntervalMs: this.history.intervalMs,
+      readOnly: !this.allowActions,
+    });
     app.get('/', (_req, res) => {
-      res.type('html').send(
-        overviewPage({
-          queuesPath: this.board.basePath,
-          refreshMs: this.options.refreshMs ?? DASHBOARD_DEFAULTS.refreshMs,
-          historyIntervalMs: this.history.intervalMs,
-          readOnly: !this.allowActions,
-        }),
-      );
+      res.type('html').send(page);
     });
     app.get('/api/status', (_req, res, next) => {
       this.status.current().then((s) => res.json(s), next);
@@ -209,9 +211,9 @@ export class DashboardServer {
         res.status(400).json({ error: err.message });
       }
     });
-    for (const asset of this.assets) {
+    for (const asset of assets) {
       app.get(asset.path, (_req, res) => {
-        res.type(asset.contentType).setHeader('Cache-Control', 'public, max-age=3600');
+        res.type(asset.contentType).setHeader('Cache-Control', asset.cacheControl);
         res.send(asset.body);
       });
     }

@@ -61,7 +61,16 @@ describe('DashboardServer', () => {
     const page = await fetch(`${server.url}/`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
-    expect(await page.text()).toContain("fetch('api/status'");
+    const html = await page.text();
+    // The page's script is a module the dashboard built from src/client/overview.ts at start (esbuild
+    // writes strings with double quotes); its settings are data in the page.
+    expect(html).toContain('<script type="module" src="assets/overview.js"></script>');
+    const script = await fetch(`${server.url}/assets/overview.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await script.text()).toContain('fetch("api/status"');
+    const config = /<script type="application\/json" id="overview-config">(.*?)<\/script>/.exec(html)?.[1];
+    expect(JSON.parse(config ?? 'null')).toEqual({ queuesPath: '/queues', refreshMs: 2000, historyRefreshMs: 5000, historyIntervalMs: 5000, readOnly: true });
 
     const res = await fetch(`${server.url}/api/status`);
     expect(res.status).toBe(200);

@@ -7,6 +7,8 @@ export interface StaticAsset {
   /** Route under the dashboard (relative to its root). */
   path: string;
   contentType: string;
+  /** The Cache-Control header it is served with. */
+  cacheControl: string;
   body: Buffer;
 }
 
@@ -19,7 +21,8 @@ function load(specifier: string, path: string, contentType: string): StaticAsset
   } catch {
     throw new NotFoundError('dashboard chart library file (installed with the uplot package of @tickfleet/dashboard: run pnpm install)', specifier);
   }
-  return { path, contentType, body: readFileSync(file) };
+  // uPlot's files change only with the package's version.
+  return { path, contentType, cacheControl: 'public, max-age=3600', body: readFileSync(file) };
 }
 
 /**

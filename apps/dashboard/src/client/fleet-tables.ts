@@ -1,0 +1,154 @@
+import type { FleetStatus, VenueStatus } from '../fleet-status.js';
+import type { StreamStatus } from '../stream-status.js';
+import { byId, bytes, clock, dur, el, num, type Child } from './dom.js';
+
+// Mirrors queueNameFor() of @tickfleet/queues: the BullMQ queue of a venue is "{venue}".
+function queueHref(queuesPath: string, venue: string): string {
+  return queuesPath + '/queue/' + encodeURIComponent('{' + venue + '}');
+}
+
+/** `waiting 3 · prio 0 · …`: each count in a span named by its field. */
+function counts(q: VenueStatus['queue'], parts: readonly (readonly [label: string, field: keyof VenueStatus['queue']])[]): Child[] {
+  return parts.flatMap(([label, field], i) => [(i ? ' · ' : '') + label + ' ', el('span', { 'data-field': field }, [String(q[field])])]);
+}
+
+function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRowElement {
+  const b = v.budget;
+  const budget = b
+    ? [
+        el('span', { 'data-field': 'budget-used' }, [String(Math.round(b.used))]),
+        ' / ',
+        el('span', { 'data-field': 'budget-limit' }, [String(b.limit)]),
+        el('div', { class: 'bar' + (b.remaining <= 0 ? ' full' : '') }, [
+          el('span', { style: 'width:' + Math.min(100, (100 * b.used) / Math.max(1, b.limit)).toFixed(1) + '%' }),
+        ]),
+        el('small', {}, [b.policy + ', resets in ' + dur(Math.max(0, b.resetAtMs - now))]),
+      ]
+    : ['-'];
+  const f = v.freeze;
+  const freeze = f
+    ? [
+        el('span', { class: 'pill frozen', 'data-field': 'freeze-cause' }, [f.cause]),
+        el('small', { 'data-field': 'freeze-remaining' }, [dur(f.remainingMs) + ' left']),
+      ]
+    : [el('span', { class: 'dim', 'data-field': 'freeze-cause' }, ['none'])];
+  const q = v.queue;
+  const lag = v.cursorLag;
+  return el('tr', { 'data-venue': v.venue }, [
+    el('td', {}, [el('a', { class: 'q', href: queueHref(queuesPath, v.venue), 'data-field': 'venue' }, [v.venue])]),
+    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status])]),
+    el('td', { 'data-field': 'budget' }, budget),
+    el('td', { 'data-field': 'freeze' }, freeze),
+    el('td', { 'data-field': 'concurrency' }, [
+      v.concurrency.current + ' / ' + v.maxInflight,
+      el('small', {}, ['AIMD ' + v.concurrency.min + '..' + v.concurrency.max + (v.globalConcurrency === null ? '' : ', queue ' + v.globalConcurrency)]),
+    ]),
+    el('td', { 'data-field': 'queue' }, [
+      el(
+        'span',
+        {},
+        counts(q, [
+          ['waiting', 'waiting'],
+          ['prio', 'prioritized'],
+          ['active', 'active'],
+        ]),
+      ),
+      el(
+        'small',
+        {},
+        counts(q, [
+          ['delayed', 'delayed'],
+          ['failed', 'failed'],
+          ['done', 'completed'],
+        ]),
+      ),
+    ]),
+    el('td', {}, [el('span', { 'data-field': 'runnable' }, [String(v.runnable)]), ' / ', el('span', { 'data-field': 'blocked' }, [String(v.blocked)])]),
+    el('td', { 'data-field': 'lag' }, [
+      dur(lag.maxMs),
+      el('small', {}, [lag.jobId ? lag.jobId : lag.jobs + ' ohlcv jobs' + (lag.withoutCursor ? ', ' + lag.withoutCursor + ' without cursor' : '')]),
+    ]),
+    el('td', { 'data-field': 'gaps' }, [String(v.openGaps)]),
+    el('td', { 'data-field': 'workers' }, [v.liveWorkers === null ? '-' : String(v.liveWorkers)]),
+  ]);
+}
+
+// One stream: its definition, the lease holder and what the holder last published. Unheld and
+// unpublished streams still get a row, so a stream nobody runs is visible too.
+function streamRow(st: StreamStatus, now: number): HTMLTableRowElement {
+  const l = st.live;
+  const h = st.holder;
+  const state = l ? l.state : h ? 'connecting' : 'unheld';
+  const ledger =
+    st.unhealedGaps === 0
+      ? [el('span', { class: 'dim', 'data-field': 'ledger-count' }, ['0'])]
+      : [
+          el('details', { class: 'ledger' }, [
+            el('summary', {}, [el('span', { class: 'bad', 'data-field': 'ledger-count' }, [String(st.unhealedGaps)]), ' unhealed']),
+            // Newest first; the ledger job id (for tickfleet gaps list) in each entry's tooltip.
+            el('ul', {}, [
+              ...st.gaps.map((g) => el('li', { 'data-field': 'ledger-entry', title: g.jobId }, [g.symbol + ' trade ids ' + g.fromId + '..' + (g.toId - 1)])),
+              ...(st.unhealedGaps > st.gaps.length ? [el('li', {}, ['and ' + (st.unhealedGaps - st.gaps.length) + ' older'])] : []),
+            ]),
+          ]),
+        ];
+  return el('tr', { 'data-stream': st.name }, [
+    el('td', { 'data-field': 'name' }, [st.name]),
+    el('td', { 'data-field': 'venue' }, [st.venue]),
+    el('td', {}, [el('span', { 'data-field': 'symbols' }, [String(st.symbolCount)]), el('small', { 'data-field': 'channels' }, [st.channels.join(', ')])]),
+    el('td', { 'data-field': 'enabled' }, [st.enabled ? 'yes' : 'no']),
+    el('td', {}, [el('span', { 'data-field': 'holder' }, [h ? h.worker : '-']), el('small', {}, [h ? 'token ' + h.token : 'no lease'])]),
+    el('td', {}, [
+      el('span', { class: 'pill ' + state, 'data-field': 'state' }, [state]),
+      el('small', { 'data-field': 'connected-since' }, [l && l.connectedSince ? 'since ' + l.connectedSince.slice(11, 19) + 'Z' : '']),
+    ]),
+    el('td', { 'data-field': 'messages' }, [num(l?.messages)]),
+    el('td', { 'data-field': 'reconnects' }, [num(l?.reconnects)]),
+    el('td', { 'data-field': 'gaps' }, [
+      l ? l.gapsFound + ' / ' + l.gapsHealed + ' / ' : '- / - / ',
+      el('span', { class: l && l.gapsUnhealed > 0 ? 'bad' : '', 'data-field': 'gaps-unhealed' }, [num(l?.gapsUnhealed)]),
+    ]),
+    el('td', { 'data-field': 'resyncs' }, [num(l?.resyncs)]),
+    // The age the holder saw when it published, and how old that publication is by this snapshot.
+    el('td', {}, [
+      el('span', { 'data-field': 'last-message' }, [l ? dur(l.lastMessageAgeMs) + (l.lastMessageAgeMs === null ? '' : ' ago') : '-']),
+      el('small', {}, [l ? 'published ' + dur(Math.max(0, now - l.updatedAt)) + ' ago' : '']),
+    ]),
+    el('td', { 'data-field': 'skew' }, [
+      l ? dur(l.timeQuality.skewP50Ms) + ' / ' + dur(l.timeQuality.skewP99Ms) : '-',
+      el('small', {}, [l ? l.timeQuality.outOfOrder + ' out of order' : '']),
+    ]),
+    el('td', { 'data-field': 'ledger' }, ledger),
+  ]);
+}
+
+function tbodyOf(tableId: string): HTMLTableSectionElement {
+  const tbody = byId<HTMLTableElement>(tableId).tBodies[0];
+  if (!tbody) throw new Error(`overview page: table #${tableId} has no tbody`);
+  return tbody;
+}
+
+function renderStreams(s: FleetStatus): void {
+  const list = s.streams ?? [];
+  const tbody = tbodyOf('streams');
+  tbody.replaceChildren(...list.map((st) => streamRow(st, s.atMs)));
+  if (list.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '13', class: 'dim' }, ['no streams defined (tickfleet streams add)'])]));
+  byId('t-streams').textContent = list.filter((st) => st.holder).length + ' / ' + list.length;
+}
+
+/** Redraws the cards, the venue table and the stream table from one `api/status` snapshot. */
+export function renderStatus(s: FleetStatus, queuesPath: string): void {
+  const tbody = tbodyOf('venues');
+  tbody.replaceChildren(...s.venues.map((v) => venueRow(v, s.atMs, queuesPath)));
+  if (s.venues.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '10', class: 'dim' }, ['no connectors in the store yet'])]));
+  byId('t-venues').textContent = String(s.venues.length);
+  byId('t-runnable').textContent = String(s.totals.runnable);
+  byId('t-blocked').textContent = String(s.totals.blocked);
+  byId('t-active').textContent = String(s.totals.active);
+  byId('t-failed').textContent = String(s.totals.failed);
+  byId('t-frozen').textContent = String(s.totals.frozenVenues);
+  byId('t-gaps').textContent = String(s.totals.openGaps);
+  byId('t-spool').textContent = s.spool ? s.spool.segments + ' seg · ' + bytes(s.spool.bytes) : 'n/a';
+  renderStreams(s);
+  byId('updated').textContent = clock(s.atMs);
+}
