@@ -105,6 +105,21 @@ const panel = (page: Page, venue: string) => page.locator(`.venue-charts[data-ve
 const marksOf = async (page: Page, venue: string): Promise<FreezeMark[]> =>
   JSON.parse((await panel(page, venue).getAttribute('data-marks')) ?? '[]') as FreezeMark[];
 
+/**
+ * What went wrong in the page while it ran: uncaught exceptions of its script and failed requests
+ * (but the favicon's, which the dashboard has none of). Drawing the tables and charts at all shows
+ * the script was served and ran; this shows nothing in it failed along the way.
+ */
+function pageErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(`uncaught: ${err.message}`));
+  page.on('response', (res) => {
+    if (res.status() >= 400 && new URL(res.url()).pathname !== '/favicon.ico') errors.push(`HTTP ${res.status()}: ${res.url()}`);
+  });
+  page.on('requestfailed', (req) => errors.push(`failed: ${req.url()}`));
+  return errors;
+}
+
 /** Completes `n` binance units for real: a BullMQ worker takes each and completes it with the return value a fleet worker gives. */
 async function completeUnits(n: number, records: number): Promise<void> {
   const connection = createRedisConnection(redis.url);
@@ -138,6 +153,7 @@ function pngSize(path: string): { width: number; height: number; bytes: number }
 describe('dashboard in a real browser', () => {
   it('shows each venue with its budget, then a freeze cause and new units as they happen, without a reload', async () => {
     const page = await context.newPage();
+    const errors = pageErrors(page);
     await page.goto(`${server.url}/`);
     await page.locator('tr[data-venue="binance"]').waitFor();
     expect(await page.locator('#venues tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-venue')))).toEqual(['binance', 'polygon']);
@@ -193,6 +209,7 @@ describe('dashboard in a real browser', () => {
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-overview.png'), fullPage: true });
+    expect(errors).toEqual([]);
     await page.close();
   });
 
@@ -200,6 +217,7 @@ describe('dashboard in a real browser', () => {
     const page = await context.newPage();
     const requests: string[] = [];
     page.on('request', (req) => requests.push(req.url()));
+    const errors = pageErrors(page);
     await page.goto(`${server.url}/`);
     for (const venue of ['binance', 'polygon']) {
       await waitFor(async () => (await panel(page, venue).locator('canvas').count()) >= 4, `the ${venue} charts`, { timeoutMs: 30_000 });
@@ -242,7 +260,10 @@ describe('dashboard in a real browser', () => {
     const origin = new URL(server.url).origin;
     expect(requests).toContain(`${origin}/assets/uplot.iife.min.js`);
     expect(requests).toContain(`${origin}/assets/uplot.min.css`);
+    expect(requests).toContain(`${origin}/assets/overview.js`);
+    expect(requests).toContain(`${origin}/assets/overview.css`);
     expect(requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
+    expect(errors).toEqual([]);
     await page.close();
   });
 
