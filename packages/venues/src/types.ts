@@ -30,7 +30,7 @@ export interface VenueAdapterOptions {
   /** Venue root URL; the adapter appends the real API path (`${baseUrl}/api/v3/klines`). */
   baseUrl: string;
   hooks?: RequestHooks;
-  /** Per-request timeout. @defaultValue 10000 */
+  /** Per-request timeout. @defaultValue VENUE_HTTP_DEFAULTS.timeoutMs */
   timeoutMs?: number;
   /** Time source for `receivedAtMs`, closed-candle cut-offs and retry times. @defaultValue systemClock */
   clock?: Clock;

@@ -4,6 +4,16 @@ import { parseBannedUntilMs, parseRetryAfterMs, parseVenueErrorBody } from './in
 import type { RequestHooks } from './types.js';
 import { VenueRejectedError } from './venue-rejected-error.js';
 
+/** The defaults of {@link VenueHttpClientOptions} and {@link VenueErrorPolicy}. */
+export const VENUE_HTTP_DEFAULTS = Object.freeze({
+  /** Per-request timeout (connect + headers + body). */
+  timeoutMs: 10_000,
+  /** Window a used-weight header counts in. */
+  usedWeightWindowMs: 60_000,
+  /** Ban length assumed for a 418 whose body and headers give no end. */
+  banFallbackMs: 120_000,
+});
+
 /** How a venue's limit errors are turned into retry times. */
 export interface VenueErrorPolicy {
   /** Wait after a 429 that carries no `Retry-After` (venues with an aligned window wait for its end instead). */
@@ -14,20 +24,20 @@ export interface VenueErrorPolicy {
    * window end falls inside that second, it is the exact answer and is used instead.
    */
   alignedWindowMs?: number;
-  /** Ban length assumed for a 418 whose body and headers give no end. @defaultValue 120000 */
+  /** Ban length assumed for a 418 whose body and headers give no end. @defaultValue VENUE_HTTP_DEFAULTS.banFallbackMs */
   banFallbackMs?: number;
 }
 
 export interface VenueHttpClientOptions {
   venue: string;
   hooks?: RequestHooks;
-  /** Per-request timeout (connect + headers + body). @defaultValue 10000 */
+  /** Per-request timeout (connect + headers + body). @defaultValue VENUE_HTTP_DEFAULTS.timeoutMs */
   timeoutMs?: number;
   /** @defaultValue systemClock */
   clock?: Clock;
   /** Response header carrying the used weight (matched case-insensitively), e.g. `x-mbx-used-weight-1m`. */
   usedWeightHeader?: string;
-  /** Window the used-weight header counts in; windows are clock-aligned. @defaultValue 60000 */
+  /** Window the used-weight header counts in; windows are clock-aligned. @defaultValue VENUE_HTTP_DEFAULTS.usedWeightWindowMs */
   usedWeightWindowMs?: number;
   /**
    * For venues that report their usage in other headers than one used-weight count (Alpaca's
@@ -102,10 +112,10 @@ export class VenueHttpClient {
   constructor(options: VenueHttpClientOptions) {
     this.venue = options.venue;
     this.hooks = options.hooks ?? {};
-    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.timeoutMs = options.timeoutMs ?? VENUE_HTTP_DEFAULTS.timeoutMs;
     this.clock = options.clock ?? systemClock;
     this.usedWeightHeader = options.usedWeightHeader?.toLowerCase();
-    this.usedWeightWindowMs = options.usedWeightWindowMs ?? 60_000;
+    this.usedWeightWindowMs = options.usedWeightWindowMs ?? VENUE_HTTP_DEFAULTS.usedWeightWindowMs;
     this.readUsage = options.readUsage;
     this.policy = options.errorPolicy;
   }
@@ -203,7 +213,8 @@ export class VenueHttpClient {
     const venueText = `${parsed.code === undefined ? '' : `code ${parsed.code}: `}${parsed.message ?? ''}`;
     if (status === 418) {
       const untilMs =
-        parseBannedUntilMs(parsed.message) ?? (retryAfterMs === undefined ? nowMs + (this.policy.banFallbackMs ?? 120_000) : nowMs + retryAfterMs);
+        parseBannedUntilMs(parsed.message) ??
+        (retryAfterMs === undefined ? nowMs + (this.policy.banFallbackMs ?? VENUE_HTTP_DEFAULTS.banFallbackMs) : nowMs + retryAfterMs);
       return new BannedError(this.venue, untilMs, `${this.venue} banned this client until ${new Date(untilMs).toISOString()} (${venueText || 'HTTP 418'})`);
     }
     if (status === 429) {

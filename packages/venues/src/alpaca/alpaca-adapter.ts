@@ -25,22 +25,32 @@ export const ALPACA_MAX_SYMBOLS_PER_REQUEST = 100;
 /** Alpaca's largest `limit`: bars per page over all symbols of the request. */
 export const ALPACA_MAX_LIMIT = 10_000;
 
+/** The defaults of {@link AlpacaAdapterOptions}. */
+export const ALPACA_DEFAULTS = Object.freeze({
+  alpacaFeed: 'sip' as AlpacaFeed,
+  alpacaAdjustment: 'raw' as AlpacaAdjustment,
+  maxCandlesPerPage: ALPACA_MAX_LIMIT,
+  maxSymbolsPerRequest: ALPACA_MAX_SYMBOLS_PER_REQUEST,
+  /** Alpaca counts 200 requests per minute. */
+  rateLimitWindowMs: 60_000,
+});
+
 export interface AlpacaAdapterOptions extends VenueAdapterOptions {
   /** `APCA-API-KEY-ID` (the worker passes its ALPACA_API_KEY_ID); required before the first request. */
   alpacaKeyId?: string;
   /** `APCA-API-SECRET-KEY` (the worker passes its ALPACA_API_SECRET_KEY). */
   alpacaSecretKey?: string;
-  /** `feed`: `sip` (all US exchanges; a Basic plan may not ask for its last 15 minutes) or `iex`. @defaultValue 'sip' */
+  /** `feed`: `sip` (all US exchanges; a Basic plan may not ask for its last 15 minutes) or `iex`. @defaultValue ALPACA_DEFAULTS.alpacaFeed */
   alpacaFeed?: AlpacaFeed;
-  /** `adjustment` of prices and volumes for corporate actions. @defaultValue 'raw' */
+  /** `adjustment` of prices and volumes for corporate actions. @defaultValue ALPACA_DEFAULTS.alpacaAdjustment */
   alpacaAdjustment?: AlpacaAdjustment;
-  /** `limit` per request: bars per page over all symbols (1..10000). @defaultValue 10000 */
+  /** `limit` per request: bars per page over all symbols (1..10000). @defaultValue ALPACA_DEFAULTS.maxCandlesPerPage */
   maxCandlesPerPage?: number;
-  /** Symbols per request (1..100). @defaultValue 100 */
+  /** Symbols per request (1..100). @defaultValue ALPACA_DEFAULTS.maxSymbolsPerRequest */
   maxSymbolsPerRequest?: number;
   /**
    * Length of Alpaca's request window (200 requests per minute): a 429 is retried at the end of the
-   * clock-aligned window, which is the `X-RateLimit-Reset` Alpaca sends. @defaultValue 60000
+   * clock-aligned window, which is the `X-RateLimit-Reset` Alpaca sends. @defaultValue ALPACA_DEFAULTS.rateLimitWindowMs
    */
   rateLimitWindowMs?: number;
 }
@@ -77,18 +87,18 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.keyId = options.alpacaKeyId;
     this.secretKey = options.alpacaSecretKey;
-    this.feed = oneOf('alpacaFeed', options.alpacaFeed, ALPACA_FEEDS, 'sip');
-    this.adjustment = oneOf('alpacaAdjustment', options.alpacaAdjustment, ALPACA_ADJUSTMENTS, 'raw');
+    this.feed = oneOf('alpacaFeed', options.alpacaFeed, ALPACA_FEEDS, ALPACA_DEFAULTS.alpacaFeed);
+    this.adjustment = oneOf('alpacaAdjustment', options.alpacaAdjustment, ALPACA_ADJUSTMENTS, ALPACA_DEFAULTS.alpacaAdjustment);
     this.clock = options.clock ?? systemClock;
-    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, ALPACA_MAX_LIMIT, 1, ALPACA_MAX_LIMIT);
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, ALPACA_DEFAULTS.maxCandlesPerPage, 1, ALPACA_MAX_LIMIT);
     this.maxSymbolsPerRequest = intOption(
       'maxSymbolsPerRequest',
       options.maxSymbolsPerRequest,
-      ALPACA_MAX_SYMBOLS_PER_REQUEST,
+      ALPACA_DEFAULTS.maxSymbolsPerRequest,
       1,
       ALPACA_MAX_SYMBOLS_PER_REQUEST,
     );
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
+    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, ALPACA_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),

@@ -20,14 +20,24 @@ import { BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } fro
 import { binanceSymbolBySuffix, binanceVenueSymbol } from './binance-symbols.js';
 import { binanceWeights } from './binance-weights.js';
 
+/** The defaults of {@link BinanceAdapterOptions}. */
+export const BINANCE_DEFAULTS = Object.freeze({
+  /** Binance's largest klines `limit`. */
+  maxCandlesPerPage: 1000,
+  /** Weight 5, the lightest depth request. */
+  depthLimit: 100,
+  /** Binance counts used weight per clock minute. */
+  usedWeightWindowMs: 60_000,
+});
+
 export interface BinanceAdapterOptions extends VenueAdapterOptions {
-  /** Candles per klines request (Binance allows 1..1000). @defaultValue 1000 */
+  /** Candles per klines request (Binance allows 1..1000). @defaultValue BINANCE_DEFAULTS.maxCandlesPerPage */
   maxCandlesPerPage?: number;
-  /** Levels per side in depth snapshots (5..5000); sets the depth weight. @defaultValue 100 */
+  /** Levels per side in depth snapshots (5..5000); sets the depth weight. @defaultValue BINANCE_DEFAULTS.depthLimit */
   depthLimit?: number;
   /**
    * Window `X-MBX-USED-WEIGHT-1M` counts in; Binance counts per clock minute, emulations may use a
-   * shorter window. Also where a 429's retry time is snapped to. @defaultValue 60000
+   * shorter window. Also where a 429's retry time is snapped to. @defaultValue BINANCE_DEFAULTS.usedWeightWindowMs
    */
   usedWeightWindowMs?: number;
 }
@@ -52,10 +62,10 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
   constructor(options: BinanceAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.clock = options.clock ?? systemClock;
-    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, 1000, 1, 1000);
-    this.depthLimit = intOption('depthLimit', options.depthLimit, 100, 5, 5000);
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, 1000);
+    this.depthLimit = intOption('depthLimit', options.depthLimit, BINANCE_DEFAULTS.depthLimit, 5, 5000);
     this.weights = binanceWeights(this.depthLimit);
-    const windowMs = intOption('usedWeightWindowMs', options.usedWeightWindowMs, 60_000, 1, 86_400_000);
+    const windowMs = intOption('usedWeightWindowMs', options.usedWeightWindowMs, BINANCE_DEFAULTS.usedWeightWindowMs, 1, 86_400_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),
@@ -63,7 +73,7 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
       clock: this.clock,
       usedWeightHeader: 'x-mbx-used-weight-1m',
       usedWeightWindowMs: windowMs,
-      errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs, banFallbackMs: 120_000 },
+      errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
     });
   }
 

@@ -5,20 +5,29 @@ import type { FetchOptions, OptionChainSource, OptionChainSnapshot, VenueAdapter
 import { type ResponseHeaders, VenueHttpClient } from '../venue-http-client.js';
 import { FinnhubOptionChain, type FinnhubOptionContract } from './finnhub-schemas.js';
 
+/** The defaults of {@link FinnhubAdapterOptions}. */
+export const FINNHUB_DEFAULTS = Object.freeze({
+  /** Finnhub's plan limits count per aligned minute. */
+  rateLimitWindowMs: 60_000,
+  /** Finnhub's cap on top of every plan. */
+  burstPerSecond: 30,
+  maxInflight: 1,
+});
+
 export interface FinnhubAdapterOptions extends VenueAdapterOptions {
   /**
    * API key (the worker passes its FINNHUB_API_KEY); required before the first request. Sent in
    * the `X-Finnhub-Token` header, never in the URL, so no URL the fleet logs can carry it.
    */
   finnhubApiKey?: string;
-  /** Length of the plan's request window (aligned minutes at Finnhub). @defaultValue 60000 */
+  /** Length of the plan's request window (aligned minutes at Finnhub). @defaultValue FINNHUB_DEFAULTS.rateLimitWindowMs */
   rateLimitWindowMs?: number;
-  /** Finnhub's cap on top of every plan: requests per second. @defaultValue 30 */
+  /** Finnhub's cap on top of every plan: requests per second. @defaultValue FINNHUB_DEFAULTS.burstPerSecond */
   burstPerSecond?: number;
   /**
    * The fleet-wide number of requests in flight (the connector's `maxInflight`; the worker passes
    * it). Each request holds its slot for `maxInflight * 1000 / (0.9 * burstPerSecond)` ms after
-   * its answer, so the whole fleet stays under 90 % of the per-second cap. @defaultValue 1
+   * its answer, so the whole fleet stays under 90 % of the per-second cap. @defaultValue FINNHUB_DEFAULTS.maxInflight
    */
   maxInflight?: number;
 }
@@ -57,9 +66,9 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.apiKey = options.finnhubApiKey;
     this.clock = options.clock ?? systemClock;
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
-    const burst = intOption('burstPerSecond', options.burstPerSecond, 30, 1, 10_000);
-    const inflight = intOption('maxInflight', options.maxInflight, 1, 1, 1000);
+    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, FINNHUB_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
+    const burst = intOption('burstPerSecond', options.burstPerSecond, FINNHUB_DEFAULTS.burstPerSecond, 1, 10_000);
+    const inflight = intOption('maxInflight', options.maxInflight, FINNHUB_DEFAULTS.maxInflight, 1, 1000);
     this.slotHoldMs = Math.ceil((inflight * 1000) / (BURST_HEADROOM * burst));
     this.http = new VenueHttpClient({
       venue: this.venue,
@@ -144,7 +153,10 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
  * The budget correction from Finnhub's headers: used = `X-Ratelimit-Limit - X-Ratelimit-Remaining`
  * in the window that ends at `X-Ratelimit-Reset` (epoch seconds) and began `windowMs` (a minute) earlier.
  */
-export function rateLimitUsage(headers: ResponseHeaders, windowMs = 60_000): { usedWeight: number; windowStartMs: number } | undefined {
+export function rateLimitUsage(
+  headers: ResponseHeaders,
+  windowMs: number = FINNHUB_DEFAULTS.rateLimitWindowMs,
+): { usedWeight: number; windowStartMs: number } | undefined {
   const limit = Number(headers.get('x-ratelimit-limit'));
   const remaining = Number(headers.get('x-ratelimit-remaining'));
   const reset = Number(headers.get('x-ratelimit-reset'));

@@ -17,14 +17,22 @@ import { VenueHttpClient } from '../venue-http-client.js';
 import { VenueRejectedError } from '../venue-rejected-error.js';
 import { FredObservations } from './fred-schemas.js';
 
+/** The defaults of {@link FredAdapterOptions}. */
+export const FRED_DEFAULTS = Object.freeze({
+  /** FRED's largest `limit`. */
+  pageSize: 100_000,
+  /** FRED allows 120 requests per minute per key. */
+  rateLimitWindowMs: 60_000,
+});
+
 export interface FredAdapterOptions extends VenueAdapterOptions {
   /** API key (the worker passes its FRED_API_KEY); required before the first request. */
   apiKey?: string;
-  /** `limit` per observations request (FRED allows 1 to 100000). @defaultValue 100000 */
+  /** `limit` per observations request (FRED allows 1 to 100000). @defaultValue FRED_DEFAULTS.pageSize */
   pageSize?: number;
   /**
    * Length of the vendor's request window: FRED's 429 carries no Retry-After, so the adapter
-   * retries one full window later (FRED allows 120 requests per minute per key). @defaultValue 60000
+   * retries one full window later (FRED allows 120 requests per minute per key). @defaultValue FRED_DEFAULTS.rateLimitWindowMs
    */
   rateLimitWindowMs?: number;
 }
@@ -66,8 +74,8 @@ export class FredAdapter implements VenueAdapter, SeriesSource {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.apiKey = options.apiKey;
     this.clock = options.clock ?? systemClock;
-    this.pageSize = intOption('pageSize', options.pageSize, 100_000, 1, 100_000);
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
+    this.pageSize = intOption('pageSize', options.pageSize, FRED_DEFAULTS.pageSize, 1, 100_000);
+    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, FRED_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),

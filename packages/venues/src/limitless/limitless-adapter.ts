@@ -8,14 +8,21 @@ import { LimitlessActiveMarkets, LimitlessOrderbook, type LimitlessChildMarket, 
 /** The API refuses `limit` above 25 on `GET /markets/active` (the official SDK documents "max 25"). */
 export const LIMITLESS_MAX_PAGE_SIZE = 25;
 
+/** The defaults of {@link LimitlessAdapterOptions}. */
+export const LIMITLESS_DEFAULTS = Object.freeze({
+  discoveryPageSize: LIMITLESS_MAX_PAGE_SIZE,
+  maxDiscoveryPages: 400,
+  rateLimitFallbackMs: 10_000,
+});
+
 export interface LimitlessAdapterOptions extends VenueAdapterOptions {
-  /** Markets per discovery page, at most 25. @defaultValue 25 */
+  /** Markets per discovery page, at most 25. @defaultValue LIMITLESS_DEFAULTS.discoveryPageSize */
   discoveryPageSize?: number;
-  /** Upper bound on discovery pages per listing, so a misbehaving total never loops forever. @defaultValue 400 */
+  /** Upper bound on discovery pages per listing, so a misbehaving total never loops forever. @defaultValue LIMITLESS_DEFAULTS.maxDiscoveryPages */
   maxDiscoveryPages?: number;
   /**
    * Wait after a 429 without Retry-After. Limitless publishes no numeric limits; a 429 is its only
-   * throttling signal. @defaultValue 10000
+   * throttling signal. @defaultValue LIMITLESS_DEFAULTS.rateLimitFallbackMs
    */
   rateLimitFallbackMs?: number;
 }
@@ -37,15 +44,17 @@ export class LimitlessAdapter implements VenueAdapter, BookSource {
 
   constructor(options: LimitlessAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, LIMITLESS_MAX_PAGE_SIZE, 1, LIMITLESS_MAX_PAGE_SIZE);
-    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, 400, 1, 100_000);
+    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, LIMITLESS_DEFAULTS.discoveryPageSize, 1, LIMITLESS_MAX_PAGE_SIZE);
+    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, LIMITLESS_DEFAULTS.maxDiscoveryPages, 1, 100_000);
     const clock: Clock = options.clock ?? systemClock;
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       clock,
-      errorPolicy: { rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, 10_000, 0, 86_400_000) },
+      errorPolicy: {
+        rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, LIMITLESS_DEFAULTS.rateLimitFallbackMs, 0, 86_400_000),
+      },
     });
   }
 

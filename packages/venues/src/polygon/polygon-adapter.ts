@@ -19,14 +19,21 @@ import { PolygonAuthError } from './polygon-auth-error.js';
 import { PolygonPlanError } from './polygon-plan-error.js';
 import { PolygonAggs } from './polygon-schemas.js';
 
+/** The defaults of {@link PolygonAdapterOptions}. */
+export const POLYGON_DEFAULTS = Object.freeze({
+  maxCandlesPerPage: 5000,
+  /** Polygon's free tier allows 5 requests per minute. */
+  rateLimitWindowMs: 60_000,
+});
+
 export interface PolygonAdapterOptions extends VenueAdapterOptions {
   /** API key (the worker passes its POLYGON_API_KEY); required before the first request. */
   apiKey?: string;
-  /** `limit` per aggregates request (Polygon allows up to 50000). @defaultValue 5000 */
+  /** `limit` per aggregates request (Polygon allows up to 50000). @defaultValue POLYGON_DEFAULTS.maxCandlesPerPage */
   maxCandlesPerPage?: number;
   /**
    * Length of the vendor's request window: a 429 carries no Retry-After, so the adapter retries one
-   * full window later. The free tier allows 5 requests per minute. @defaultValue 60000
+   * full window later. The free tier allows 5 requests per minute. @defaultValue POLYGON_DEFAULTS.rateLimitWindowMs
    */
   rateLimitWindowMs?: number;
 }
@@ -76,8 +83,8 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.apiKey = options.apiKey;
     this.clock = options.clock ?? systemClock;
-    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, 5000, 1, 50_000);
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, 60_000, 1, 86_400_000);
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, POLYGON_DEFAULTS.maxCandlesPerPage, 1, 50_000);
+    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, POLYGON_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),

@@ -6,22 +6,30 @@ import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapter, Ve
 import { VenueHttpClient } from '../venue-http-client.js';
 import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
 
+/** The defaults of {@link PolymarketAdapterOptions}. */
+export const POLYMARKET_DEFAULTS = Object.freeze({
+  discoveryPageSize: 100,
+  maxDiscoveryPages: 200,
+  discoveryRateLimit: Object.freeze({ limit: 300, periodMs: 10_000 }),
+  rateLimitFallbackMs: 10_000,
+});
+
 export interface PolymarketAdapterOptions extends VenueAdapterOptions {
   /** Gamma API root for market discovery (real: https://gamma-api.polymarket.com). @defaultValue baseUrl */
   discoveryBaseUrl?: string;
-  /** Markets per discovery page. @defaultValue 100 */
+  /** Markets per discovery page. @defaultValue POLYMARKET_DEFAULTS.discoveryPageSize */
   discoveryPageSize?: number;
-  /** Upper bound on discovery pages per listing, so a misbehaving offset never loops forever. @defaultValue 200 */
+  /** Upper bound on discovery pages per listing, so a misbehaving offset never loops forever. @defaultValue POLYMARKET_DEFAULTS.maxDiscoveryPages */
   maxDiscoveryPages?: number;
   /**
    * Gamma's own `/markets` limit, which the connector's budget (the CLOB `/book` limit) does not model:
    * discovery pages are paced to at most `limit` per sliding `periodMs`. One discovery unit runs at a
-   * time per venue (its job lock), so this bounds the fleet's Gamma traffic. @defaultValue 300 per 10 s
+   * time per venue (its job lock), so this bounds the fleet's Gamma traffic. @defaultValue POLYMARKET_DEFAULTS.discoveryRateLimit
    */
   discoveryRateLimit?: { limit: number; periodMs: number };
   /**
    * Wait after a 429 without Retry-After. Polymarket throttles by first delaying responses
-   * (Cloudflare-style), so a 429 means the queue behind it is full. @defaultValue 10000
+   * (Cloudflare-style), so a 429 means the queue behind it is full. @defaultValue POLYMARKET_DEFAULTS.rateLimitFallbackMs
    */
   rateLimitFallbackMs?: number;
 }
@@ -29,7 +37,7 @@ export interface PolymarketAdapterOptions extends VenueAdapterOptions {
 /**
  * Polymarket: active markets and their CLOB token ids from Gamma `GET /markets`, order-book
  * snapshots from CLOB `GET /book?token_id=`. Throttled responses are just slow responses; the
- * request timeout (default 10 s) bounds them.
+ * request timeout (`timeoutMs`) bounds them.
  */
 export class PolymarketAdapter implements VenueAdapter, BookSource {
   readonly venue = 'polymarket';
@@ -44,12 +52,12 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
   constructor(options: PolymarketAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.discoveryBaseUrl = normaliseBaseUrl('discoveryBaseUrl', options.discoveryBaseUrl ?? options.baseUrl);
-    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, 100, 1, 1000);
-    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, 200, 1, 100_000);
+    this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, POLYMARKET_DEFAULTS.discoveryPageSize, 1, 1000);
+    this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, POLYMARKET_DEFAULTS.maxDiscoveryPages, 1, 100_000);
     const gamma = options.discoveryRateLimit;
     this.gammaPacer = new SlidingWindowPacer(
-      intOption('discoveryRateLimit.limit', gamma?.limit, 300, 1, 1_000_000),
-      intOption('discoveryRateLimit.periodMs', gamma?.periodMs, 10_000, 1, 86_400_000),
+      intOption('discoveryRateLimit.limit', gamma?.limit, POLYMARKET_DEFAULTS.discoveryRateLimit.limit, 1, 1_000_000),
+      intOption('discoveryRateLimit.periodMs', gamma?.periodMs, POLYMARKET_DEFAULTS.discoveryRateLimit.periodMs, 1, 86_400_000),
     );
     const clock: Clock = options.clock ?? systemClock;
     this.http = new VenueHttpClient({
@@ -57,7 +65,9 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
       ...(options.hooks ? { hooks: options.hooks } : {}),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       clock,
-      errorPolicy: { rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, 10_000, 0, 86_400_000) },
+      errorPolicy: {
+        rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, POLYMARKET_DEFAULTS.rateLimitFallbackMs, 0, 86_400_000),
+      },
     });
   }
 

@@ -23,20 +23,30 @@ const gunzip = promisify(gunzipCb);
 /** Deutsche Börse post-trade sources: Xetra, Börse Frankfurt, Tradegate, and the fourth published feed. */
 export const XETRA_MARKETS = ['DETR', 'DFRA', 'DGAT', 'DEUR'] as const;
 
+/** Even pacing per market, written once for the `requests`, `periodMs` and `spacingMs` of {@link XETRA_DEFAULTS}. */
+const PACE = { requests: 5, periodMs: 2000 };
+
 /**
- * The proactive-limiter design's figures (docs/mock-venue.md, `proactive-rate-limiting.md`): 5
- * requests per 2 s per market, spaced evenly 400 ms apart (150 a minute, ~12 minutes for 1,800
- * files), and after a 429 anyway retries 2 s, 4 s and 8 s later before the venue is frozen.
+ * The defaults of {@link XetraAdapterOptions}, with the proactive-limiter design's figures
+ * (docs/mock-venue.md, `proactive-rate-limiting.md`): 5 requests per 2 s per market, spaced evenly
+ * 400 ms apart (150 a minute, ~12 minutes for 1,800 files), and after a 429 anyway retries 2 s,
+ * 4 s and 8 s later before the venue is frozen.
  */
 export const XETRA_DEFAULTS = Object.freeze({
-  requests: 5,
-  periodMs: 2000,
+  markets: XETRA_MARKETS as readonly string[],
+  /** `paceRequests`. */
+  requests: PACE.requests,
+  /** `paceIntervalMs`. */
+  periodMs: PACE.periodMs,
   pacing: 'even' as Pacing,
   /** `periodMs / requests`: the gap between two requests of one market under even pacing. */
-  spacingMs: 400,
+  spacingMs: PACE.periodMs / PACE.requests,
+  paceSlackMs: 50,
   /** Requests per call when the venue answers 429: the first and three retries. */
   maxAttempts: 4,
   backoffBaseMs: 2000,
+  backoffMaxMs: 30_000,
+  parseChunkLines: 500,
 });
 
 /**
@@ -47,42 +57,42 @@ export const XETRA_DEFAULTS = Object.freeze({
 export function xetraBackoffMs(options: { maxAttempts?: number; backoffBaseMs?: number; backoffMaxMs?: number } = {}): number[] {
   const attempts = options.maxAttempts ?? XETRA_DEFAULTS.maxAttempts;
   const base = options.backoffBaseMs ?? XETRA_DEFAULTS.backoffBaseMs;
-  const max = options.backoffMaxMs ?? 30_000;
+  const max = options.backoffMaxMs ?? XETRA_DEFAULTS.backoffMaxMs;
   return Array.from({ length: attempts - 1 }, (_, i) => Math.min(max, base * 2 ** i));
 }
 
 export interface XetraAdapterOptions extends VenueAdapterOptions {
-  /** Markets whose files `listFiles` lists. @defaultValue ['DETR', 'DFRA', 'DGAT', 'DEUR'] */
+  /** Markets whose files `listFiles` lists. @defaultValue XETRA_DEFAULTS.markets */
   markets?: readonly string[];
   /**
    * In-process pacing of each market (the service publishes no limit; each market is paced on its
    * own): `even` spaces requests `paceIntervalMs / paceRequests` apart, `burst` allows `paceRequests`
    * back to back in any rolling `paceIntervalMs`, `off` leaves pacing to the caller's `beforeRequest`
-   * hook (the fleet's budget gate paces each market fleet-wide). @defaultValue 'even'
+   * hook (the fleet's budget gate paces each market fleet-wide). @defaultValue XETRA_DEFAULTS.pacing
    */
   pacing?: Pacing | 'off';
-  /** Requests allowed per `paceIntervalMs` and market. @defaultValue 5 */
+  /** Requests allowed per `paceIntervalMs` and market. @defaultValue XETRA_DEFAULTS.requests */
   paceRequests?: number;
-  /** @defaultValue 2000 */
+  /** @defaultValue XETRA_DEFAULTS.periodMs */
   paceIntervalMs?: number;
   /**
    * Slack added to `paceIntervalMs`. Requests leave exactly one interval apart but arrive with jitter
    * (event loop, network), so without it the 6th request of a burst can land in the same venue window
    * as a late-arriving 1st one; measured against the emulation, that happened about once per 10 bursts.
-   * @defaultValue 50
+   * @defaultValue XETRA_DEFAULTS.paceSlackMs
    */
   paceSlackMs?: number;
-  /** Requests per call including the first, when the service answers 429. @defaultValue 4 */
+  /** Requests per call including the first, when the service answers 429. @defaultValue XETRA_DEFAULTS.maxAttempts */
   maxAttempts?: number;
-  /** First backoff after a 429; doubles each attempt (Retry-After wins when longer). @defaultValue 2000 */
+  /** First backoff after a 429; doubles each attempt (Retry-After wins when longer). @defaultValue XETRA_DEFAULTS.backoffBaseMs */
   backoffBaseMs?: number;
-  /** @defaultValue 30000 */
+  /** @defaultValue XETRA_DEFAULTS.backoffMaxMs */
   backoffMaxMs?: number;
   /** Told of every wait after a 429 before the request is retried (for logs and metrics). */
   onBackoff?: (info: { scope: string | undefined; attempt: number; waitMs: number }) => void;
   /**
    * NDJSON lines parsed (JSON.parse + validation, ~10 µs each) between yields to the event loop, so one
-   * chunk holds the loop for about 5 ms. @defaultValue 500
+   * chunk holds the loop for about 5 ms. @defaultValue XETRA_DEFAULTS.parseChunkLines
    */
   parseChunkLines?: number;
 }
@@ -121,20 +131,21 @@ export class XetraAdapter implements VenueAdapter, FileSource {
   constructor(options: XetraAdapterOptions) {
     this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
     this.clock = options.clock ?? systemClock;
-    this.markets = options.markets ?? XETRA_MARKETS;
+    this.markets = options.markets ?? XETRA_DEFAULTS.markets;
     for (const m of this.markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
     const pacing = options.pacing ?? XETRA_DEFAULTS.pacing;
     if (pacing !== 'even' && pacing !== 'burst' && pacing !== 'off') throw new ValidationError('pacing', 'even, burst or off', pacing);
     this.pacing = pacing;
     this.paceRequests = intOption('paceRequests', options.paceRequests, XETRA_DEFAULTS.requests, 1, 10_000);
     this.paceWindowMs =
-      intOption('paceIntervalMs', options.paceIntervalMs, XETRA_DEFAULTS.periodMs, 1, 3_600_000) + intOption('paceSlackMs', options.paceSlackMs, 50, 0, 60_000);
+      intOption('paceIntervalMs', options.paceIntervalMs, XETRA_DEFAULTS.periodMs, 1, 3_600_000) +
+      intOption('paceSlackMs', options.paceSlackMs, XETRA_DEFAULTS.paceSlackMs, 0, 60_000);
     this.maxAttempts = intOption('maxAttempts', options.maxAttempts, XETRA_DEFAULTS.maxAttempts, 1, 20);
     this.backoffBaseMs = intOption('backoffBaseMs', options.backoffBaseMs, XETRA_DEFAULTS.backoffBaseMs, 1, 600_000);
-    this.backoffMaxMs = intOption('backoffMaxMs', options.backoffMaxMs, 30_000, 1, 3_600_000);
+    this.backoffMaxMs = intOption('backoffMaxMs', options.backoffMaxMs, XETRA_DEFAULTS.backoffMaxMs, 1, 3_600_000);
     this.backoffs = xetraBackoffMs({ maxAttempts: this.maxAttempts, backoffBaseMs: this.backoffBaseMs, backoffMaxMs: this.backoffMaxMs });
     this.onBackoff = options.onBackoff;
-    this.parseChunkLines = intOption('parseChunkLines', options.parseChunkLines, 500, 1, 1_000_000);
+    this.parseChunkLines = intOption('parseChunkLines', options.parseChunkLines, XETRA_DEFAULTS.parseChunkLines, 1, 1_000_000);
     this.http = new VenueHttpClient({
       venue: this.venue,
       ...(options.hooks ? { hooks: options.hooks } : {}),
