@@ -28,6 +28,11 @@ export interface VenueErrorPolicy {
   banFallbackMs?: number;
 }
 
+/** The policy of a venue whose limit window is clock-aligned: a 429 is retried at the window's end. */
+export function alignedWindowPolicy(windowMs: number): VenueErrorPolicy {
+  return { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs };
+}
+
 export interface VenueHttpClientOptions {
   venue: string;
   hooks?: RequestHooks;

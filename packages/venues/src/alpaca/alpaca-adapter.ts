@@ -1,18 +1,9 @@
-import {
-  calendarFor,
-  candleEnvelope,
-  ConfigError,
-  MalformedPayloadError,
-  systemClock,
-  ValidationError,
-  type Candle,
-  type Clock,
-  type Timeframe,
-} from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
-import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { CandlePage, CandleSource, FetchOptions, MultiSymbolCandleSource, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { type ResponseHeaders, VenueHttpClient } from '../venue-http-client.js';
+import { calendarFor, candleEnvelope, MalformedPayloadError, ValidationError, type Candle, type Timeframe } from '@tickfleet/core';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption } from '../internal/options.js';
+import { decimalString } from '../internal/parse-payload.js';
+import type { CandlePage, CandleSource, FetchOptions, MultiSymbolCandleSource, VenueAdapterOptions } from '../types.js';
+import { alignedWindowPolicy, type ResponseHeaders } from '../venue-http-client.js';
 import { AlpacaMultiBars } from './alpaca-schemas.js';
 
 export const ALPACA_FEEDS = ['sip', 'iex'] as const;
@@ -70,26 +61,25 @@ const TIMEFRAMES: Partial<Record<Timeframe, string>> = { '1m': '1Min', '1d': '1D
  * ending at the reset. Bars are stored only when final: minute bars once closed, day bars once the
  * session (US-equity calendar) has closed, since Alpaca serves today's day bar while it still changes.
  */
-export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCandleSource {
-  readonly venue = 'alpaca';
-  readonly weights: Readonly<Record<'bars', number>> = Object.freeze({ bars: 1 });
+export class AlpacaAdapter extends HttpVenueAdapter<'bars', 'keyId' | 'secretKey'> implements CandleSource, MultiSymbolCandleSource {
   readonly maxCandlesPerPage: number;
   readonly maxSymbolsPerRequest: number;
-  private readonly baseUrl: string;
-  private readonly keyId: string | undefined;
-  private readonly secretKey: string | undefined;
   private readonly feed: AlpacaFeed;
   private readonly adjustment: AlpacaAdjustment;
-  private readonly clock: Clock;
-  private readonly http: VenueHttpClient;
 
   constructor(options: AlpacaAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.keyId = options.alpacaKeyId;
-    this.secretKey = options.alpacaSecretKey;
+    const windowMs = durationOption('rateLimitWindowMs', options.rateLimitWindowMs, ALPACA_DEFAULTS.rateLimitWindowMs);
+    super(options, {
+      venue: 'alpaca',
+      weights: { bars: 1 },
+      limits: { readUsage: (headers) => alpacaUsage(headers, windowMs), errorPolicy: alignedWindowPolicy(windowMs) },
+      credentials: {
+        keyId: { value: options.alpacaKeyId, option: 'alpacaKeyId', env: 'ALPACA_API_KEY_ID', what: 'an Alpaca API key id' },
+        secretKey: { value: options.alpacaSecretKey, option: 'alpacaSecretKey', env: 'ALPACA_API_SECRET_KEY', what: 'an Alpaca API secret key' },
+      },
+    });
     this.feed = oneOf('alpacaFeed', options.alpacaFeed, ALPACA_FEEDS, ALPACA_DEFAULTS.alpacaFeed);
     this.adjustment = oneOf('alpacaAdjustment', options.alpacaAdjustment, ALPACA_ADJUSTMENTS, ALPACA_DEFAULTS.alpacaAdjustment);
-    this.clock = options.clock ?? systemClock;
     this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, ALPACA_DEFAULTS.maxCandlesPerPage, 1, ALPACA_MAX_LIMIT);
     this.maxSymbolsPerRequest = intOption(
       'maxSymbolsPerRequest',
@@ -98,24 +88,11 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
       1,
       ALPACA_MAX_SYMBOLS_PER_REQUEST,
     );
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, ALPACA_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      readUsage: (headers) => alpacaUsage(headers, windowMs),
-      errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
-    });
   }
 
   /** Alpaca's tickers are upper case (`BRK.B`). */
-  toVenueSymbol(symbol: string): string {
+  override toVenueSymbol(symbol: string): string {
     return symbol.toUpperCase();
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
   }
 
   fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
@@ -136,12 +113,7 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     toMs: number,
     options: FetchOptions = {},
   ): AsyncIterable<CandlePage> {
-    if (!this.keyId || !this.secretKey) {
-      throw new ConfigError(
-        this.keyId ? 'ALPACA_API_SECRET_KEY' : 'ALPACA_API_KEY_ID',
-        'Alpaca API keys (the adapter options alpacaKeyId/alpacaSecretKey, which the worker takes from ALPACA_API_KEY_ID and ALPACA_API_SECRET_KEY)',
-      );
-    }
+    const headers = { 'APCA-API-KEY-ID': this.credential('keyId'), 'APCA-API-SECRET-KEY': this.credential('secretKey') };
     const alpacaTf = TIMEFRAMES[timeframe];
     if (!alpacaTf) throw new ValidationError('timeframe', `a timeframe Alpaca bars are collected in (${Object.keys(TIMEFRAMES).join(', ')})`, timeframe);
     if (symbols.length === 0) return;
@@ -153,7 +125,6 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     if (fromMs > endMs) return;
     const venueSymbols = new Map(symbols.map((s) => [this.toVenueSymbol(s), s]));
     const calendar = calendarFor(this.venue);
-    const headers = { 'APCA-API-KEY-ID': this.keyId, 'APCA-API-SECRET-KEY': this.secretKey };
     const query = new URLSearchParams({
       symbols: [...venueSymbols.keys()].join(','),
       timeframe: alpacaTf,
@@ -167,9 +138,7 @@ export class AlpacaAdapter implements VenueAdapter, CandleSource, MultiSymbolCan
     const seenTokens = new Set<string>();
     const lastT = new Map<string, number>();
     for (;;) {
-      const url = `${this.baseUrl}/v2/stocks/bars?${query.toString()}`;
-      const res = await this.http.get({ endpoint: 'bars', weight: this.weights.bars, url, headers, signal: options.signal });
-      const page = parsePayload(this.venue, 'bars', res.body, AlpacaMultiBars);
+      const { data: page, res } = await this.getJson('bars', this.url('/v2/stocks/bars', query), AlpacaMultiBars, { headers, signal: options.signal });
       const finalBefore = calendar.finalBefore(timeframe, this.clock.now());
       const candles: Candle[] = [];
       let count = 0;

@@ -4,26 +4,26 @@ import {
   candleEnvelope,
   lastClosedOpenTime,
   MalformedPayloadError,
-  systemClock,
   timeframeMs,
   type BookSnapshot,
   type Candle,
-  type Clock,
   type Envelope,
   type Timeframe,
 } from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
-import { parsePayload } from '../internal/parse-payload.js';
-import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption } from '../internal/options.js';
+import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
 import { BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
 import { binanceSymbolBySuffix, binanceVenueSymbol } from './binance-symbols.js';
 import { binanceWeights } from './binance-weights.js';
+import { alignedWindowPolicy } from '../venue-http-client.js';
+
+/** Binance's largest klines `limit`. */
+const MAX_KLINES_LIMIT = 1000;
 
 /** The defaults of {@link BinanceAdapterOptions}. */
 export const BINANCE_DEFAULTS = Object.freeze({
-  /** Binance's largest klines `limit`. */
-  maxCandlesPerPage: 1000,
+  maxCandlesPerPage: MAX_KLINES_LIMIT,
   /** Weight 5, the lightest depth request. */
   depthLimit: 100,
   /** Binance counts used weight per clock minute. */
@@ -48,40 +48,33 @@ export interface BinanceAdapterOptions extends VenueAdapterOptions {
  * `afterResponse`; 429 becomes RateLimitedError at the window end, 418 becomes BannedError at the
  * `banned until <ms>` the body names.
  */
-export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
-  readonly venue = 'binance';
-  readonly weights: Readonly<Record<'klines' | 'depth' | 'exchangeInfo', number>>;
+export class BinanceAdapter extends HttpVenueAdapter<'klines' | 'depth' | 'exchangeInfo'> implements CandleSource, BookSource {
   readonly maxCandlesPerPage: number;
   readonly depthLimit: number;
-  private readonly baseUrl: string;
-  private readonly clock: Clock;
-  private readonly http: VenueHttpClient;
   /** venue symbol -> tickfleet symbol, filled from exchangeInfo. */
   private readonly fromVenue = new Map<string, string>();
 
   constructor(options: BinanceAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.clock = options.clock ?? systemClock;
-    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, 1000);
-    this.depthLimit = intOption('depthLimit', options.depthLimit, BINANCE_DEFAULTS.depthLimit, 5, 5000);
-    this.weights = binanceWeights(this.depthLimit);
-    const windowMs = intOption('usedWeightWindowMs', options.usedWeightWindowMs, BINANCE_DEFAULTS.usedWeightWindowMs, 1, 86_400_000);
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      usedWeightHeader: 'x-mbx-used-weight-1m',
-      usedWeightWindowMs: windowMs,
-      errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
+    const depthLimit = intOption('depthLimit', options.depthLimit, BINANCE_DEFAULTS.depthLimit, 5, 5000);
+    const windowMs = durationOption('usedWeightWindowMs', options.usedWeightWindowMs, BINANCE_DEFAULTS.usedWeightWindowMs);
+    super(options, {
+      venue: 'binance',
+      weights: binanceWeights(depthLimit),
+      limits: {
+        usedWeightHeader: 'x-mbx-used-weight-1m',
+        usedWeightWindowMs: windowMs,
+        errorPolicy: alignedWindowPolicy(windowMs),
+      },
     });
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, MAX_KLINES_LIMIT);
+    this.depthLimit = depthLimit;
   }
 
-  toVenueSymbol(symbol: string): string {
+  override toVenueSymbol(symbol: string): string {
     return binanceVenueSymbol(symbol);
   }
 
-  fromVenueSymbol(venueSymbol: string): string {
+  override fromVenueSymbol(venueSymbol: string): string {
     return this.fromVenue.get(venueSymbol.toUpperCase()) ?? binanceSymbolBySuffix(venueSymbol);
   }
 
@@ -99,15 +92,11 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
       if (cursor > endOpen) return;
       const slots = Math.floor((endOpen - alignDown(cursor, timeframe)) / lenMs) + 1;
       const limit = Math.max(1, Math.min(this.maxCandlesPerPage, slots));
-      const url = `${this.baseUrl}/api/v3/klines?${new URLSearchParams({
-        symbol: venueSymbol,
-        interval: timeframe,
-        startTime: String(cursor),
-        endTime: String(endOpen),
-        limit: String(limit),
-      }).toString()}`;
-      const res = await this.http.get({ endpoint: 'klines', weight: this.weights.klines, url, signal: options.signal });
-      const rows = parsePayload(this.venue, 'klines', res.body, BinanceKlines, isBinanceKlines);
+      const query = { symbol: venueSymbol, interval: timeframe, startTime: String(cursor), endTime: String(endOpen), limit: String(limit) };
+      const { data: rows, res } = await this.getJson('klines', this.url('/api/v3/klines', query), BinanceKlines, {
+        signal: options.signal,
+        conforms: isBinanceKlines,
+      });
       if (rows.length > limit) throw new MalformedPayloadError(this.venue, `klines returned ${rows.length} rows for limit ${limit}`, res.body.toString('utf8'));
       const nowMs = this.clock.now();
       const candles: Candle[] = [];
@@ -133,13 +122,7 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
 
   /** `GET /api/v3/exchangeInfo`: every TRADING symbol as BASE/QUOTE; also teaches `fromVenueSymbol`. */
   async listInstruments(options: FetchOptions = {}): Promise<Instrument[]> {
-    const res = await this.http.get({
-      endpoint: 'exchangeInfo',
-      weight: this.weights.exchangeInfo,
-      url: `${this.baseUrl}/api/v3/exchangeInfo`,
-      signal: options.signal,
-    });
-    const info = parsePayload(this.venue, 'exchangeInfo', res.body, BinanceExchangeInfo);
+    const { data: info } = await this.getJson('exchangeInfo', this.url('/api/v3/exchangeInfo'), BinanceExchangeInfo, options);
     const out: Instrument[] = [];
     for (const s of info.symbols) {
       const symbol = `${s.baseAsset}/${s.quoteAsset}`;
@@ -153,9 +136,8 @@ export class BinanceAdapter implements VenueAdapter, CandleSource, BookSource {
   /** `GET /api/v3/depth`: one snapshot; `lastUpdateId` is its sequence. */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
     const venueSymbol = this.toVenueSymbol(symbol);
-    const url = `${this.baseUrl}/api/v3/depth?${new URLSearchParams({ symbol: venueSymbol, limit: String(this.depthLimit) }).toString()}`;
-    const res = await this.http.get({ endpoint: 'depth', weight: this.weights.depth, url, signal: options.signal });
-    const depth = parsePayload(this.venue, 'depth', res.body, BinanceDepth);
+    const url = this.url('/api/v3/depth', { symbol: venueSymbol, limit: String(this.depthLimit) });
+    const { data: depth, res } = await this.getJson('depth', url, BinanceDepth, options);
     const book: BookSnapshot = {
       venue: this.venue,
       symbol,

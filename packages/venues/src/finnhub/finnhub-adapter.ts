@@ -1,8 +1,9 @@
-import { ConfigError, MalformedPayloadError, optionContractEnvelope, systemClock, type Clock, type OptionContract } from '@tickfleet/core';
-import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
-import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { FetchOptions, OptionChainSource, OptionChainSnapshot, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { type ResponseHeaders, VenueHttpClient } from '../venue-http-client.js';
+import { MalformedPayloadError, optionContractEnvelope, type OptionContract } from '@tickfleet/core';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption, sleep } from '../internal/options.js';
+import { decimalString } from '../internal/parse-payload.js';
+import type { FetchOptions, OptionChainSource, OptionChainSnapshot, VenueAdapterOptions } from '../types.js';
+import { alignedWindowPolicy, type HttpRequest, type HttpResponse, type ResponseHeaders } from '../venue-http-client.js';
 import { FinnhubOptionChain, type FinnhubOptionContract } from './finnhub-schemas.js';
 
 /** The defaults of {@link FinnhubAdapterOptions}. */
@@ -52,61 +53,29 @@ const NY_PARTS = new Intl.DateTimeFormat('en-US', {
  * spacing: the fleet runs at most `maxInflight` units at once and each request keeps its unit's
  * slot for a minimum time, which bounds the fleet's request rate whatever the number of workers.
  */
-export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
-  readonly venue = 'finnhub';
-  readonly weights: Readonly<Record<'optionChain', number>> = Object.freeze({ optionChain: 1 });
+export class FinnhubAdapter extends HttpVenueAdapter<'optionChain', 'apiKey'> implements OptionChainSource {
   /** How long each request keeps its slot, from its answer on (the per-second spacing). */
   readonly slotHoldMs: number;
-  private readonly baseUrl: string;
-  private readonly apiKey: string | undefined;
-  private readonly clock: Clock;
-  private readonly http: VenueHttpClient;
 
   constructor(options: FinnhubAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.apiKey = options.finnhubApiKey;
-    this.clock = options.clock ?? systemClock;
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, FINNHUB_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
+    const windowMs = durationOption('rateLimitWindowMs', options.rateLimitWindowMs, FINNHUB_DEFAULTS.rateLimitWindowMs);
+    super(options, {
+      venue: 'finnhub',
+      weights: { optionChain: 1 },
+      // Finnhub's 429 carries no Retry-After; its minute windows are clock-aligned, so the window end is the retry time.
+      limits: { readUsage: (headers) => rateLimitUsage(headers, windowMs), errorPolicy: alignedWindowPolicy(windowMs) },
+      credentials: { apiKey: { value: options.finnhubApiKey, option: 'finnhubApiKey', env: 'FINNHUB_API_KEY', what: 'a Finnhub API key' } },
+    });
     const burst = intOption('burstPerSecond', options.burstPerSecond, FINNHUB_DEFAULTS.burstPerSecond, 1, 10_000);
     const inflight = intOption('maxInflight', options.maxInflight, FINNHUB_DEFAULTS.maxInflight, 1, 1000);
     this.slotHoldMs = Math.ceil((inflight * 1000) / (BURST_HEADROOM * burst));
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      readUsage: (headers) => rateLimitUsage(headers, windowMs),
-      // Finnhub's 429 carries no Retry-After; its minute windows are clock-aligned, so the window end is the retry time.
-      errorPolicy: { rateLimitFallbackMs: windowMs, alignedWindowMs: windowMs },
-    });
-  }
-
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
   }
 
   /** The underlier's whole chain now: one contract record per call and put of every expiration. */
   async fetchOptionChain(symbol: string, options: FetchOptions = {}): Promise<OptionChainSnapshot> {
-    if (!this.apiKey)
-      throw new ConfigError('FINNHUB_API_KEY', 'a Finnhub API key (the adapter option finnhubApiKey, which the worker takes from FINNHUB_API_KEY)');
-    const url = `${this.baseUrl}/api/v1/stock/option-chain?${new URLSearchParams({ symbol: this.toVenueSymbol(symbol) }).toString()}`;
-    let res;
-    try {
-      res = await this.http.get({
-        endpoint: 'optionChain',
-        weight: this.weights.optionChain,
-        url,
-        signal: options.signal,
-        headers: { 'X-Finnhub-Token': this.apiKey },
-      });
-    } finally {
-      await sleep(this.slotHoldMs);
-    }
-    const chain = parsePayload(this.venue, 'optionChain', res.body, FinnhubOptionChain);
+    const headers = { 'X-Finnhub-Token': this.credential('apiKey') };
+    const url = this.url('/api/v1/stock/option-chain', { symbol: this.toVenueSymbol(symbol) });
+    const { data: chain, res } = await this.getJson('optionChain', url, FinnhubOptionChain, { headers, signal: options.signal });
     if (chain.code !== undefined && chain.code !== '' && chain.code !== symbol) {
       throw new MalformedPayloadError(this.venue, `optionChain answered for ${chain.code}, not ${symbol}`, res.body.toString('utf8'));
     }
@@ -117,6 +86,15 @@ export class FinnhubAdapter implements VenueAdapter, OptionChainSource {
       }
     }
     return { symbol, contracts, envelopes: contracts.map((c) => optionContractEnvelope(c, res.receivedAtMs)) };
+  }
+
+  /** Each request keeps its unit's slot `slotHoldMs` after its answer, failed or not: the per-second spacing. */
+  protected override async send(req: HttpRequest): Promise<HttpResponse> {
+    try {
+      return await super.send(req);
+    } finally {
+      await sleep(this.slotHoldMs);
+    }
   }
 
   private toContract(symbol: string, c: FinnhubOptionContract, lastTradeDate: string | undefined, receivedAtMs: number): OptionContract {

@@ -1,26 +1,24 @@
 import {
   ApiKeyRejectedError,
-  ConfigError,
   MalformedPayloadError,
   seriesEnvelope,
-  systemClock,
   TransientError,
   UnknownSeriesError,
   ValidationError,
-  type Clock,
   type SeriesObservation,
 } from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
-import { parsePayload } from '../internal/parse-payload.js';
-import type { FetchOptions, SeriesPage, SeriesSource, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
-import { VenueRejectedError } from '../venue-rejected-error.js';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption } from '../internal/options.js';
+import type { FetchOptions, SeriesPage, SeriesSource, VenueAdapterOptions } from '../types.js';
+import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { FredObservations } from './fred-schemas.js';
+
+/** FRED's largest `limit`. */
+const MAX_PAGE_SIZE = 100_000;
 
 /** The defaults of {@link FredAdapterOptions}. */
 export const FRED_DEFAULTS = Object.freeze({
-  /** FRED's largest `limit`. */
-  pageSize: 100_000,
+  pageSize: MAX_PAGE_SIZE,
   /** FRED allows 120 requests per minute per key. */
   rateLimitWindowMs: 60_000,
 });
@@ -61,36 +59,18 @@ const REALTIME_OPEN_END = '9999-12-31';
  * keeps observation keys stable across runs and makes each revision a record of its own. (FRED's
  * default real-time period, today, stamps every row with today's date instead.)
  */
-export class FredAdapter implements VenueAdapter, SeriesSource {
-  readonly venue = 'fred';
-  readonly weights: Readonly<Record<'observations', number>> = Object.freeze({ observations: 1 });
-  private readonly baseUrl: string;
-  private readonly apiKey: string | undefined;
-  private readonly clock: Clock;
+export class FredAdapter extends HttpVenueAdapter<'observations', 'apiKey'> implements SeriesSource {
   private readonly pageSize: number;
-  private readonly http: VenueHttpClient;
 
   constructor(options: FredAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.apiKey = options.apiKey;
-    this.clock = options.clock ?? systemClock;
-    this.pageSize = intOption('pageSize', options.pageSize, FRED_DEFAULTS.pageSize, 1, 100_000);
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, FRED_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      errorPolicy: { rateLimitFallbackMs: windowMs },
+    const windowMs = durationOption('rateLimitWindowMs', options.rateLimitWindowMs, FRED_DEFAULTS.rateLimitWindowMs);
+    super(options, {
+      venue: 'fred',
+      weights: { observations: 1 },
+      limits: { errorPolicy: { rateLimitFallbackMs: windowMs } },
+      credentials: { apiKey: { value: options.apiKey, option: 'apiKey', env: 'FRED_API_KEY', what: 'a FRED API key' } },
     });
-  }
-
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
+    this.pageSize = intOption('pageSize', options.pageSize, FRED_DEFAULTS.pageSize, 1, MAX_PAGE_SIZE);
   }
 
   seriesOf(symbol: string): readonly string[] {
@@ -100,7 +80,7 @@ export class FredAdapter implements VenueAdapter, SeriesSource {
   }
 
   async *fetchSeries(seriesId: string, fromDate: string, toDate: string, options: FetchOptions = {}): AsyncIterable<SeriesPage> {
-    if (!this.apiKey) throw new ConfigError('FRED_API_KEY', 'a FRED API key (the adapter option apiKey, which the worker takes from FRED_API_KEY)');
+    const apiKey = this.credential('apiKey');
     if (!SERIES_ID.test(seriesId)) throw new ValidationError('seriesId', 'a FRED series id (e.g. DGS10)', seriesId);
     if (!ISO_DAY.test(fromDate)) throw new ValidationError('fromDate', 'a date YYYY-MM-DD', fromDate);
     if (!ISO_DAY.test(toDate)) throw new ValidationError('toDate', 'a date YYYY-MM-DD', toDate);
@@ -116,10 +96,12 @@ export class FredAdapter implements VenueAdapter, SeriesSource {
         limit: String(this.pageSize),
         offset: String(offset),
         file_type: 'json',
-        api_key: this.apiKey,
+        api_key: apiKey,
       });
-      const res = await this.request(seriesId, `${this.baseUrl}/fred/series/observations?${query.toString()}`, options.signal);
-      const page = parsePayload(this.venue, 'observations', res.body, FredObservations);
+      const { data: page, res } = await this.getJson('observations', this.url('/fred/series/observations', query), FredObservations, {
+        signal: options.signal,
+        rejected: (err) => this.rejection(err, seriesId),
+      });
       if (page.offset !== offset) throw new MalformedPayloadError(this.venue, `observations page has offset ${page.offset}, asked for ${offset}`, res.body);
       const observations: SeriesObservation[] = page.observations
         // A page answers the asked range; a row outside it is not this unit's to store.
@@ -141,20 +123,16 @@ export class FredAdapter implements VenueAdapter, SeriesSource {
   }
 
   /**
-   * One GET, with FRED's error bodies mapped to typed errors: a refused key is ApiKeyRejectedError,
-   * an unknown series UnknownSeriesError, any other 400 a VenueRejectedError naming FRED's message;
-   * 423 Locked (documented without detail) is retried as transient; 429 and 5xx as the client maps them.
+   * FRED's refusals as typed errors: a refused key is ApiKeyRejectedError, an unknown series
+   * UnknownSeriesError, any other 400 a VenueRejectedError naming FRED's message; 423 Locked
+   * (documented without detail) is retried as transient; 429 and 5xx stay as the client maps them.
    */
-  private async request(seriesId: string, url: string, signal: AbortSignal | undefined): ReturnType<VenueHttpClient['get']> {
-    try {
-      return await this.http.get({ endpoint: 'observations', weight: this.weights.observations, url, signal });
-    } catch (err) {
-      if (!(err instanceof VenueRejectedError) || err.status === undefined) throw err;
-      const message = err.venueMessage ?? '';
-      if (/api_key/i.test(message)) throw new ApiKeyRejectedError(this.venue, err.status, message);
-      if (/series does not exist/i.test(message)) throw new UnknownSeriesError(this.venue, seriesId, err.status, message);
-      if (err.status === 423) throw new TransientError(this.venue, `${this.venue} observations answered HTTP 423 Locked${message ? ` (${message})` : ''}`, 423);
-      throw err;
-    }
+  private rejection(err: VenueRejectedError, seriesId: string): Error {
+    if (err.status === undefined) return err;
+    const message = err.venueMessage ?? '';
+    if (/api_key/i.test(message)) return new ApiKeyRejectedError(this.venue, err.status, message);
+    if (/series does not exist/i.test(message)) return new UnknownSeriesError(this.venue, seriesId, err.status, message);
+    if (err.status === 423) return new TransientError(this.venue, `${this.venue} observations answered HTTP 423 Locked${message ? ` (${message})` : ''}`, 423);
+    return err;
   }
 }

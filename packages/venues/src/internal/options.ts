@@ -7,6 +7,14 @@ export function intOption(name: string, value: number | undefined, defaultValue:
   return value;
 }
 
+/** Longest wait or limit window an adapter option may name: a day. */
+const MAX_DURATION_MS = 86_400_000;
+
+/** A duration option in ms from `min` to a day, or its default. */
+export function durationOption(name: string, value: number | undefined, defaultValue: number, min = 1): number {
+  return intOption(name, value, defaultValue, min, MAX_DURATION_MS);
+}
+
 /** Strips trailing slashes so `${baseUrl}/path` never doubles them; rejects non-http(s) URLs. */
 export function normaliseBaseUrl(name: string, value: string): string {
   let url: URL;

@@ -1,8 +1,8 @@
-import { systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
-import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { BookSource, FetchOptions, Instrument, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { type BookLevel, type BookSnapshot, type Envelope, bookEnvelope } from '@tickfleet/core';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption } from '../internal/options.js';
+import { decimalString } from '../internal/parse-payload.js';
+import type { BookSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
 import { LimitlessActiveMarkets, LimitlessOrderbook, type LimitlessChildMarket, type LimitlessMarket } from './limitless-schemas.js';
 
 /** The API refuses `limit` above 25 on `GET /markets/active` (the official SDK documents "max 25"). */
@@ -30,41 +30,19 @@ export interface LimitlessAdapterOptions extends VenueAdapterOptions {
 /**
  * Limitless Exchange (real root: https://api.limitless.exchange): active markets from
  * `GET /markets/active?page=&limit=` (pages from 1, `{data, totalMarketsCount}`), order-book snapshots
- * from `GET /markets/{slug}/orderbook`. The instrument is the market slug: the venue keys its book by
- * slug, and that book is the YES token's. AMM markets have no order book and are not listed; a
- * group (NegRisk) market lists each of its CLOB child markets.
+ * from `GET /markets/{slug}/orderbook`. The instrument is the market slug (the symbol in both
+ * forms): the venue keys its book by slug, and that book is the YES token's. AMM markets have no
+ * order book and are not listed; a group (NegRisk) market lists each of its CLOB child markets.
  */
-export class LimitlessAdapter implements VenueAdapter, BookSource {
-  readonly venue = 'limitless';
-  readonly weights: Readonly<Record<'markets' | 'orderbook', number>> = Object.freeze({ markets: 1, orderbook: 1 });
-  private readonly baseUrl: string;
+export class LimitlessAdapter extends HttpVenueAdapter<'markets' | 'orderbook'> implements BookSource {
   private readonly pageSize: number;
   private readonly maxPages: number;
-  private readonly http: VenueHttpClient;
 
   constructor(options: LimitlessAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
+    const fallbackMs = durationOption('rateLimitFallbackMs', options.rateLimitFallbackMs, LIMITLESS_DEFAULTS.rateLimitFallbackMs, 0);
+    super(options, { venue: 'limitless', weights: { markets: 1, orderbook: 1 }, limits: { errorPolicy: { rateLimitFallbackMs: fallbackMs } } });
     this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, LIMITLESS_DEFAULTS.discoveryPageSize, 1, LIMITLESS_MAX_PAGE_SIZE);
     this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, LIMITLESS_DEFAULTS.maxDiscoveryPages, 1, 100_000);
-    const clock: Clock = options.clock ?? systemClock;
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock,
-      errorPolicy: {
-        rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, LIMITLESS_DEFAULTS.rateLimitFallbackMs, 0, 86_400_000),
-      },
-    });
-  }
-
-  /** The slug is the symbol in both forms. */
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
   }
 
   /** Every order-book market that is active and not expired, paging until `totalMarketsCount` or a short page. */
@@ -73,14 +51,10 @@ export class LimitlessAdapter implements VenueAdapter, BookSource {
     const seen = new Set<string>();
     let listed = 0;
     for (let page = 1; page <= this.maxPages; page++) {
-      const query = new URLSearchParams({ page: String(page), limit: String(this.pageSize) });
-      const res = await this.http.get({
-        endpoint: 'markets',
-        weight: this.weights.markets,
-        url: `${this.baseUrl}/markets/active?${query.toString()}`,
-        signal: options.signal,
-      });
-      const { data, totalMarketsCount } = parsePayload(this.venue, 'markets', res.body, LimitlessActiveMarkets);
+      const url = this.url('/markets/active', { page: String(page), limit: String(this.pageSize) });
+      const {
+        data: { data, totalMarketsCount },
+      } = await this.getJson('markets', url, LimitlessActiveMarkets, options);
       for (const market of data) {
         for (const instrument of this.instrumentsOf(market)) {
           if (seen.has(instrument.symbol)) continue;
@@ -135,9 +109,8 @@ export class LimitlessAdapter implements VenueAdapter, BookSource {
    * so the snapshot time is the receive time; prices and sizes are kept as the venue's numbers.
    */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
-    const url = `${this.baseUrl}/markets/${encodeURIComponent(this.toVenueSymbol(symbol))}/orderbook`;
-    const res = await this.http.get({ endpoint: 'orderbook', weight: this.weights.orderbook, url, signal: options.signal });
-    const raw = parsePayload(this.venue, 'orderbook', res.body, LimitlessOrderbook);
+    const url = this.url(`/markets/${encodeURIComponent(this.toVenueSymbol(symbol))}/orderbook`);
+    const { data: raw, res } = await this.getJson('orderbook', url, LimitlessOrderbook, options);
     const level = (l: { price: number | string; size: number | string }): BookLevel => [decimalString(l.price), decimalString(l.size)];
     const bids = raw.bids.map(level).sort((a, b) => Number(b[0]) - Number(a[0]));
     const asks = raw.asks.map(level).sort((a, b) => Number(a[0]) - Number(b[0]));

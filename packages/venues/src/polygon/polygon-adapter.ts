@@ -1,20 +1,9 @@
-import {
-  calendarFor,
-  candleEnvelope,
-  ConfigError,
-  MalformedPayloadError,
-  systemClock,
-  timeframeMs,
-  ValidationError,
-  type Candle,
-  type Clock,
-  type Timeframe,
-} from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
-import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { CandlePage, CandleSource, FetchOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient, type HttpRequest, type HttpResponse } from '../venue-http-client.js';
-import { VenueRejectedError } from '../venue-rejected-error.js';
+import { calendarFor, candleEnvelope, MalformedPayloadError, timeframeMs, ValidationError, type Candle, type Timeframe } from '@tickfleet/core';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption } from '../internal/options.js';
+import { decimalString } from '../internal/parse-payload.js';
+import type { CandlePage, CandleSource, FetchOptions, VenueAdapterOptions } from '../types.js';
+import type { VenueRejectedError } from '../venue-rejected-error.js';
 import { PolygonAuthError } from './polygon-auth-error.js';
 import { PolygonPlanError } from './polygon-plan-error.js';
 import { PolygonAggs } from './polygon-schemas.js';
@@ -70,36 +59,18 @@ const CALENDAR = calendarFor('polygon');
  * today's bar while it still trades, and storing it then would keep a half day as final. Intraday
  * bars are kept once closed.
  */
-export class PolygonAdapter implements VenueAdapter, CandleSource {
-  readonly venue = 'polygon';
-  readonly weights: Readonly<Record<'aggs', number>> = Object.freeze({ aggs: 1 });
+export class PolygonAdapter extends HttpVenueAdapter<'aggs', 'apiKey'> implements CandleSource {
   readonly maxCandlesPerPage: number;
-  private readonly baseUrl: string;
-  private readonly apiKey: string | undefined;
-  private readonly clock: Clock;
-  private readonly http: VenueHttpClient;
 
   constructor(options: PolygonAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.apiKey = options.apiKey;
-    this.clock = options.clock ?? systemClock;
-    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, POLYGON_DEFAULTS.maxCandlesPerPage, 1, 50_000);
-    const windowMs = intOption('rateLimitWindowMs', options.rateLimitWindowMs, POLYGON_DEFAULTS.rateLimitWindowMs, 1, 86_400_000);
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      errorPolicy: { rateLimitFallbackMs: windowMs },
+    const windowMs = durationOption('rateLimitWindowMs', options.rateLimitWindowMs, POLYGON_DEFAULTS.rateLimitWindowMs);
+    super(options, {
+      venue: 'polygon',
+      weights: { aggs: 1 },
+      limits: { errorPolicy: { rateLimitFallbackMs: windowMs } },
+      credentials: { apiKey: { value: options.apiKey, option: 'apiKey', env: 'POLYGON_API_KEY', what: 'a Polygon API key' } },
     });
-  }
-
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
+    this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, POLYGON_DEFAULTS.maxCandlesPerPage, 1, 50_000);
   }
 
   /**
@@ -108,21 +79,25 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
    * only on the base URL's own origin so the key never leaves for another host.
    */
   async *fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
-    if (!this.apiKey) throw new ConfigError('POLYGON_API_KEY', 'a Polygon API key (the adapter option apiKey, which the worker takes from POLYGON_API_KEY)');
+    const apiKey = this.credential('apiKey');
     if (fromMs >= toMs) return;
     const range = RANGES[timeframe];
     if (!range) throw new ValidationError('timeframe', `a Polygon timeframe (${Object.keys(RANGES).join(' ')})`, timeframe);
     const [multiplier, timespan] = range;
     const lenMs = timeframeMs(timeframe);
     const ticker = encodeURIComponent(this.toVenueSymbol(symbol));
-    const query = new URLSearchParams({ adjusted: 'true', sort: 'asc', limit: String(this.maxCandlesPerPage), apiKey: this.apiKey });
-    let url: string | undefined = `${this.baseUrl}/v2/aggs/ticker/${ticker}/range/${multiplier}/${timespan}/${fromMs}/${toMs - 1}?${query.toString()}`;
+    const query = { adjusted: 'true', sort: 'asc', limit: String(this.maxCandlesPerPage), apiKey };
+    let url: string | undefined = this.url(`/v2/aggs/ticker/${ticker}/range/${multiplier}/${timespan}/${fromMs}/${toMs - 1}`, query);
     const seen = new Set<string>();
     let lastT = Number.NEGATIVE_INFINITY;
     while (url !== undefined) {
-      seen.add(url);
-      const res = await this.get({ endpoint: 'aggs', weight: this.weights.aggs, url, signal: options.signal }, fromMs, toMs);
-      const page = parsePayload(this.venue, 'aggs', res.body, PolygonAggs);
+      // Typed here: its type would otherwise depend on the page it fetches, which sets the next url.
+      const pageUrl: string = url;
+      seen.add(pageUrl);
+      const { data: page, res } = await this.getJson('aggs', pageUrl, PolygonAggs, {
+        signal: options.signal,
+        rejected: (err) => this.rejection(err, fromMs, toMs),
+      });
       const nowMs = this.clock.now();
       const finalBefore = timeframe === '1d' ? CALENDAR.finalBefore(timeframe, nowMs) : nowMs - lenMs + 1;
       const candles: Candle[] = [];
@@ -145,23 +120,18 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
         });
       }
       if (candles.length > 0) yield { candles, envelopes: candles.map((c) => candleEnvelope(c, res.receivedAtMs)) };
-      url = page.next_url === undefined || page.next_url === '' ? undefined : this.nextUrl(page.next_url, seen);
+      url = page.next_url === undefined || page.next_url === '' ? undefined : this.nextUrl(page.next_url, apiKey, seen);
     }
   }
 
-  /** One request; Polygon's key and plan refusals become PolygonAuthError / PolygonPlanError. */
-  private async get(req: HttpRequest, fromMs: number, toMs: number): Promise<HttpResponse> {
-    try {
-      return await this.http.get(req);
-    } catch (err) {
-      if (!(err instanceof VenueRejectedError)) throw err;
-      if (err.status === 401) throw new PolygonAuthError(err.venueMessage === 'API Key was not provided' ? 'missing-key' : 'unknown-key', err.venueMessage);
-      if (err.status === 403) throw new PolygonPlanError(fromMs, toMs, err.venueMessage);
-      throw err;
-    }
+  /** Polygon's key and plan refusals as PolygonAuthError / PolygonPlanError. */
+  private rejection(err: VenueRejectedError, fromMs: number, toMs: number): Error {
+    if (err.status === 401) return new PolygonAuthError(err.venueMessage === 'API Key was not provided' ? 'missing-key' : 'unknown-key', err.venueMessage);
+    if (err.status === 403) return new PolygonPlanError(fromMs, toMs, err.venueMessage);
+    return err;
   }
 
-  private nextUrl(nextUrl: string, seen: Set<string>): string {
+  private nextUrl(nextUrl: string, apiKey: string, seen: Set<string>): string {
     let next: URL;
     try {
       next = new URL(nextUrl);
@@ -171,7 +141,7 @@ export class PolygonAdapter implements VenueAdapter, CandleSource {
     if (next.origin !== new URL(this.baseUrl).origin) {
       throw new MalformedPayloadError(this.venue, `next_url points to another origin than ${new URL(this.baseUrl).origin}`, nextUrl);
     }
-    next.searchParams.set('apiKey', this.apiKey ?? '');
+    next.searchParams.set('apiKey', apiKey);
     const text = next.toString();
     if (seen.has(text)) throw new MalformedPayloadError(this.venue, 'next_url repeats a page already fetched', nextUrl);
     return text;

@@ -1,9 +1,10 @@
-import { MalformedPayloadError, systemClock, type BookLevel, type BookSnapshot, type Clock, type Envelope, bookEnvelope } from '@tickfleet/core';
-import { intOption, normaliseBaseUrl } from '../internal/options.js';
+import { MalformedPayloadError, type BookLevel, type BookSnapshot, type Envelope, bookEnvelope } from '@tickfleet/core';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { durationOption, intOption, normaliseBaseUrl } from '../internal/options.js';
 import { SlidingWindowPacer } from '../internal/sliding-window-pacer.js';
-import { parsePayload, validatePayload } from '../internal/parse-payload.js';
-import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient } from '../venue-http-client.js';
+import { validatePayload } from '../internal/parse-payload.js';
+import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapterOptions } from '../types.js';
+import type { HttpRequest, HttpResponse } from '../venue-http-client.js';
 import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
 
 /** The defaults of {@link PolymarketAdapterOptions}. */
@@ -36,48 +37,26 @@ export interface PolymarketAdapterOptions extends VenueAdapterOptions {
 
 /**
  * Polymarket: active markets and their CLOB token ids from Gamma `GET /markets`, order-book
- * snapshots from CLOB `GET /book?token_id=`. Throttled responses are just slow responses; the
- * request timeout (`timeoutMs`) bounds them.
+ * snapshots from CLOB `GET /book?token_id=`; the token id is the symbol in both forms. Throttled
+ * responses are just slow responses; the request timeout (`timeoutMs`) bounds them.
  */
-export class PolymarketAdapter implements VenueAdapter, BookSource {
-  readonly venue = 'polymarket';
-  readonly weights: Readonly<Record<'markets' | 'book', number>> = Object.freeze({ markets: 1, book: 1 });
-  private readonly baseUrl: string;
+export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book'> implements BookSource {
   private readonly discoveryBaseUrl: string;
   private readonly pageSize: number;
   private readonly maxPages: number;
-  private readonly http: VenueHttpClient;
   private readonly gammaPacer: SlidingWindowPacer;
 
   constructor(options: PolymarketAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
+    const fallbackMs = durationOption('rateLimitFallbackMs', options.rateLimitFallbackMs, POLYMARKET_DEFAULTS.rateLimitFallbackMs, 0);
+    super(options, { venue: 'polymarket', weights: { markets: 1, book: 1 }, limits: { errorPolicy: { rateLimitFallbackMs: fallbackMs } } });
     this.discoveryBaseUrl = normaliseBaseUrl('discoveryBaseUrl', options.discoveryBaseUrl ?? options.baseUrl);
     this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, POLYMARKET_DEFAULTS.discoveryPageSize, 1, 1000);
     this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, POLYMARKET_DEFAULTS.maxDiscoveryPages, 1, 100_000);
     const gamma = options.discoveryRateLimit;
     this.gammaPacer = new SlidingWindowPacer(
       intOption('discoveryRateLimit.limit', gamma?.limit, POLYMARKET_DEFAULTS.discoveryRateLimit.limit, 1, 1_000_000),
-      intOption('discoveryRateLimit.periodMs', gamma?.periodMs, POLYMARKET_DEFAULTS.discoveryRateLimit.periodMs, 1, 86_400_000),
+      durationOption('discoveryRateLimit.periodMs', gamma?.periodMs, POLYMARKET_DEFAULTS.discoveryRateLimit.periodMs),
     );
-    const clock: Clock = options.clock ?? systemClock;
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock,
-      errorPolicy: {
-        rateLimitFallbackMs: intOption('rateLimitFallbackMs', options.rateLimitFallbackMs, POLYMARKET_DEFAULTS.rateLimitFallbackMs, 0, 86_400_000),
-      },
-    });
-  }
-
-  /** The CLOB token id is the symbol in both forms. */
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
   }
 
   /** Every order-book token of every active, open market, paging `offset` until a short page. */
@@ -86,17 +65,7 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
     const seen = new Set<string>();
     for (let page = 0; page < this.maxPages; page++) {
       const query = new URLSearchParams({ active: 'true', closed: 'false', limit: String(this.pageSize), offset: String(page * this.pageSize) });
-      const res = await this.gammaPacer.run(
-        () =>
-          this.http.get({
-            endpoint: 'markets',
-            weight: this.weights.markets,
-            url: `${this.discoveryBaseUrl}/markets?${query.toString()}`,
-            signal: options.signal,
-          }),
-        options.signal,
-      );
-      const markets = parsePayload(this.venue, 'markets', res.body, PolymarketMarkets);
+      const { data: markets } = await this.getJson('markets', `${this.discoveryBaseUrl}/markets?${query.toString()}`, PolymarketMarkets, options);
       for (const market of markets) {
         for (const instrument of this.instrumentsOf(market)) {
           if (seen.has(instrument.symbol)) continue;
@@ -107,6 +76,11 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
       if (markets.length < this.pageSize) break;
     }
     return out;
+  }
+
+  /** Gamma's `/markets` has a limit of its own, which the fleet's budget does not model: paced here. */
+  protected override send(req: HttpRequest): Promise<HttpResponse> {
+    return req.endpoint === 'markets' ? this.gammaPacer.run(() => super.send(req), req.signal) : super.send(req);
   }
 
   private instrumentsOf(market: PolymarketMarket): Instrument[] {
@@ -142,9 +116,7 @@ export class PolymarketAdapter implements VenueAdapter, BookSource {
 
   /** One snapshot, levels reordered best first (the CLOB lists bids ascending and asks descending). */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
-    const url = `${this.baseUrl}/book?${new URLSearchParams({ token_id: this.toVenueSymbol(symbol) }).toString()}`;
-    const res = await this.http.get({ endpoint: 'book', weight: this.weights.book, url, signal: options.signal });
-    const raw = parsePayload(this.venue, 'book', res.body, PolymarketBook);
+    const { data: raw, res } = await this.getJson('book', this.url('/book', { token_id: this.toVenueSymbol(symbol) }), PolymarketBook, options);
     const timeMs = parseTimestamp(raw.timestamp);
     if (timeMs === undefined) throw new MalformedPayloadError(this.venue, 'book timestamp is not epoch ms', raw.timestamp);
     const bids: BookLevel[] = raw.bids.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(b[0]) - Number(a[0]));

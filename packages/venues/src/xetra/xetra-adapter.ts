@@ -1,21 +1,12 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
-import {
-  MalformedPayloadError,
-  type Pacing,
-  RateLimitedError,
-  systemClock,
-  ValidationError,
-  type Clock,
-  type Envelope,
-  type Trade,
-  tradeEnvelope,
-} from '@tickfleet/core';
+import { MalformedPayloadError, type Pacing, RateLimitedError, ValidationError, type Envelope, type Trade, tradeEnvelope } from '@tickfleet/core';
 import PQueue from 'p-queue';
-import { intOption, normaliseBaseUrl, sleep } from '../internal/options.js';
+import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { intOption, sleep } from '../internal/options.js';
 import { decimalString, parsePayload } from '../internal/parse-payload.js';
-import type { FetchOptions, FileRef, FileSource, ListFilesOptions, VenueAdapter, VenueAdapterOptions } from '../types.js';
-import { VenueHttpClient, type HttpRequest, type HttpResponse } from '../venue-http-client.js';
+import type { FetchOptions, FileRef, FileSource, ListFilesOptions, VenueAdapterOptions } from '../types.js';
+import type { HttpRequest, HttpResponse } from '../venue-http-client.js';
 import { XetraFileList, XetraTradeRecord } from './xetra-schemas.js';
 
 const gunzip = promisify(gunzipCb);
@@ -99,7 +90,8 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
 
 /**
  * Deutsche Börse post-trade files (mfs.deutsche-boerse.com/api): `GET /{MARKET}-posttrade` lists a
- * market's minute files, `GET /download/{file}` returns one gzip of NDJSON trade records.
+ * market's minute files, `GET /download/{file}` returns one gzip of NDJSON trade records. ISINs are
+ * the symbol in both forms.
  *
  * Pacing is proactive and per market (each market has a limit of its own): by default requests of
  * one market leave evenly spaced, 5 per 2 s (+ slack), which the earlier collector measured as 150
@@ -108,13 +100,8 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
  * 429 (2 s, 4 s, 8 s) is only the safety net, after which a RateLimitedError hands the wait to the
  * worker, which freezes the venue fleet-wide.
  */
-export class XetraAdapter implements VenueAdapter, FileSource {
-  readonly venue = 'xetra';
-  readonly weights: Readonly<Record<'list' | 'download', number>> = Object.freeze({ list: 1, download: 1 });
+export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implements FileSource {
   readonly markets: readonly string[];
-  private readonly baseUrl: string;
-  private readonly clock: Clock;
-  private readonly http: VenueHttpClient;
   /** One in-process pacer per market (absent with `pacing: 'off'`). */
   private readonly pacers = new Map<string, PQueue>();
   private readonly pacing: Pacing | 'off';
@@ -129,10 +116,9 @@ export class XetraAdapter implements VenueAdapter, FileSource {
   private readonly onBackoff: XetraAdapterOptions['onBackoff'];
 
   constructor(options: XetraAdapterOptions) {
-    this.baseUrl = normaliseBaseUrl('baseUrl', options.baseUrl);
-    this.clock = options.clock ?? systemClock;
-    this.markets = options.markets ?? XETRA_DEFAULTS.markets;
-    for (const m of this.markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
+    const backoffBaseMs = intOption('backoffBaseMs', options.backoffBaseMs, XETRA_DEFAULTS.backoffBaseMs, 1, 600_000);
+    super(options, { venue: 'xetra', weights: { list: 1, download: 1 }, limits: { errorPolicy: { rateLimitFallbackMs: backoffBaseMs } } });
+    this.markets = marketCodes(options.markets ?? XETRA_DEFAULTS.markets);
     const pacing = options.pacing ?? XETRA_DEFAULTS.pacing;
     if (pacing !== 'even' && pacing !== 'burst' && pacing !== 'off') throw new ValidationError('pacing', 'even, burst or off', pacing);
     this.pacing = pacing;
@@ -141,27 +127,11 @@ export class XetraAdapter implements VenueAdapter, FileSource {
       intOption('paceIntervalMs', options.paceIntervalMs, XETRA_DEFAULTS.periodMs, 1, 3_600_000) +
       intOption('paceSlackMs', options.paceSlackMs, XETRA_DEFAULTS.paceSlackMs, 0, 60_000);
     this.maxAttempts = intOption('maxAttempts', options.maxAttempts, XETRA_DEFAULTS.maxAttempts, 1, 20);
-    this.backoffBaseMs = intOption('backoffBaseMs', options.backoffBaseMs, XETRA_DEFAULTS.backoffBaseMs, 1, 600_000);
+    this.backoffBaseMs = backoffBaseMs;
     this.backoffMaxMs = intOption('backoffMaxMs', options.backoffMaxMs, XETRA_DEFAULTS.backoffMaxMs, 1, 3_600_000);
     this.backoffs = xetraBackoffMs({ maxAttempts: this.maxAttempts, backoffBaseMs: this.backoffBaseMs, backoffMaxMs: this.backoffMaxMs });
     this.onBackoff = options.onBackoff;
     this.parseChunkLines = intOption('parseChunkLines', options.parseChunkLines, XETRA_DEFAULTS.parseChunkLines, 1, 1_000_000);
-    this.http = new VenueHttpClient({
-      venue: this.venue,
-      ...(options.hooks ? { hooks: options.hooks } : {}),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      clock: this.clock,
-      errorPolicy: { rateLimitFallbackMs: this.backoffBaseMs },
-    });
-  }
-
-  /** ISINs are the symbol in both forms. */
-  toVenueSymbol(symbol: string): string {
-    return symbol;
-  }
-
-  fromVenueSymbol(venueSymbol: string): string {
-    return venueSymbol;
   }
 
   /** Files of `date` (UTC `YYYY-MM-DD`) across the configured markets, sorted by market then minute. */
@@ -169,18 +139,10 @@ export class XetraAdapter implements VenueAdapter, FileSource {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !Number.isFinite(Date.parse(`${date}T00:00:00Z`))) {
       throw new ValidationError('date', 'a date YYYY-MM-DD', date);
     }
-    const markets = options.markets ?? this.markets;
-    for (const m of markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
+    const markets = options.markets ? marketCodes(options.markets) : this.markets;
     const out: FileRef[] = [];
     for (const market of markets) {
-      const res = await this.request({
-        endpoint: 'list',
-        weight: this.weights.list,
-        url: `${this.baseUrl}/${market}-posttrade`,
-        signal: options.signal,
-        scope: market,
-      });
-      const list = parsePayload(this.venue, 'list', res.body, XetraFileList);
+      const { data: list } = await this.getJson('list', this.url(`/${market}-posttrade`), XetraFileList, { signal: options.signal, scope: market });
       const prefix = `${market}-posttrade-${date}T`;
       for (const name of list.CurrentFiles) {
         if (!name.startsWith(prefix)) continue;
@@ -198,13 +160,7 @@ export class XetraAdapter implements VenueAdapter, FileSource {
 
   /** Downloads one file, gunzips it off the event loop (zlib thread pool) and parses it in chunks. */
   async fetchFile(ref: FileRef, options: FetchOptions = {}): Promise<{ trades: Trade[]; envelopes: Envelope[] }> {
-    const res = await this.request({
-      endpoint: 'download',
-      weight: this.weights.download,
-      url: `${this.baseUrl}/download/${encodeURIComponent(ref.name)}`,
-      signal: options.signal,
-      scope: ref.market,
-    });
+    const res = await this.get('download', this.url(`/download/${encodeURIComponent(ref.name)}`), { signal: options.signal, scope: ref.market });
     let text: string;
     try {
       text = (await gunzip(res.body)).toString('utf8');
@@ -280,13 +236,13 @@ export class XetraAdapter implements VenueAdapter, FileSource {
     };
   }
 
-  /** One paced request with bounded exponential backoff on 429; each attempt passes the budget hooks again. */
-  private async request(req: HttpRequest): Promise<HttpResponse> {
+  /** Every request paced per market, with bounded exponential backoff on 429; each attempt passes the budget hooks again. */
+  protected override async send(req: HttpRequest): Promise<HttpResponse> {
     const pacer = this.pacer(req.scope ?? '');
     for (let attempt = 1; ; attempt++) {
       try {
-        if (!pacer) return await this.http.get(req);
-        return await pacer.add(() => this.http.get(req), req.signal ? { signal: req.signal } : {});
+        if (!pacer) return await super.send(req);
+        return await pacer.add(() => super.send(req), req.signal ? { signal: req.signal } : {});
       } catch (err) {
         if (!(err instanceof RateLimitedError)) throw err;
         if (attempt >= this.maxAttempts) {
@@ -304,6 +260,12 @@ export class XetraAdapter implements VenueAdapter, FileSource {
       }
     }
   }
+}
+
+/** `markets`, each checked to be a four-letter market code such as DETR. */
+function marketCodes(markets: readonly string[]): readonly string[] {
+  for (const m of markets) if (!/^[A-Z]{4}$/.test(m)) throw new ValidationError('markets', 'four-letter market codes such as DETR', m);
+  return markets;
 }
 
 function yieldToLoop(): Promise<void> {
