@@ -1,57 +1,50 @@
 import { ValidationError } from '@tickfleet/core';
-import { AlpacaAdapter, type AlpacaAdapterOptions } from './alpaca/alpaca-adapter.js';
-import { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
-import { FinnhubAdapter, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
-import { FredAdapter, type FredAdapterOptions } from './fred/fred-adapter.js';
-import { LimitlessAdapter, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';
-import { PolygonAdapter, type PolygonAdapterOptions } from './polygon/polygon-adapter.js';
-import { PolymarketAdapter, type PolymarketAdapterOptions } from './polymarket/polymarket-adapter.js';
-import { XetraAdapter, type XetraAdapterOptions } from './xetra/xetra-adapter.js';
+import { AlpacaAdapter } from './alpaca/alpaca-adapter.js';
+import { BinanceAdapter } from './binance/binance-adapter.js';
+import { FinnhubAdapter } from './finnhub/finnhub-adapter.js';
+import { FredAdapter } from './fred/fred-adapter.js';
+import { LimitlessAdapter } from './limitless/limitless-adapter.js';
+import { PolygonAdapter } from './polygon/polygon-adapter.js';
+import { PolymarketAdapter } from './polymarket/polymarket-adapter.js';
+import { XetraAdapter } from './xetra/xetra-adapter.js';
+
+/** The adapter class of each venue tickfleet has an adapter for: a new venue is one line here. */
+const ADAPTER_CLASSES = {
+  alpaca: AlpacaAdapter,
+  binance: BinanceAdapter,
+  finnhub: FinnhubAdapter,
+  fred: FredAdapter,
+  limitless: LimitlessAdapter,
+  polygon: PolygonAdapter,
+  polymarket: PolymarketAdapter,
+  xetra: XetraAdapter,
+};
+type AdapterClasses = typeof ADAPTER_CLASSES;
 
 /** The adapter class and options of each venue tickfleet has an adapter for. */
-export interface VenueAdapters {
-  alpaca: { adapter: AlpacaAdapter; options: AlpacaAdapterOptions };
-  binance: { adapter: BinanceAdapter; options: BinanceAdapterOptions };
-  finnhub: { adapter: FinnhubAdapter; options: FinnhubAdapterOptions };
-  fred: { adapter: FredAdapter; options: FredAdapterOptions };
-  limitless: { adapter: LimitlessAdapter; options: LimitlessAdapterOptions };
-  polygon: { adapter: PolygonAdapter; options: PolygonAdapterOptions };
-  polymarket: { adapter: PolymarketAdapter; options: PolymarketAdapterOptions };
-  xetra: { adapter: XetraAdapter; options: XetraAdapterOptions };
-}
+export type VenueAdapters = {
+  [V in keyof AdapterClasses]: { adapter: InstanceType<AdapterClasses[V]>; options: ConstructorParameters<AdapterClasses[V]>[0] };
+};
 
 export type AdapterVenue = keyof VenueAdapters;
-export const ADAPTER_VENUES: readonly AdapterVenue[] = ['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'];
+export const ADAPTER_VENUES: readonly AdapterVenue[] = Object.freeze(Object.keys(ADAPTER_CLASSES) as AdapterVenue[]);
 
 export function hasVenueAdapter(venue: string): venue is AdapterVenue {
   return (ADAPTER_VENUES as readonly string[]).includes(venue);
 }
+
+type AnyAdapterOptions = VenueAdapters[AdapterVenue]['options'];
+type AnyAdapter = VenueAdapters[AdapterVenue]['adapter'];
 
 /**
  * The adapter for `venue`. Typed per venue when the name is a literal; a venue without an adapter
  * fails with a ValidationError naming it.
  */
 export function createVenueAdapter<V extends AdapterVenue>(venue: V, options: VenueAdapters[V]['options']): VenueAdapters[V]['adapter'];
-export function createVenueAdapter(venue: string, options: VenueAdapters[AdapterVenue]['options']): VenueAdapters[AdapterVenue]['adapter'];
-export function createVenueAdapter(venue: string, options: VenueAdapters[AdapterVenue]['options']): VenueAdapters[AdapterVenue]['adapter'] {
-  switch (venue) {
-    case 'alpaca':
-      return new AlpacaAdapter(options);
-    case 'binance':
-      return new BinanceAdapter(options);
-    case 'finnhub':
-      return new FinnhubAdapter(options);
-    case 'fred':
-      return new FredAdapter(options);
-    case 'limitless':
-      return new LimitlessAdapter(options);
-    case 'polygon':
-      return new PolygonAdapter(options);
-    case 'polymarket':
-      return new PolymarketAdapter(options);
-    case 'xetra':
-      return new XetraAdapter(options);
-    default:
-      throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
-  }
+export function createVenueAdapter(venue: string, options: AnyAdapterOptions): AnyAdapter;
+export function createVenueAdapter(venue: string, options: AnyAdapterOptions): AnyAdapter {
+  if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
+  // Any adapter accepts any adapter options: each needs only baseUrl and reads only its own.
+  const Adapter = ADAPTER_CLASSES[venue] as new (options: AnyAdapterOptions) => AnyAdapter;
+  return new Adapter(options);
 }
