@@ -1,8 +1,8 @@
 import { stableHash } from '@tickfleet/core';
-import { DEFAULT_CADENCE, dailyFilesRange, jitterOf, nextRunAt, unitKindFor } from './cadence.js';
+import { CADENCE_DEFAULTS, dailyFilesRange, jitterOf, nextRunAt, unitKindFor } from './cadence.js';
 
 const T = Date.UTC(2024, 4, 15, 13, 47, 12); // a Wednesday
-const noJitter = { ...DEFAULT_CADENCE, jitterMs: 0 };
+const noJitter = { ...CADENCE_DEFAULTS, jitterMs: 0 };
 
 describe('cadence', () => {
   it('maps job types to unit kinds', () => {
@@ -56,9 +56,9 @@ describe('cadence', () => {
     expect(jitterOf('x:y:-:book', 5000, 1000)).toBeLessThan(500);
     // Polling runs claimed on time keep their offset: due times stay exactly one period apart.
     const book = { id: 'polymarket:123:-:book', venue: 'polymarket', type: 'book' as const, timeframe: null };
-    const first = nextRunAt(book, T, DEFAULT_CADENCE);
-    const second = nextRunAt(book, first, DEFAULT_CADENCE);
-    expect(second - first).toBe(DEFAULT_CADENCE.bookEveryMs);
+    const first = nextRunAt(book, T, CADENCE_DEFAULTS);
+    const second = nextRunAt(book, first, CADENCE_DEFAULTS);
+    expect(second - first).toBe(CADENCE_DEFAULTS.bookEveryMs);
   });
 
   it('keeps the jitter of every existing job across versions (sha256 of the id, as stableHash computes it)', () => {

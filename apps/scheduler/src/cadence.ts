@@ -7,35 +7,36 @@ const DAY_MS = 86_400_000;
 export interface CadenceOptions {
   /**
    * Wait after a candle closes before collecting it: venues publish a closed candle a moment
-   * after the boundary, and asking at the boundary returns it still open. @defaultValue 2000
+   * after the boundary, and asking at the boundary returns it still open. @defaultValue {@link CADENCE_DEFAULTS.closeDelayMs}
    */
   closeDelayMs: number;
   /**
    * Spread of the per-job offset added to every due time, so the 500 `1m` jobs of a venue do not
    * all fall due in the same millisecond. The offset is a stable hash of the job id in
    * [0, jitterMs), capped at a tenth of the job's period: stable, so cadences never drift and a
-   * rescan computes the same due time. @defaultValue 1000
+   * rescan computes the same due time. @defaultValue {@link CADENCE_DEFAULTS.jitterMs}
    */
   jitterMs: number;
-  /** Order-book polling period. @defaultValue 5000 */
+  /** Order-book polling period. @defaultValue {@link CADENCE_DEFAULTS.bookEveryMs} */
   bookEveryMs: number;
-  /** Trades polling period. @defaultValue 60000 */
+  /** Trades polling period. @defaultValue {@link CADENCE_DEFAULTS.tradesEveryMs} */
   tradesEveryMs: number;
-  /** Instrument discovery period. @defaultValue 3600000 */
+  /** Instrument discovery period. @defaultValue {@link CADENCE_DEFAULTS.discoveryEveryMs} */
   discoveryEveryMs: number;
-  /** Option-chain cycle: each cycle of an `options` job refreshes its next `perCycle` underliers. @defaultValue 60000 */
+  /** Option-chain cycle: each cycle of an `options` job refreshes its next `perCycle` underliers. @defaultValue {@link CADENCE_DEFAULTS.optionsEveryMs} */
   optionsEveryMs: number;
-  /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue 3600000 */
+  /** Daily files are fetched this long after the UTC day ends (publishers need time). @defaultValue {@link CADENCE_DEFAULTS.filesDelayMs} */
   filesDelayMs: number;
   /**
    * Economic series run once a day, this long after the UTC day starts: FRED publishes a day's
    * H.15 Treasury yields the next business day around 16:15 New York time (about 21:15 UTC in
-   * winter), so the run finds the previous day's values. @defaultValue 79200000 (22 h)
+   * winter), so the run finds the previous day's values. @defaultValue {@link CADENCE_DEFAULTS.seriesDelayMs}
    */
   seriesDelayMs: number;
 }
 
-export const DEFAULT_CADENCE: CadenceOptions = {
+/** Defaults of the cadences: the scheduler's options and its environment schema take them from here. */
+export const CADENCE_DEFAULTS: Readonly<CadenceOptions> = Object.freeze({
   closeDelayMs: 2000,
   jitterMs: 1000,
   bookEveryMs: 5000,
@@ -44,7 +45,7 @@ export const DEFAULT_CADENCE: CadenceOptions = {
   optionsEveryMs: 60_000,
   filesDelayMs: 3_600_000,
   seriesDelayMs: 22 * 3_600_000,
-};
+});
 
 /** The unit kind a job's runs take. */
 export function unitKindFor(type: JobType): Exclude<UnitKind, 'backfill'> {

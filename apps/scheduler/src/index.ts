@@ -1,6 +1,7 @@
-export { Scheduler, SCHEDULER_DEFAULTS, type SchedulerOptions, type TickResult } from './scheduler.js';
+export { Scheduler, type SchedulerOptions, type TickResult } from './scheduler.js';
+export { SCHEDULER_DEFAULTS } from './scheduler-defaults.js';
 export { LeaderElection, type LeaderElectionOptions } from './leader-election.js';
 export { SchedulerMetrics } from './scheduler-metrics.js';
-export { DEFAULT_CADENCE, nextRunAt, unitKindFor, periodMsOf, jitterOf, dailyFilesRange, type CadenceOptions } from './cadence.js';
+export { CADENCE_DEFAULTS, nextRunAt, unitKindFor, periodMsOf, jitterOf, dailyFilesRange, type CadenceOptions } from './cadence.js';
 export { SchedulerEnv } from './env.js';
 export { runScheduler, type RunSchedulerOptions, type RunningScheduler } from './run-scheduler.js';

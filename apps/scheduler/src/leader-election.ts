@@ -1,5 +1,7 @@
+import { renewEveryMsFor } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { RedisMutex, type RedisClient } from '@tickfleet/queues';
+import { SCHEDULER_DEFAULTS } from './scheduler-defaults.js';
 
 export interface LeaderElectionOptions {
   /** The lock key, shared by every scheduler replica of one fleet. */
@@ -8,10 +10,10 @@ export interface LeaderElectionOptions {
   id: string;
   /**
    * Lock lifetime: a dead leader is replaced at most this long (plus one follower tick) after
-   * its last renewal. @defaultValue 5000
+   * its last renewal. @defaultValue {@link SCHEDULER_DEFAULTS.leaderTtlMs}
    */
   ttlMs?: number;
-  /** Renewal period; a third of the TTL, so two renewals may fail before the lock lapses. @defaultValue ttlMs / 3 */
+  /** Renewal period; a third of the TTL, so two renewals may fail before the lock lapses. @defaultValue {@link renewEveryMsFor}(ttlMs) */
   renewEveryMs?: number;
   logger?: Logger;
   /** Called whenever leadership is gained or lost. */
@@ -39,8 +41,8 @@ export class LeaderElection {
     redis: RedisClient,
     private readonly options: LeaderElectionOptions,
   ) {
-    this.ttlMs = options.ttlMs ?? 5000;
-    this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(this.ttlMs / 3));
+    this.ttlMs = options.ttlMs ?? SCHEDULER_DEFAULTS.leaderTtlMs;
+    this.renewEveryMs = options.renewEveryMs ?? renewEveryMsFor(this.ttlMs);
     this.mutex = new RedisMutex(redis);
     this.token = `${options.id}:${RedisMutex.newToken()}`;
   }

@@ -18,54 +18,38 @@ import {
 import { createRedisConnection, QUEUE_PREFIX, unitJobId, VenueQueues, type QueuedUnit, type RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
-import { dailyFilesRange, DEFAULT_CADENCE, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
+import { dailyFilesRange, CADENCE_DEFAULTS, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
 import { LeaderElection } from './leader-election.js';
 import { SchedulerMetrics } from './scheduler-metrics.js';
-
-/**
- * Batching defaults of a tick (`TICKFLEET_SCHEDULER_BATCH` overrides `batchSize`): up to 100 000
- * jobs per tick. Every claim scans all due rows, including those leased by earlier batches, so
- * fewer, larger claims cost the store much less (100 000 jobs: ~1.25 s of CPU in batches of 2000,
- * ~0.65 s in batches of 5000); each one still holds SQLite's write lock only for tens of ms. The
- * claimed jobs go to Redis in smaller chunks, a few under way at once: the objects BullMQ and
- * ioredis make for a chunk then die young, which saves about a tenth of the tick's CPU in garbage
- * collection against enqueuing whole batches. Eight chunks under way keep Redis busy while this
- * process prepares more: 100 000 jobs took ~3.8 s with 2, ~3.0 s with 8 to 20 (interleaved runs).
- */
-export const SCHEDULER_DEFAULTS = {
-  batchSize: 5000,
-  maxBatchesPerTick: 20,
-  enqueueChunk: 500,
-  enqueueDepth: 8,
-} as const;
+import { SCHEDULER_DEFAULTS } from './scheduler-defaults.js';
 
 export interface SchedulerOptions {
   store: StateStore;
   /** Redis URL of the fleet: the venue queues and the leader lock live there. */
   redisUrl: string;
-  /** Key prefix of queues and the leader lock; every role of one fleet uses the same. @defaultValue 'tickfleet' */
+  /** Key prefix of queues and the leader lock; every role of one fleet uses the same. @defaultValue {@link QUEUE_PREFIX} */
   prefix?: string;
-  /** Time between ticks (followers try to lead once per tick). @defaultValue 1000 */
+  /** Time between ticks (followers try to lead once per tick). @defaultValue {@link SCHEDULER_DEFAULTS.tickMs} */
   tickMs?: number;
-  /** Jobs claimed per store call; a tick claims again while full batches come back. @defaultValue 5000 */
+  /** Jobs claimed per store call; a tick claims again while full batches come back. @defaultValue {@link SCHEDULER_DEFAULTS.batchSize} */
   batchSize?: number;
-  /** Batches per tick at most, so one tick of a huge backlog stays short. @defaultValue 20 */
+  /** Batches per tick at most, so one tick of a huge backlog stays short. @defaultValue {@link SCHEDULER_DEFAULTS.maxBatchesPerTick} */
   maxBatchesPerTick?: number;
-  /** Claimed jobs of one venue enqueued per call. @defaultValue 500 */
+  /** Claimed jobs of one venue enqueued per call. @defaultValue {@link SCHEDULER_DEFAULTS.enqueueChunk} */
   enqueueChunk?: number;
   /**
    * Chunks whose enqueue may be under way at once; the next chunk is sent, or the next batch
-   * claimed, while fewer are. 1 claims and enqueues in turns. @defaultValue 8
+   * claimed, while fewer are. 1 claims and enqueues in turns. @defaultValue {@link SCHEDULER_DEFAULTS.enqueueDepth}
    */
   enqueueDepth?: number;
   /**
    * Lease set on claimed jobs. The worker releases it (`store.jobs.complete`/`fail`) when the unit
    * ends; if it never does (the unit waits in a frozen queue, or its worker died), the job is
    * claimed again after the lease and the deterministic unit id turns that into a no-op while the
-   * unit is still queued. @defaultValue 300000
+   * unit is still queued. @defaultValue {@link SCHEDULER_DEFAULTS.leaseMs}
    */
   leaseMs?: number;
-  /** Leader lock TTL. @defaultValue 5000 */
+  /** Leader lock TTL. @defaultValue {@link SCHEDULER_DEFAULTS.leaderTtlMs} */
   leaderTtlMs?: number;
   /** Cadences per job type; see {@link CadenceOptions}. */
   cadence?: Partial<CadenceOptions>;
@@ -78,20 +62,20 @@ export interface SchedulerOptions {
   /**
    * How often the leader compares Redis with the store: it re-creates the units of backfill chunks
    * the store still owes (lost with a Redis restart, or failed by BullMQ without the chunk being
-   * recorded) and re-applies a venue queue's missing global concurrency. @defaultValue 30000
+   * recorded) and re-applies a venue queue's missing global concurrency. @defaultValue {@link SCHEDULER_DEFAULTS.repairEveryMs}
    */
   repairEveryMs?: number;
-  /** Owed chunks read per store call during a repair. @defaultValue 1000 */
+  /** Owed chunks read per store call during a repair. @defaultValue {@link SCHEDULER_DEFAULTS.repairBatch} */
   repairBatch?: number;
   /**
    * A backfill's creator (`tickfleet backfill`) records it with its chunks, then enqueues their
    * units: a repair leaves the chunks of a backfill created less than this long ago to its creator
-   * (re-creating them would report units lost that were only not queued yet). @defaultValue 15000
+   * (re-creating them would report units lost that were only not queued yet). @defaultValue {@link SCHEDULER_DEFAULTS.repairGraceMs}
    */
   repairGraceMs?: number;
   /**
    * Where per-day jobs (Alpaca day and minute bars) without `since` start: minute bars
-   * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue 7 and 30
+   * `minuteStartDays` back (ALPACA_MINUTE_START_DAYS), day bars `dayStartDays` back. @defaultValue {@link DEFAULT_SESSION_DAY_STARTS}
    */
   sessionDayStarts?: Partial<SessionDayStarts>;
   /** Symbols per per-day unit, by venue, over SESSION_DAY_VENUES (POLYGON_SYMBOLS_PER_UNIT sets polygon's, default 3). */
@@ -155,16 +139,16 @@ export class Scheduler {
     this.logger = options.logger ?? createLogger({ role: 'scheduler' });
     this.registry = options.registry ?? createRegistry('scheduler');
     this.metrics = new SchedulerMetrics(this.registry);
-    this.tickMs = options.tickMs ?? 1000;
+    this.tickMs = options.tickMs ?? SCHEDULER_DEFAULTS.tickMs;
     this.batchSize = options.batchSize ?? SCHEDULER_DEFAULTS.batchSize;
     this.maxBatchesPerTick = options.maxBatchesPerTick ?? SCHEDULER_DEFAULTS.maxBatchesPerTick;
     this.enqueueChunk = Math.max(1, Math.floor(options.enqueueChunk ?? SCHEDULER_DEFAULTS.enqueueChunk));
     this.enqueueDepth = Math.max(1, Math.floor(options.enqueueDepth ?? SCHEDULER_DEFAULTS.enqueueDepth));
-    this.leaseMs = options.leaseMs ?? 300_000;
-    this.cadence = { ...DEFAULT_CADENCE, ...options.cadence };
-    this.repairEveryMs = options.repairEveryMs ?? 30_000;
-    this.repairBatch = options.repairBatch ?? 1000;
-    this.repairGraceMs = options.repairGraceMs ?? 15_000;
+    this.leaseMs = options.leaseMs ?? SCHEDULER_DEFAULTS.leaseMs;
+    this.cadence = { ...CADENCE_DEFAULTS, ...options.cadence };
+    this.repairEveryMs = options.repairEveryMs ?? SCHEDULER_DEFAULTS.repairEveryMs;
+    this.repairBatch = options.repairBatch ?? SCHEDULER_DEFAULTS.repairBatch;
+    this.repairGraceMs = options.repairGraceMs ?? SCHEDULER_DEFAULTS.repairGraceMs;
     this.sessionDayStarts = { ...DEFAULT_SESSION_DAY_STARTS, ...options.sessionDayStarts };
     this.symbolsPerUnit = options.symbolsPerUnit ?? {};
     const prefix = options.prefix ?? QUEUE_PREFIX;
@@ -183,7 +167,7 @@ export class Scheduler {
     this.election = new LeaderElection(this.connection, {
       key: `${prefix}:scheduler:leader`,
       id: options.id ?? `${hostname()}-${process.pid}`,
-      ttlMs: options.leaderTtlMs ?? 5000,
+      ttlMs: options.leaderTtlMs ?? SCHEDULER_DEFAULTS.leaderTtlMs,
       logger: this.logger,
       onChange: (leader) => this.metrics.isLeader.set(leader ? 1 : 0),
     });

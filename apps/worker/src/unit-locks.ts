@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Job, JobLockLostError, StoreUnavailableError } from '@tickfleet/core';
+import { type Job, JobLockLostError, renewEveryMsFor, StoreUnavailableError } from '@tickfleet/core';
 import { type StateStore, UNIT_LOCK_TTL_MS } from '@tickfleet/store';
 
 /** A unit's hold on its job's lock (`JobsRepo.lockUnit`), with the job as the lock read it. */
@@ -21,9 +21,9 @@ export interface UnitLockHandle {
 export type UnitLockOutcome<T> = { acquired: true; value: T } | { acquired: false; heldUntil: number };
 
 export interface UnitLocksOptions {
-  /** Lock lifetime; a holder that dies frees the job after this long. @defaultValue UNIT_LOCK_TTL_MS (30 s) */
+  /** Lock lifetime; a holder that dies frees the job after this long. @defaultValue {@link UNIT_LOCK_TTL_MS} */
   ttlMs?: number;
-  /** A lock held longer than this is renewed (one sweep for all held locks). @defaultValue ttlMs / 3 */
+  /** A lock held longer than this is renewed (one sweep for all held locks). @defaultValue {@link renewEveryMsFor}(ttlMs) */
   renewEveryMs?: number;
 }
 
@@ -55,7 +55,7 @@ export class UnitLocks {
     options: UnitLocksOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? UNIT_LOCK_TTL_MS;
-    this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(this.ttlMs / 3));
+    this.renewEveryMs = options.renewEveryMs ?? renewEveryMsFor(this.ttlMs);
   }
 
   /**

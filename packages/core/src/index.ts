@@ -16,6 +16,7 @@ export * from './backfill.js';
 export * from './parse.js';
 export * from './input-bounds.js';
 export * from './sqlite-busy.js';
+export * from './lock-renewal.js';
 export * from './turn-group.js';
 export * from './linked-signal.js';
 export * from './errors/tickfleet-error.js';
