@@ -20,7 +20,7 @@ import {
   usEquitySessions,
 } from '@tickfleet/core';
 import type { QueuedUnit } from '@tickfleet/queues';
-import { withNeighbours, type GapLedger, type Pipeline } from '@tickfleet/sinks';
+import { SPOOL_DEFAULTS, withNeighbours, type GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import {
@@ -561,7 +561,7 @@ export class UnitExecutor {
       throw new SpoolFullError(
         spool?.dir ?? 'spool',
         spool?.fullReason ?? 'cap',
-        this.options.clock.now() + (spool?.retryAfterMs ?? 5000),
+        this.options.clock.now() + (spool?.retryAfterMs ?? SPOOL_DEFAULTS.retryAfterMs),
         `${result.dropped} records dropped by a full spool (onFull ${spool?.onFull ?? 'policy'}); not advancing past them`,
       );
     }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DEFAULTS, duration, matching, oneOf, SHARED } from '@tickfleet/config';
-import { ON_FULL_POLICIES } from '@tickfleet/sinks';
+import { duration, matching, oneOf, positiveInt, SHARED } from '@tickfleet/config';
+import { ON_FULL_POLICIES, SPOOL_DEFAULTS } from '@tickfleet/sinks';
 import { STREAM_DEFAULTS } from '@tickfleet/streams';
 
 /** The worker's configuration, parsed once at start with parseConfig; a bad value names its variable. */
@@ -11,9 +11,11 @@ export const WorkerEnv = z.object({
   TICKFLEET_SINK_URL: SHARED.TICKFLEET_SINK_URL,
   TICKFLEET_SPOOL_DIR: SHARED.TICKFLEET_SPOOL_DIR,
   /** What the spool does when its cap or its disk is full: drop_all, drop_book_keep_trades or block (docs/sinks.md). */
-  TICKFLEET_SPOOL_ON_FULL: oneOf(ON_FULL_POLICIES).default(DEFAULTS.spoolOnFull),
-  TICKFLEET_SPOOL_MAX_BYTES: SHARED.TICKFLEET_SPOOL_MAX_BYTES,
-  TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: SHARED.TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS,
+  TICKFLEET_SPOOL_ON_FULL: oneOf(ON_FULL_POLICIES).default(SPOOL_DEFAULTS.onFull),
+  /** Cap on this worker's spool segments together, in bytes. */
+  TICKFLEET_SPOOL_MAX_BYTES: positiveInt().default(SPOOL_DEFAULTS.maxTotalBytes),
+  /** A blocked spool append gives up after this long; its unit returns to the queue without burning an attempt. */
+  TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: duration().default(SPOOL_DEFAULTS.blockTimeoutMs),
   /** Comma-separated venues to serve; unset or empty serves every connector with an adapter. */
   TICKFLEET_VENUES: matching(
     /^[a-z][a-z0-9_-]{1,31}(,[a-z][a-z0-9_-]{1,31})*$/,

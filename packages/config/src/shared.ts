@@ -10,9 +10,6 @@ export const DEFAULTS = {
   storeUrl: 'sqlite://.tickfleet/state.db',
   sinkUrl: 'sqlite://.tickfleet/data.db',
   spoolDir: '.tickfleet/spool',
-  spoolOnFull: 'block',
-  spoolMaxBytes: 1024 * 1024 * 1024,
-  spoolBlockTimeoutMs: 30_000,
   healthPort: 0,
   /** Where every role's server listens unless told otherwise. */
   listenHost: '127.0.0.1',
@@ -48,10 +45,6 @@ export const SHARED = {
   TICKFLEET_SINK_URL: text().default(DEFAULTS.sinkUrl),
   /** Base directory of worker spools; each worker takes a free `worker-<n>` slot under it. */
   TICKFLEET_SPOOL_DIR: text().default(DEFAULTS.spoolDir),
-  /** Cap on one worker's spool segments together, in bytes. */
-  TICKFLEET_SPOOL_MAX_BYTES: positiveInt().default(DEFAULTS.spoolMaxBytes),
-  /** A blocked spool append gives up after this long; its unit returns to the queue without burning an attempt. */
-  TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: duration().default(DEFAULTS.spoolBlockTimeoutMs),
   /** Port of a role's /metrics, /healthz, /readyz; 0 picks a free port. */
   TICKFLEET_HEALTH_PORT: port().default(DEFAULTS.healthPort),
   /**

@@ -1,7 +1,9 @@
+import { PIPELINE_DEFAULTS } from './sink-defaults.js';
+
 export interface BatcherOptions {
   /**
    * Most records in one write. A venue page (Binance's 1,000 candles) fits in one, so it is one
-   * transaction. @defaultValue 2000
+   * transaction. @defaultValue {@link PIPELINE_DEFAULTS.maxBatchSize}
    */
   maxBatchSize?: number;
   /**
@@ -9,12 +11,12 @@ export interface BatcherOptions {
    * writes as soon as no write is running: records pushed in the same event-loop turn share a
    * write, records pushed during a write share the next one, and nothing waits on a timer (a
    * fixed linger caps a worker at one batch per linger when units are small).
-   * @defaultValue 0
+   * @defaultValue {@link PIPELINE_DEFAULTS.maxBatchAgeMs}
    */
   maxBatchAgeMs?: number;
   /**
    * Records queued or being written before `push` makes its caller wait (backpressure to the
-   * producer when the pipeline is saturated). @defaultValue 10000
+   * producer when the pipeline is saturated). @defaultValue {@link PIPELINE_DEFAULTS.maxPendingRecords}
    */
   maxPendingRecords?: number;
 }
@@ -51,9 +53,9 @@ export class Batcher<T, R> {
     private readonly flushFn: (items: T[]) => Promise<R[]>,
     options: BatcherOptions = {},
   ) {
-    this.maxBatchSize = options.maxBatchSize ?? 2000;
-    this.maxBatchAgeMs = options.maxBatchAgeMs ?? 0;
-    this.maxPendingRecords = options.maxPendingRecords ?? 10_000;
+    this.maxBatchSize = options.maxBatchSize ?? PIPELINE_DEFAULTS.maxBatchSize;
+    this.maxBatchAgeMs = options.maxBatchAgeMs ?? PIPELINE_DEFAULTS.maxBatchAgeMs;
+    this.maxPendingRecords = options.maxPendingRecords ?? PIPELINE_DEFAULTS.maxPendingRecords;
   }
 
   /** Records queued or in flight. */

@@ -1,9 +1,10 @@
 import { systemClock, type Clock } from '@tickfleet/core';
+import { PIPELINE_DEFAULTS } from './sink-defaults.js';
 
 export interface DedupWindowOptions {
-  /** How long a key is remembered. @defaultValue 300000 (5 min) */
+  /** How long a key is remembered. @defaultValue {@link PIPELINE_DEFAULTS.dedupWindowMs} */
   windowMs?: number;
-  /** Keys remembered at most; the oldest go first. @defaultValue 100000 */
+  /** Keys remembered at most; the oldest go first. @defaultValue {@link PIPELINE_DEFAULTS.dedupMaxKeys} */
   maxKeys?: number;
   clock?: Clock;
 }
@@ -20,8 +21,8 @@ export class DedupWindow {
   private readonly seen = new Map<string, number>();
 
   constructor(options: DedupWindowOptions = {}) {
-    this.windowMs = options.windowMs ?? 300_000;
-    this.maxKeys = Math.max(1, options.maxKeys ?? 100_000);
+    this.windowMs = options.windowMs ?? PIPELINE_DEFAULTS.dedupWindowMs;
+    this.maxKeys = Math.max(1, options.maxKeys ?? PIPELINE_DEFAULTS.dedupMaxKeys);
     this.clock = options.clock ?? systemClock;
   }
 

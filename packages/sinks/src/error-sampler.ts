@@ -1,10 +1,11 @@
 import { systemClock, type Clock, type ValidationError } from '@tickfleet/core';
 import type { ErrorSample } from './sink.js';
+import { PIPELINE_DEFAULTS } from './sink-defaults.js';
 
 const SAMPLE_CHARS = 500;
 
 export interface ErrorSamplerOptions {
-  /** Samples kept per venue and channel per minute; the rest are only counted. @defaultValue 10 */
+  /** Samples kept per venue and channel per minute; the rest are only counted. @defaultValue {@link PIPELINE_DEFAULTS.errorSamplesPerMinute} */
   perMinute?: number;
   clock?: Clock;
 }
@@ -17,7 +18,7 @@ export class ErrorSampler {
   private readonly taken = new Map<string, number>();
 
   constructor(options: ErrorSamplerOptions = {}) {
-    this.perMinute = options.perMinute ?? 10;
+    this.perMinute = options.perMinute ?? PIPELINE_DEFAULTS.errorSamplesPerMinute;
     this.clock = options.clock ?? systemClock;
   }
 

@@ -3,6 +3,7 @@ import type { GapsRepo } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
 import { findGaps } from './gaps.js';
 import type { CandleQuery, DataReader, Interval } from './sink.js';
+import { GAP_LEDGER_DEFAULTS } from './sink-defaults.js';
 
 /**
  * Records accepted but not yet in the sink (a pipeline's spool during a sink outage). What the
@@ -16,7 +17,7 @@ export interface SpooledRecords {
 }
 
 export interface GapLedgerOptions {
-  /** Fill attempts that returned nothing before a gap is recorded as a venue hole. @defaultValue 2 */
+  /** Fill attempts that returned nothing before a gap is recorded as a venue hole. @defaultValue {@link GAP_LEDGER_DEFAULTS.holeAfterAttempts} */
   holeAfterAttempts?: number;
   clock?: Clock;
   /** The writer's pipeline: ranges whose candles are still spooled are scanned again once replayed. */
@@ -61,7 +62,7 @@ export class GapLedger {
     private readonly reader: DataReader,
     options: GapLedgerOptions = {},
   ) {
-    this.holeAfterAttempts = options.holeAfterAttempts ?? 2;
+    this.holeAfterAttempts = options.holeAfterAttempts ?? GAP_LEDGER_DEFAULTS.holeAfterAttempts;
     this.clock = options.clock ?? systemClock;
     this.spooled = options.spooled;
     this.logger = options.logger;

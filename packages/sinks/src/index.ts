@@ -25,6 +25,7 @@ export { Batcher, type BatcherOptions } from './batcher.js';
 export { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
 export { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';
 export { ON_FULL_POLICIES, type OnFullPolicy, type SpoolOptions } from './spool-options.js';
+export { SPOOL_DEFAULTS } from './sink-defaults.js';
 export {
   Spool,
   inspectSpool,

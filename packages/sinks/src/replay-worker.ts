@@ -4,13 +4,14 @@ import { sleep } from './internal/sleep.js';
 import type { PipelineMetrics } from './pipeline-metrics.js';
 import type { Sink } from './sink.js';
 import type { Spool } from './spool.js';
+import { REPLAY_DEFAULTS } from './sink-defaults.js';
 
 export interface ReplayWorkerOptions {
-  /** Records per sink write. @defaultValue 500 */
+  /** Records per sink write. @defaultValue {@link REPLAY_DEFAULTS.batchSize} */
   batchSize?: number;
-  /** Pause between successful batches, so a drain does not starve live writes. @defaultValue 0 */
+  /** Pause between successful batches, so a drain does not starve live writes. @defaultValue {@link REPLAY_DEFAULTS.paceMs} */
   paceMs?: number;
-  /** Wait after a failed attempt or when there is nothing to replay. @defaultValue 1000 */
+  /** Wait after a failed attempt or when there is nothing to replay. @defaultValue {@link REPLAY_DEFAULTS.retryIntervalMs} */
   retryIntervalMs?: number;
   metrics?: PipelineMetrics;
   logger?: Logger;
@@ -47,9 +48,9 @@ export class ReplayWorker {
     private readonly sink: Sink,
     private readonly options: ReplayWorkerOptions = {},
   ) {
-    this.batchSize = options.batchSize ?? 500;
-    this.paceMs = options.paceMs ?? 0;
-    this.retryIntervalMs = options.retryIntervalMs ?? 1000;
+    this.batchSize = options.batchSize ?? REPLAY_DEFAULTS.batchSize;
+    this.paceMs = options.paceMs ?? REPLAY_DEFAULTS.paceMs;
+    this.retryIntervalMs = options.retryIntervalMs ?? REPLAY_DEFAULTS.retryIntervalMs;
   }
 
   get running(): boolean {

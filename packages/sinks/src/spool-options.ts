@@ -15,21 +15,21 @@ export type OnFullPolicy = (typeof ON_FULL_POLICIES)[number];
 export interface SpoolOptions {
   /** Directory of the segment files; one writing process per directory (a lock file enforces it). */
   dir: string;
-  /** A segment rotates when the next frame would pass this size. @defaultValue 67108864 (64 MiB) */
+  /** A segment rotates when the next frame would pass this size. @defaultValue {@link SPOOL_DEFAULTS.maxSegmentBytes} */
   maxSegmentBytes?: number;
-  /** Cap on all segments together. @defaultValue 1073741824 (1 GiB) */
+  /** Cap on all segments together. @defaultValue {@link SPOOL_DEFAULTS.maxTotalBytes} */
   maxTotalBytes?: number;
-  /** @defaultValue 'block' */
+  /** @defaultValue {@link SPOOL_DEFAULTS.onFull} */
   onFull?: OnFullPolicy;
-  /** fsync after every append, so an acknowledged record survives power loss, not only a process crash. @defaultValue true */
+  /** fsync after every append, so an acknowledged record survives power loss, not only a process crash. @defaultValue {@link SPOOL_DEFAULTS.fsync} */
   fsync?: boolean;
   /**
    * How long a blocked append waits for space before it fails with a SpoolFullError (nothing of
-   * it acknowledged), so a unit does not hold its slot through a long outage. @defaultValue 30000
+   * it acknowledged), so a unit does not hold its slot through a long outage. @defaultValue {@link SPOOL_DEFAULTS.blockTimeoutMs}
    */
   blockTimeoutMs?: number;
-  /** While the disk is full, how often a refused write is tried again. @defaultValue 1000 */
+  /** While the disk is full, how often a refused write is tried again. @defaultValue {@link SPOOL_DEFAULTS.diskRetryMs} */
   diskRetryMs?: number;
-  /** When a caller refused by a full spool should come back (SpoolFullError.retryAtMs). @defaultValue 5000 */
+  /** When a caller refused by a full spool should come back (SpoolFullError.retryAtMs). @defaultValue {@link SPOOL_DEFAULTS.retryAfterMs} */
   retryAfterMs?: number;
 }

@@ -30,6 +30,7 @@ import { encodeFrame, isDiskFull, scanFrames, segmentName, segmentSeq } from './
 import type { PipelineMetrics } from './pipeline-metrics.js';
 import type { CandleQuery } from './sink.js';
 import type { OnFullPolicy, SpoolOptions } from './spool-options.js';
+import { SPOOL_DEFAULTS } from './sink-defaults.js';
 
 const LOCK_FILE = 'spool.lock';
 
@@ -114,13 +115,13 @@ export class Spool {
     private readonly clock: Clock,
   ) {
     this.dir = options.dir;
-    this.maxSegmentBytes = options.maxSegmentBytes ?? 64 * 1024 * 1024;
-    this.maxTotalBytes = options.maxTotalBytes ?? 1024 * 1024 * 1024;
-    this.onFull = options.onFull ?? 'block';
-    this.fsync = options.fsync ?? true;
-    this.blockTimeoutMs = options.blockTimeoutMs ?? 30_000;
-    this.diskRetryMs = options.diskRetryMs ?? 1000;
-    this.retryAfterMs = options.retryAfterMs ?? 5000;
+    this.maxSegmentBytes = options.maxSegmentBytes ?? SPOOL_DEFAULTS.maxSegmentBytes;
+    this.maxTotalBytes = options.maxTotalBytes ?? SPOOL_DEFAULTS.maxTotalBytes;
+    this.onFull = options.onFull ?? SPOOL_DEFAULTS.onFull;
+    this.fsync = options.fsync ?? SPOOL_DEFAULTS.fsync;
+    this.blockTimeoutMs = options.blockTimeoutMs ?? SPOOL_DEFAULTS.blockTimeoutMs;
+    this.diskRetryMs = options.diskRetryMs ?? SPOOL_DEFAULTS.diskRetryMs;
+    this.retryAfterMs = options.retryAfterMs ?? SPOOL_DEFAULTS.retryAfterMs;
     mkdirSync(this.dir, { recursive: true });
     lockDir(this.dir, () => this.clock.now() + this.retryAfterMs);
     try {
@@ -157,7 +158,7 @@ export class Spool {
       throw new SpoolFullError(
         options.dir,
         'disk',
-        clock.now() + (options.retryAfterMs ?? 5000),
+        clock.now() + (options.retryAfterMs ?? SPOOL_DEFAULTS.retryAfterMs),
         `cannot open spool ${options.dir}: no space left on its disk (${e.code} ${e.syscall ?? ''} ${e.path ?? ''})`.replace(/\s+\)/, ')'),
         { cause: err },
       );

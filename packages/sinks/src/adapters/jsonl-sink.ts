@@ -22,6 +22,7 @@ import { RetryingSink } from '../internal/retrying-sink.js';
 import { sleep } from '../internal/sleep.js';
 import type { KeyedEnvelope } from '../records.js';
 import type { ErrorSample, Sink } from '../sink.js';
+import { JSONL_SINK_DEFAULTS } from '../sink-defaults.js';
 
 const DAY_MS = 86_400_000;
 const OPEN_SUFFIX = '.jsonl.open';
@@ -45,11 +46,11 @@ const DATE_DIR_RE = /^date=\d{4}-\d{2}-\d{2}$/;
 export const NO_VENUE_DIR = '_none';
 
 export interface JsonlSinkOptions extends RetryOptions {
-  /** How often written data is fsynced. @defaultValue 1000 */
+  /** How often written data is fsynced. @defaultValue {@link JSONL_SINK_DEFAULTS.fsyncIntervalMs} */
   fsyncIntervalMs?: number;
-  /** Partitions (venue, stream, day) kept open with their key sets; the least recently used beyond this is closed. @defaultValue 8 */
+  /** Partitions (venue, stream, day) kept open with their key sets; the least recently used beyond this is closed. @defaultValue {@link JSONL_SINK_DEFAULTS.maxOpenPartitions} */
   maxOpenPartitions?: number;
-  /** How long a batch waits for a partition another process is appending to. @defaultValue 5000 */
+  /** How long a batch waits for a partition another process is appending to. @defaultValue {@link JSONL_SINK_DEFAULTS.lockTimeoutMs} */
   lockTimeoutMs?: number;
   clock?: Clock;
 }
@@ -141,8 +142,8 @@ export class JsonlSink extends RetryingSink implements Sink {
   ) {
     super('jsonl', options);
     this.clock = options.clock ?? systemClock;
-    this.maxOpenPartitions = options.maxOpenPartitions ?? 8;
-    this.lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    this.maxOpenPartitions = options.maxOpenPartitions ?? JSONL_SINK_DEFAULTS.maxOpenPartitions;
+    this.lockTimeoutMs = options.lockTimeoutMs ?? JSONL_SINK_DEFAULTS.lockTimeoutMs;
     mkdirSync(dir, { recursive: true });
     const legacy = legacyStreams(dir);
     if (legacy.length > 0) {
@@ -153,7 +154,7 @@ export class JsonlSink extends RetryingSink implements Sink {
       );
     }
     for (const partition of partitionDirs(dir)) finalizeOrphans(partition);
-    this.timer = setInterval(() => this.sync(), options.fsyncIntervalMs ?? 1000);
+    this.timer = setInterval(() => this.sync(), options.fsyncIntervalMs ?? JSONL_SINK_DEFAULTS.fsyncIntervalMs);
     this.timer.unref();
   }
 

@@ -5,17 +5,18 @@ import { RetryingSink } from '../internal/retrying-sink.js';
 import type { KeyedEnvelope } from '../records.js';
 import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { MongoDataReader } from './mongo-data-reader.js';
+import { SINK_DEFAULTS } from '../sink-defaults.js';
 
 const DUPLICATE_KEY = 11000;
 
 export interface MongoSinkOptions extends RetryOptions {
-  /** Database name when the URL has no path. @defaultValue 'tickfleet' */
+  /** Database name when the URL has no path. @defaultValue {@link SINK_DEFAULTS.mongoDatabase} */
   database?: string;
-  /** Driver server selection timeout: how long one attempt waits for a reachable server. @defaultValue 2000 */
+  /** Driver server selection timeout: how long one attempt waits for a reachable server. @defaultValue {@link SINK_DEFAULTS.mongoServerSelectionTimeoutMs} */
   serverSelectionTimeoutMs?: number;
-  /** Driver socket timeout: a stalled server fails the attempt after this long. @defaultValue 5000 */
+  /** Driver socket timeout: a stalled server fails the attempt after this long. @defaultValue {@link SINK_DEFAULTS.mongoSocketTimeoutMs} */
   socketTimeoutMs?: number;
-  /** @defaultValue 2000 */
+  /** @defaultValue {@link SINK_DEFAULTS.mongoConnectTimeoutMs} */
   connectTimeoutMs?: number;
 }
 
@@ -35,12 +36,12 @@ export class MongoSink extends RetryingSink implements Sink {
   constructor(url: string, options: MongoSinkOptions = {}) {
     super('mongodb', options);
     this.client = new MongoClient(url, {
-      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 2000,
-      socketTimeoutMS: options.socketTimeoutMs ?? 5000,
-      connectTimeoutMS: options.connectTimeoutMs ?? 2000,
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? SINK_DEFAULTS.mongoServerSelectionTimeoutMs,
+      socketTimeoutMS: options.socketTimeoutMs ?? SINK_DEFAULTS.mongoSocketTimeoutMs,
+      connectTimeoutMS: options.connectTimeoutMs ?? SINK_DEFAULTS.mongoConnectTimeoutMs,
     });
     const pathDb = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
-    this.db = this.client.db(pathDb || options.database || 'tickfleet');
+    this.db = this.client.db(pathDb || options.database || SINK_DEFAULTS.mongoDatabase);
     this.reader = new MongoDataReader(this.envelopes, this.candles, this.db.collection('ingest_errors'), () => this.connect());
   }
 

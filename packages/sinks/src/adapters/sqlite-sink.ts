@@ -9,6 +9,7 @@ import { SQLITE_SCHEMA } from '../internal/sqlite-schema.js';
 import type { KeyedEnvelope } from '../records.js';
 import type { DataReader, ErrorSample, Sink } from '../sink.js';
 import { SqliteDataReader } from './sqlite-data-reader.js';
+import { SINK_DEFAULTS } from '../sink-defaults.js';
 
 /** The candles table's columns in the order `bindCandle` fills them. */
 const CANDLE_COLUMN_NAMES = [
@@ -33,12 +34,12 @@ export interface SqliteSinkOptions extends RetryOptions {
   /**
    * How long a batch waits for another process's write lock before its attempt fails (then the
    * sink's retries and state machine take over). The wait is asynchronous: see {@link SQLITE_ATTEMPT_BUSY_MS}.
-   * @defaultValue 2000
+   * @defaultValue {@link SINK_DEFAULTS.sqliteBusyTimeoutMs}
    */
   busyTimeoutMs?: number;
   /**
    * `NORMAL` under WAL survives process crashes (SIGKILL) but may lose the last commits on power
-   * loss; `FULL` survives both at roughly 2x the commit cost. @defaultValue 'NORMAL'
+   * loss; `FULL` survives both at roughly 2x the commit cost. @defaultValue {@link SINK_DEFAULTS.sqliteSynchronous}
    */
   synchronous?: 'NORMAL' | 'FULL';
 }
@@ -61,12 +62,12 @@ export class SqliteSink extends RetryingSink implements Sink {
   ) {
     super('sqlite', options);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
+    this.busyTimeoutMs = options.busyTimeoutMs ?? SINK_DEFAULTS.sqliteBusyTimeoutMs;
     // Opening and the schema below wait for a lock the blocking way (once, at start).
     this.db = new Database(path, { timeout: Math.max(SQLITE_ATTEMPT_BUSY_MS, this.busyTimeoutMs) });
     const db = this.db;
     retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, this.busyTimeoutMs));
-    this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+    this.db.pragma(`synchronous = ${options.synchronous ?? SINK_DEFAULTS.sqliteSynchronous}`);
     // No memory-mapped reads, for the reason given where the SQLite state store opens its file.
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`busy_timeout = ${SQLITE_ATTEMPT_BUSY_MS}`);

@@ -1,13 +1,14 @@
 import { SinkUnavailableError } from '@tickfleet/core';
 import type { SinkState } from '../sink.js';
 import { sleep } from './sleep.js';
+import { SINK_DEFAULTS } from '../sink-defaults.js';
 
 export interface RetryOptions {
-  /** Retries after the first attempt of a batch. @defaultValue 3 */
+  /** Retries after the first attempt of a batch. @defaultValue {@link SINK_DEFAULTS.maxRetries} */
   maxRetries?: number;
-  /** First backoff; attempt n waits `retryBaseMs * 2^n`. @defaultValue 100 */
+  /** First backoff; attempt n waits `retryBaseMs * 2^n`. @defaultValue {@link SINK_DEFAULTS.retryBaseMs} */
   retryBaseMs?: number;
-  /** Consecutive exhausted batches that turn `unavailable` into `degraded`. @defaultValue 3 */
+  /** Consecutive exhausted batches that turn `unavailable` into `degraded`. @defaultValue {@link SINK_DEFAULTS.failuresForDegraded} */
   failuresForDegraded?: number;
 }
 
@@ -24,9 +25,9 @@ export class SinkHealth {
     private readonly adapter: string,
     options: RetryOptions = {},
   ) {
-    this.maxRetries = options.maxRetries ?? 3;
-    this.retryBaseMs = options.retryBaseMs ?? 100;
-    this.failuresForDegraded = options.failuresForDegraded ?? 3;
+    this.maxRetries = options.maxRetries ?? SINK_DEFAULTS.maxRetries;
+    this.retryBaseMs = options.retryBaseMs ?? SINK_DEFAULTS.retryBaseMs;
+    this.failuresForDegraded = options.failuresForDegraded ?? SINK_DEFAULTS.failuresForDegraded;
   }
 
   get state(): SinkState {
