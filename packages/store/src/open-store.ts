@@ -2,6 +2,7 @@ import { type Clock, systemClock } from '@tickfleet/core';
 import type { StateStore } from './state-store.js';
 import { parseStoreUrl } from './internal/store-url.js';
 import { SqliteStateStore } from './sqlite/sqlite-state-store.js';
+import { STORE_DEFAULTS } from './store-defaults.js';
 
 export interface OpenStoreOptions {
   /**
@@ -12,18 +13,18 @@ export interface OpenStoreOptions {
   clock?: Clock;
   /**
    * MongoDB only: prefix of every collection name, so tests and several fleets can share a database.
-   * @defaultValue ''
+   * @defaultValue {@link STORE_DEFAULTS.mongoCollectionPrefix}
    */
   collectionPrefix?: string;
   /**
    * MongoDB only: how long to look for a server before failing with StoreUnavailableError.
-   * @defaultValue 10000
+   * @defaultValue {@link STORE_DEFAULTS.mongoServerSelectionTimeoutMs}
    */
   serverSelectionTimeoutMs?: number;
   /**
    * SQLite only: how long one store call keeps retrying (asynchronously, in short attempts) while
    * another process holds the write lock, before it fails with StoreUnavailableError.
-   * @defaultValue 5000
+   * @defaultValue {@link STORE_DEFAULTS.sqliteBusyTimeoutMs}
    */
   busyTimeoutMs?: number;
 }
@@ -31,7 +32,7 @@ export interface OpenStoreOptions {
 /**
  * Opens the state store a URL names: `sqlite://<path>` (relative to the working directory;
  * parent directories are created) or `mongodb://…` / `mongodb+srv://…` (database from the path,
- * default `tickfleet`). Any other URL throws a ValidationError naming `store URL`.
+ * default {@link STORE_DEFAULTS.mongoDatabase}). Any other URL throws a ValidationError naming `store URL`.
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<StateStore> {
   const target = parseStoreUrl(url);
@@ -45,8 +46,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       return MongoStateStore.open(target.url, {
         database: target.database,
         clock,
-        collectionPrefix: options.collectionPrefix ?? '',
-        serverSelectionTimeoutMs: options.serverSelectionTimeoutMs ?? 10_000,
+        collectionPrefix: options.collectionPrefix ?? STORE_DEFAULTS.mongoCollectionPrefix,
+        serverSelectionTimeoutMs: options.serverSelectionTimeoutMs ?? STORE_DEFAULTS.mongoServerSelectionTimeoutMs,
       });
     }
   }

@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { ValidationError } from '@tickfleet/core';
+import { STORE_DEFAULTS } from '../store-defaults.js';
 
 export type ParsedStoreUrl = { kind: 'sqlite'; path: string } | { kind: 'mongodb'; url: string; database: string };
 
@@ -8,7 +9,7 @@ const ACCEPTED = 'sqlite://<path> (e.g. sqlite://.tickfleet/state.db) or mongodb
 /**
  * Splits a store URL into an adapter choice. `sqlite://` paths are taken verbatim (a relative path is
  * relative to the working directory, `sqlite:///abs/path` is absolute); MongoDB URLs keep their query
- * string for the driver and name the database in their path (default `tickfleet`).
+ * string for the driver and name the database in their path (default {@link STORE_DEFAULTS.mongoDatabase}).
  */
 export function parseStoreUrl(url: string, cwd: string = process.cwd()): ParsedStoreUrl {
   if (url.startsWith('sqlite://')) {
@@ -25,7 +26,7 @@ export function parseStoreUrl(url: string, cwd: string = process.cwd()): ParsedS
     if (!hosts) throw new ValidationError('store URL', ACCEPTED, url);
     const dbName = slash === -1 ? '' : decodePart(afterScheme.slice(slash + 1).split('?')[0] ?? '', url);
     if (/[/\\. "$]/.test(dbName)) throw new ValidationError('store URL', 'a MongoDB database name without / \\ . " $ or spaces', dbName);
-    return { kind: 'mongodb', url, database: dbName === '' ? 'tickfleet' : dbName };
+    return { kind: 'mongodb', url, database: dbName === '' ? STORE_DEFAULTS.mongoDatabase : dbName };
   }
   throw new ValidationError('store URL', ACCEPTED, url);
 }

@@ -9,13 +9,14 @@ import { MongoGapsRepo } from './mongo-gaps-repo.js';
 import { MongoJobsRepo } from './mongo-jobs-repo.js';
 import { MongoStreamsRepo } from './mongo-streams-repo.js';
 import { MongoUniversesRepo } from './mongo-universes-repo.js';
+import { STORE_DEFAULTS } from '../store-defaults.js';
 
 export interface MongoStoreOptions {
   database: string;
   clock: Clock;
-  /** Prefix of every collection name. @defaultValue '' */
+  /** Prefix of every collection name. @defaultValue {@link STORE_DEFAULTS.mongoCollectionPrefix} */
   collectionPrefix?: string;
-  /** @defaultValue 10000 */
+  /** @defaultValue {@link STORE_DEFAULTS.mongoServerSelectionTimeoutMs} */
   serverSelectionTimeoutMs?: number;
 }
 
@@ -35,7 +36,7 @@ export class MongoStateStore implements StateStore {
     private readonly database: string,
     options: MongoStoreOptions,
   ) {
-    const c = collections(client.db(database), options.collectionPrefix ?? '');
+    const c = collections(client.db(database), options.collectionPrefix ?? STORE_DEFAULTS.mongoCollectionPrefix);
     const connectors = new MongoConnectorsRepo(c, options.clock);
     this.connectors = guardRepo(connectors);
     this.jobs = guardRepo(new MongoJobsRepo(c, options.clock));
@@ -52,13 +53,13 @@ export class MongoStateStore implements StateStore {
     // connection but stopped answering (a hung or SIGSTOPped mongod): without them the call waits
     // forever and the worker never learns to fall back. Store calls take milliseconds.
     const client = new MongoClient(url, {
-      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000,
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? STORE_DEFAULTS.mongoServerSelectionTimeoutMs,
       socketTimeoutMS: 5000,
       connectTimeoutMS: 3000,
     });
     try {
       await client.connect();
-      await ensureIndexes(collections(client.db(options.database), options.collectionPrefix ?? ''));
+      await ensureIndexes(collections(client.db(options.database), options.collectionPrefix ?? STORE_DEFAULTS.mongoCollectionPrefix));
     } catch (err) {
       await client.close().catch(() => undefined);
       throw new StoreUnavailableError(`cannot open MongoDB store ${redact(url)}: ${(err as Error).message}`, { cause: err });

@@ -12,6 +12,7 @@ import { SqliteJobsRepo } from './sqlite-jobs-repo.js';
 import { SqliteStreamsRepo } from './sqlite-streams-repo.js';
 import { SqliteUniversesRepo } from './sqlite-universes-repo.js';
 import { classifySqliteError, guardRepo, guardSqliteCall, type SqliteGuardOptions } from './sqlite-guard.js';
+import { STORE_DEFAULTS } from '../store-defaults.js';
 
 export interface SqliteStoreOptions {
   clock: Clock;
@@ -20,14 +21,14 @@ export interface SqliteStoreOptions {
    * it fails with StoreUnavailableError. Statements hold the lock for tens of microseconds, so
    * 5 s only runs out when another process is stuck or holds a long transaction. The wait is
    * asynchronous: each attempt blocks the event loop for at most {@link SQLITE_ATTEMPT_BUSY_MS}.
-   * @defaultValue 5000
+   * @defaultValue {@link STORE_DEFAULTS.sqliteBusyTimeoutMs}
    */
   busyTimeoutMs?: number;
   /**
    * The same for budget acquires and observations, which have a fallback (the worker's local
    * share) and so should learn quickly that the store is away, and for unit locks (a unit then
    * runs without its lock, on that fallback).
-   * @defaultValue 300
+   * @defaultValue {@link STORE_DEFAULTS.sqliteBudgetBusyTimeoutMs}
    */
   budgetBusyTimeoutMs?: number;
 }
@@ -61,8 +62,8 @@ export class SqliteStateStore implements StateStore {
     options: SqliteStoreOptions,
   ) {
     const { clock } = options;
-    this.guard = { path, maxWaitMs: Math.max(0, options.busyTimeoutMs ?? 5000), onDamaged: (err) => (this.damage = err) };
-    const fastWaitMs = Math.max(0, options.budgetBusyTimeoutMs ?? 300);
+    this.guard = { path, maxWaitMs: Math.max(0, options.busyTimeoutMs ?? STORE_DEFAULTS.sqliteBusyTimeoutMs), onDamaged: (err) => (this.damage = err) };
+    const fastWaitMs = Math.max(0, options.budgetBusyTimeoutMs ?? STORE_DEFAULTS.sqliteBudgetBusyTimeoutMs);
     const budgetWait = { methods: ['acquire', 'observe'], waitMs: fastWaitMs };
     this.connectors = guardRepo(new SqliteConnectorsRepo(db, clock), this.guard);
     // A unit that cannot take its job lock runs without it on the fallback budget (UnitLocks), so it learns as quickly.
@@ -92,8 +93,9 @@ export class SqliteStateStore implements StateStore {
     }
     try {
       // busy_timeout first: switching to WAL needs a lock another opener may hold.
-      db.pragma(`busy_timeout = ${Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-      retryWhileBusySync(() => db.pragma('journal_mode = WAL'), Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? 5000)));
+      const openWaitMs = Math.max(SQLITE_ATTEMPT_BUSY_MS, Math.floor(options.busyTimeoutMs ?? STORE_DEFAULTS.sqliteBusyTimeoutMs));
+      db.pragma(`busy_timeout = ${openWaitMs}`);
+      retryWhileBusySync(() => db.pragma('journal_mode = WAL'), openWaitMs);
       db.pragma('synchronous = NORMAL');
       // No memory-mapped reads (`mmap_size` stays 0). In WAL mode a connection unmaps its whole map
       // whenever another process has written the file, so with several processes on one store every
