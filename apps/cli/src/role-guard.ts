@@ -1,15 +1,12 @@
 import { cliEnv, type CliEnv } from './cli-env.js';
 
-/** How long a role (or command) waits for its Redis at start before exiting with one line. */
-export const REDIS_CONNECT_WAIT_MS = 10_000;
-
 /** Set by `tickfleet up` on its roles: the pid they belong to; they stop when it is gone. */
 export const PARENT_PID_ENV = 'TICKFLEET_PARENT_PID' satisfies keyof CliEnv;
 
-/** Fails with one line (RedisUnavailableError) unless Redis answers within the bounded wait. */
+/** Fails with one line (RedisUnavailableError) unless Redis answers within `connectRedis`'s bounded wait. */
 export async function preflightRedis(url: string): Promise<void> {
   const { connectRedis } = await import('@tickfleet/queues');
-  const client = await connectRedis(url, { blocking: false, connectionName: 'tickfleet-preflight', waitMs: REDIS_CONNECT_WAIT_MS });
+  const client = await connectRedis(url, { blocking: false, connectionName: 'tickfleet-preflight' });
   await client.quit().catch(() => client.disconnect());
 }
 

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { RedisUnavailableError } from '@tickfleet/core';
+import { REDIS_DEFAULTS } from './redis-defaults.js';
 
 /**
  * A TCP port that was free on 127.0.0.1 a moment ago (the OS picks it). Another process may take
@@ -30,7 +31,7 @@ export interface LocalRedisServer {
 export interface StartLocalRedisOptions {
   /** Replaces {@link freePort} (tests). */
   pickPort?: () => Promise<number>;
-  /** @defaultValue 5 */
+  /** @defaultValue {@link REDIS_DEFAULTS.localStartAttempts} */
   attempts?: number;
 }
 
@@ -43,7 +44,7 @@ export interface StartLocalRedisOptions {
  * the last error names the port and carries redis's own output.
  */
 export async function startLocalRedis(argsFor: (port: number) => string[], options: StartLocalRedisOptions = {}): Promise<LocalRedisServer> {
-  const attempts = options.attempts ?? 5;
+  const attempts = options.attempts ?? REDIS_DEFAULTS.localStartAttempts;
   for (let attempt = 1; ; attempt++) {
     const port = await (options.pickPort ?? freePort)();
     try {

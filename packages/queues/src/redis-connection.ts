@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { RedisUnavailableError, ValidationError } from '@tickfleet/core';
+import { REDIS_DEFAULTS } from './redis-defaults.js';
 
 /** A single Redis or a Redis Cluster: everything tickfleet does with Redis works on either. */
 export type RedisClient = Redis | Cluster;
@@ -9,7 +10,7 @@ export interface RedisConnectionOptions {
    * Blocking clients (BullMQ Workers, QueueEvents) must retry commands forever across
    * reconnects (`maxRetriesPerRequest: null`); BullMQ refuses them otherwise. Producers and
    * control clients may prefer to fail fast so a tick or request errors instead of hanging.
-   * @defaultValue true
+   * @defaultValue {@link REDIS_DEFAULTS.blocking}
    */
   blocking?: boolean;
   /** Name shown by `CLIENT LIST`. */
@@ -26,7 +27,7 @@ export interface RedisConnectionOptions {
  *   control, job locks) stays inside one venue's hash tag, so it works across slots.
  */
 export function createRedisConnection(url: string, options: RedisConnectionOptions = {}): RedisClient {
-  const blocking = options.blocking ?? true;
+  const blocking = options.blocking ?? REDIS_DEFAULTS.blocking;
   const redisOptions: RedisOptions = {
     maxRetriesPerRequest: blocking ? null : 2,
     enableReadyCheck: true,
@@ -60,7 +61,7 @@ export function maskRedisUrl(url: string): string {
 }
 
 export interface ConnectRedisOptions extends RedisConnectionOptions {
-  /** How long to wait for the first `ready` before giving up. @defaultValue 10000 */
+  /** How long to wait for the first `ready` before giving up. @defaultValue {@link REDIS_DEFAULTS.connectWaitMs} */
   waitMs?: number;
 }
 
@@ -70,7 +71,7 @@ export interface ConnectRedisOptions extends RedisConnectionOptions {
  * connection error, so a command or role ends with one line instead of retrying silently forever.
  */
 export async function connectRedis(url: string, options: ConnectRedisOptions = {}): Promise<RedisClient> {
-  const waitMs = options.waitMs ?? 10_000;
+  const waitMs = options.waitMs ?? REDIS_DEFAULTS.connectWaitMs;
   const client = createRedisConnection(url, options);
   let lastError: Error | undefined;
   const onError = (err: Error): void => {
@@ -103,7 +104,7 @@ export interface RedisWatchOptions {
   giveUpMs: number;
   /** Called once with the reason when Redis stayed unreachable for `giveUpMs`. */
   onLost(err: RedisUnavailableError): void;
-  /** How often the connection is probed. @defaultValue 1000 */
+  /** How often the connection is probed. @defaultValue {@link REDIS_DEFAULTS.watchIntervalMs} */
   intervalMs?: number;
 }
 
@@ -114,7 +115,7 @@ export interface RedisWatchOptions {
  * should: BullMQ and ioredis reconnect by themselves. Returns a stop function.
  */
 export function watchRedis(url: string, options: RedisWatchOptions): () => void {
-  const intervalMs = options.intervalMs ?? 1000;
+  const intervalMs = options.intervalMs ?? REDIS_DEFAULTS.watchIntervalMs;
   const client = createRedisConnection(url, { blocking: false, connectionName: 'tickfleet-watch', redis: { maxRetriesPerRequest: 0, lazyConnect: false } });
   let lastError: Error | undefined;
   client.on('error', (err: Error) => {

@@ -21,7 +21,7 @@ export function queueKey(prefix: string, venue: string, suffix: string): string 
 }
 
 export interface VenueQueuesOptions {
-  /** Key prefix of every queue. Tests pass a fresh one. @defaultValue QUEUE_PREFIX ('tickfleet') */
+  /** Key prefix of every queue. Tests pass a fresh one. @defaultValue {@link QUEUE_PREFIX} */
   prefix?: string;
   /** Options merged over {@link UNIT_JOB_OPTIONS} for every added unit. */
   jobOptions?: JobsOptions;

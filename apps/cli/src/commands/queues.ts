@@ -3,7 +3,6 @@ import type { VenueQueues, RedisClient } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { jsonOption, printJson, printTable } from '../output.js';
 import { fleetRedis } from '../fleet-context.js';
-import { REDIS_CONNECT_WAIT_MS } from '../role-guard.js';
 import { withStore } from '../store-context.js';
 
 export interface FleetRedisContext {
@@ -20,7 +19,7 @@ export async function withFleetRedis<T>(fn: (ctx: FleetRedisContext) => Promise<
   const { redisUrl, prefix } = fleetRedis();
   // Loaded on use: BullMQ and ioredis cost ~150 ms of start-up that most commands never need.
   const { connectRedis, VenueQueues } = await import('@tickfleet/queues');
-  const redis = await connectRedis(redisUrl, { blocking: false, connectionName: 'tickfleet-cli', waitMs: REDIS_CONNECT_WAIT_MS });
+  const redis = await connectRedis(redisUrl, { blocking: false, connectionName: 'tickfleet-cli' });
   const queues = new VenueQueues(redis, { prefix });
   try {
     return await fn({ redis, prefix, queues });
