@@ -1,14 +1,11 @@
 import { hash } from 'node:crypto';
-import { assertNever, calendarFor, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
+import { assertNever, calendarFor, CANDLE_CLOSE_DELAY_MS, timeframeMs, type Job, type JobType, type UnitKind } from '@tickfleet/core';
 
 const DAY_MS = 86_400_000;
 
 /** How often each kind of job runs. */
 export interface CadenceOptions {
-  /**
-   * Wait after a candle closes before collecting it: venues publish a closed candle a moment
-   * after the boundary, and asking at the boundary returns it still open. @defaultValue {@link CADENCE_DEFAULTS.closeDelayMs}
-   */
+  /** Wait after a candle closes before collecting it ({@link CANDLE_CLOSE_DELAY_MS}). @defaultValue {@link CADENCE_DEFAULTS.closeDelayMs} */
   closeDelayMs: number;
   /**
    * Spread of the per-job offset added to every due time, so the 500 `1m` jobs of a venue do not
@@ -37,7 +34,7 @@ export interface CadenceOptions {
 
 /** Defaults of the cadences: the scheduler's options and its environment schema take them from here. */
 export const CADENCE_DEFAULTS: Readonly<CadenceOptions> = Object.freeze({
-  closeDelayMs: 2000,
+  closeDelayMs: CANDLE_CLOSE_DELAY_MS,
   jitterMs: 1000,
   bookEveryMs: 5000,
   tradesEveryMs: 60_000,

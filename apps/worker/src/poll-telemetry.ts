@@ -8,6 +8,7 @@ import {
   TransientError,
   UnrecoverableError,
 } from '@tickfleet/core';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 /** How a failed book poll is counted: by HTTP status class, timeout, or neither. */
 export type PollErrorClass = 'http_4xx' | 'http_5xx' | 'http_429' | 'timeout' | 'other';
@@ -50,9 +51,9 @@ export interface PollOutcome {
 export interface PollTelemetryOptions {
   venue: string;
   workerId: string;
-  /** Polls the rolling latency window holds. @defaultValue 512 */
+  /** Polls the rolling latency window holds. @defaultValue {@link WORKER_DEFAULTS.pollLatencyWindow} */
   latencyWindow?: number;
-  /** Error records kept per interval; the rest are only counted. @defaultValue 10 */
+  /** Error records kept per interval; the rest are only counted. @defaultValue {@link WORKER_DEFAULTS.pollMaxErrorsPerInterval} */
   maxErrorsPerInterval?: number;
 }
 
@@ -81,8 +82,8 @@ export class PollTelemetry {
   private suppressed = 0;
 
   constructor(private readonly options: PollTelemetryOptions) {
-    this.windowSize = options.latencyWindow ?? 512;
-    this.maxErrors = options.maxErrorsPerInterval ?? 10;
+    this.windowSize = options.latencyWindow ?? WORKER_DEFAULTS.pollLatencyWindow;
+    this.maxErrors = options.maxErrorsPerInterval ?? WORKER_DEFAULTS.pollMaxErrorsPerInterval;
   }
 
   /** Whether anything was polled since the last flush. */

@@ -35,6 +35,7 @@ import {
 import type { ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 export interface UnitContext {
   unit: QueuedUnit;
@@ -71,9 +72,9 @@ export interface UnitExecutorOptions {
   clock: Clock;
   metrics: WorkerMetrics;
   gapLedger?: GapLedger;
-  /** How far back a candle job without `since` or cursor starts. @defaultValue 1 day */
+  /** How far back a candle job without `since` or cursor starts. @defaultValue {@link WORKER_DEFAULTS.initialLookbackMs} */
   initialLookbackMs?: number;
-  /** Delay after a candle closes before collecting it (venues publish a close a moment later). @defaultValue 2000 */
+  /** Delay after a candle closes before collecting it (venues publish a close a moment later). @defaultValue {@link WORKER_DEFAULTS.closeDelayMs} */
   closeDelayMs?: number;
   /** The venues' active order-book sets (discovery swaps them, book polls read them). */
   activeSets: ActiveSets;
@@ -94,7 +95,7 @@ export class UnitExecutor {
   private readonly malformedSampled = new Map<string, { atMs: number; suppressed: number }>();
 
   constructor(private readonly options: UnitExecutorOptions) {
-    this.lookbackMs = options.initialLookbackMs ?? 24 * 3600_000;
+    this.lookbackMs = options.initialLookbackMs ?? WORKER_DEFAULTS.initialLookbackMs;
   }
 
   async run(ctx: UnitContext): Promise<UnitOutcome> {
@@ -267,7 +268,7 @@ export class UnitExecutor {
   private async incremental(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
     const tf = requireTimeframe(job);
     const len = timeframeMs(tf);
-    const now = this.options.clock.now() - (this.options.closeDelayMs ?? 2000);
+    const now = this.options.clock.now() - (this.options.closeDelayMs ?? WORKER_DEFAULTS.closeDelayMs);
     // Up to the last final candle by the venue's calendar: on 24/7 venues the last closed one, for
     // US-equity day bars the last session whose trading (after-hours included) is over.
     const toMs = calendarFor(job.venue).finalBefore(tf, now);

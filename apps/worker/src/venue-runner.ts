@@ -28,6 +28,7 @@ import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
 import type { UnitLockHandle, UnitLocks } from './unit-locks.js';
 import { jitteredBackoffMs, type VenueCooldown } from './venue-cooldown.js';
 import type { WorkerMetrics } from './worker-metrics.js';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 export interface VenueRunnerOptions {
   connector: Connector;
@@ -43,15 +44,15 @@ export interface VenueRunnerOptions {
   metrics: WorkerMetrics;
   logger: Logger;
   clock: Clock;
-  /** BullMQ lock duration of a unit; renewed automatically while it runs. @defaultValue 30000 */
+  /** BullMQ lock duration of a unit; renewed automatically while it runs. @defaultValue {@link WORKER_DEFAULTS.unitLockMs} */
   lockDurationMs?: number;
-  /** How often stalled units (their worker died) are looked for. @defaultValue 10000 */
+  /** How often stalled units (their worker died) are looked for. @defaultValue {@link WORKER_DEFAULTS.stalledIntervalMs} */
   stalledIntervalMs?: number;
   /** Extra options of this venue's adapter (e.g. its apiKey). */
   adapterOptions?: Record<string, unknown>;
-  /** Book polling: per-instrument backoff after a failed snapshot. @defaultValue 5000 */
+  /** Book polling: per-instrument backoff after a failed snapshot. @defaultValue the venue control's (`BookBackoffOptions.baseMs`) */
   bookBackoffBaseMs?: number;
-  /** @defaultValue 300000 */
+  /** @defaultValue the venue control's (`BookBackoffOptions.maxMs`) */
   bookBackoffMaxMs?: number;
   /** The venues' active order-book sets (for the stats' active count and the error records' market). */
   activeSets: ActiveSets;
@@ -146,8 +147,8 @@ export class VenueRunner {
       connection,
       prefix,
       concurrency: this.localConcurrency(),
-      lockDuration: this.options.lockDurationMs ?? 30_000,
-      stalledInterval: this.options.stalledIntervalMs ?? 10_000,
+      lockDuration: this.options.lockDurationMs ?? WORKER_DEFAULTS.unitLockMs,
+      stalledInterval: this.options.stalledIntervalMs ?? WORKER_DEFAULTS.stalledIntervalMs,
       maxStalledCount: 3,
       autorun: true,
     });

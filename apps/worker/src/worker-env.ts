@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { duration, matching, oneOf, positiveInt, SHARED } from '@tickfleet/config';
 import { ON_FULL_POLICIES, SPOOL_DEFAULTS } from '@tickfleet/sinks';
 import { STREAM_DEFAULTS } from '@tickfleet/streams';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 /** The worker's configuration, parsed once at start with parseConfig; a bad value names its variable. */
 export const WorkerEnv = z.object({
@@ -27,14 +28,14 @@ export const WorkerEnv = z.object({
   /** In-flight units get this long to finish on SIGTERM before they are returned to the queue. */
   TICKFLEET_GRACE_MS: SHARED.TICKFLEET_GRACE_MS,
   TICKFLEET_HEARTBEAT_MS: duration().default(30_000),
-  TICKFLEET_CONNECTOR_POLL_MS: duration().default(5000),
+  TICKFLEET_CONNECTOR_POLL_MS: duration().default(WORKER_DEFAULTS.connectorPollMs),
   /** BullMQ lock of a running unit; a dead worker's unit is recovered after about this long. */
-  TICKFLEET_UNIT_LOCK_MS: duration().default(30_000),
-  TICKFLEET_STALLED_INTERVAL_MS: duration().default(10_000),
+  TICKFLEET_UNIT_LOCK_MS: duration().default(WORKER_DEFAULTS.unitLockMs),
+  TICKFLEET_STALLED_INTERVAL_MS: duration().default(WORKER_DEFAULTS.stalledIntervalMs),
   /** How far back a candle job with neither `since` nor a cursor starts. */
-  TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(86_400_000),
+  TICKFLEET_INITIAL_LOOKBACK_MS: duration().default(WORKER_DEFAULTS.initialLookbackMs),
   /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). */
-  TICKFLEET_POLL_STATS_MS: duration().default(10_000),
+  TICKFLEET_POLL_STATS_MS: duration().default(WORKER_DEFAULTS.pollStatsMs),
   /** Whether this worker holds streams (docs/streams-fleet.md): `on` (default) or `off` for a units-only worker. */
   TICKFLEET_STREAMS: oneOf(['on', 'off'] as const).default('on'),
   /** Stream lease lifetime: a dead worker's streams move after about this long. */

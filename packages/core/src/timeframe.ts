@@ -31,6 +31,13 @@ export function alignDown(ms: number, tf: Timeframe): number {
   return Math.floor((ms - offset) / len) * len + offset;
 }
 
+/**
+ * How long after a candle closes it is collected: venues publish a closed candle a moment after
+ * the boundary, and asking at the boundary returns it still open. The scheduler's due times and
+ * the worker's "last closed candle" both wait this long unless configured otherwise.
+ */
+export const CANDLE_CLOSE_DELAY_MS = 2000;
+
 /** Open time of the last candle that is closed at `nowMs` (its close time is <= now). */
 export function lastClosedOpenTime(nowMs: number, tf: Timeframe): number {
   return alignDown(nowMs, tf) - timeframeMs(tf);

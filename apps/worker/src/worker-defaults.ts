@@ -1,0 +1,25 @@
+import { CANDLE_CLOSE_DELAY_MS } from '@tickfleet/core';
+
+/**
+ * Defaults of the worker's units and their telemetry, in one place: the runner's and the
+ * executor's options and the worker's environment schema take them from here, so a default
+ * changes once.
+ */
+export const WORKER_DEFAULTS = Object.freeze({
+  /** BullMQ lock of a running unit, renewed while it runs; a dead worker's unit is recovered after about this long. */
+  unitLockMs: 30_000,
+  /** How often stalled units (their worker died) are looked for. */
+  stalledIntervalMs: 10_000,
+  /** How far back a candle job with neither `since` nor a cursor starts: one day. */
+  initialLookbackMs: 86_400_000,
+  /** A candle job collects up to the last candle closed this long ago. */
+  closeDelayMs: CANDLE_CLOSE_DELAY_MS,
+  /** How often connectors are re-read (new venues, cap changes). */
+  connectorPollMs: 5000,
+  /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). */
+  pollStatsMs: 10_000,
+  /** Polls the rolling latency window of a venue's poll statistics holds. */
+  pollLatencyWindow: 512,
+  /** Poll error records kept per venue and interval; the rest are only counted. */
+  pollMaxErrorsPerInterval: 10,
+});
