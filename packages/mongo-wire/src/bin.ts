@@ -5,10 +5,11 @@
  * Runs until SIGINT/SIGTERM.
  */
 import { parseArgs } from 'node:util';
+import { MONGO_WIRE_DEFAULTS } from './mongo-wire-server.js';
 import { startMongoWire } from './start-mongo-wire.js';
 
 const { values } = parseArgs({
-  options: { port: { type: 'string', default: '0' }, host: { type: 'string', default: '127.0.0.1' } },
+  options: { port: { type: 'string', default: String(MONGO_WIRE_DEFAULTS.port) }, host: { type: 'string', default: MONGO_WIRE_DEFAULTS.host } },
   strict: true,
 });
 const port = Number(values.port);

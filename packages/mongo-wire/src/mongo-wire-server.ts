@@ -3,21 +3,27 @@ import { type Document } from 'bson';
 import { CommandDispatcher } from './internal/command-dispatcher.js';
 import { decodeRequest, encodeOpMsg, encodeOpReply, frameLength, OP_QUERY, type WireRequest, WireProtocolError } from './internal/wire-protocol.js';
 
+/**
+ * Defaults of {@link MongoWireServerOptions}: loopback, a free port, and MongoDB's own TTL
+ * monitor period (60 s).
+ */
+export const MONGO_WIRE_DEFAULTS = Object.freeze({ port: 0, host: '127.0.0.1', ttlSweepMs: 60_000 });
+
 /** Options of {@link MongoWireServer}. */
 export interface MongoWireServerOptions {
   /**
    * TCP port to listen on; 0 picks a free one.
-   * @defaultValue 0
+   * @defaultValue {@link MONGO_WIRE_DEFAULTS.port}
    */
   readonly port?: number;
   /**
    * Interface to bind.
-   * @defaultValue '127.0.0.1'
+   * @defaultValue {@link MONGO_WIRE_DEFAULTS.host}
    */
   readonly host?: string;
   /**
-   * How often TTL indexes are applied (MongoDB's TTL monitor runs every 60 s).
-   * @defaultValue 60_000
+   * How often TTL indexes are applied (as MongoDB's TTL monitor does).
+   * @defaultValue {@link MONGO_WIRE_DEFAULTS.ttlSweepMs}
    */
   readonly ttlSweepMs?: number;
 }
@@ -42,7 +48,11 @@ export class MongoWireServer {
   private boundPort = 0;
 
   constructor(options: MongoWireServerOptions = {}) {
-    this.options = { port: options.port ?? 0, host: options.host ?? '127.0.0.1', ttlSweepMs: options.ttlSweepMs ?? 60_000 };
+    this.options = {
+      port: options.port ?? MONGO_WIRE_DEFAULTS.port,
+      host: options.host ?? MONGO_WIRE_DEFAULTS.host,
+      ttlSweepMs: options.ttlSweepMs ?? MONGO_WIRE_DEFAULTS.ttlSweepMs,
+    };
   }
 
   /** The port actually bound (after {@link start}). */
