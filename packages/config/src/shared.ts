@@ -1,4 +1,4 @@
-import { DEFAULT_REDIS_PREFIX } from '@tickfleet/core';
+import { DEFAULT_LOG_LEVEL, DEFAULT_REDIS_PREFIX, LISTEN_DEFAULTS } from '@tickfleet/core';
 import { duration, logLevel, port, positiveInt, redisPrefix, redisUrl, text } from './fields.js';
 
 /**
@@ -10,9 +10,9 @@ export const DEFAULTS = {
   storeUrl: 'sqlite://.tickfleet/state.db',
   sinkUrl: 'sqlite://.tickfleet/data.db',
   spoolDir: '.tickfleet/spool',
-  healthPort: 0,
+  healthPort: LISTEN_DEFAULTS.port,
   /** Where every role's server listens unless told otherwise. */
-  listenHost: '127.0.0.1',
+  listenHost: LISTEN_DEFAULTS.host,
   graceMs: 25_000,
   /**
    * How long a running role tolerates an unreachable Redis before it exits non-zero. Long enough
@@ -20,7 +20,7 @@ export const DEFAULTS = {
    * whose Redis is gone for good does not retry forever unnoticed.
    */
   redisGiveUpMs: 60_000,
-  logLevel: 'info',
+  logLevel: DEFAULT_LOG_LEVEL,
 } as const;
 
 /**

@@ -57,6 +57,15 @@ export const DEFAULT_REDIS_PREFIX = 'tickfleet';
 
 /** pino's levels, the only values `LOG_LEVEL` may take. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** The level of a process that names none (`LOG_LEVEL`); one constant for config and the logger's default. */
+export const DEFAULT_LOG_LEVEL: (typeof LOG_LEVELS)[number] = 'info';
+
+/**
+ * Where a server listens unless told otherwise (the roles' health servers, the emulations): the
+ * loopback address, so nothing is served to the network unless asked for, on a free port the
+ * system picks. One object for config and the servers' defaults.
+ */
+export const LISTEN_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 0 });
 
 /**
  * Most units one backfill may enqueue unless the operator raises it (`--max-units`): 10,000

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
+import { LISTEN_DEFAULTS, systemClock, TickfleetError, ValidationError, type Clock } from '@tickfleet/core';
 import { hash32, unitFloat } from './data/random.js';
 import type { Reply } from './internal/reply.js';
 import { ScopeLimits } from './internal/scope-limits.js';
@@ -17,6 +17,8 @@ import {
   mergeScenario,
   MOCK_VENUES,
   parseScenario,
+  DEFAULT_ERROR_STATUSES,
+  DEFAULT_TIMEOUT_HOLD_MS,
   type Latency,
   type MockVenueName,
   type Scenario,
@@ -39,9 +41,9 @@ const SERVER_KEEP_ALIVE_MS = 30_000;
 const ADVERTISED_KEEP_ALIVE_S = 5;
 /** Options of startMockVenue. */
 export interface MockVenueOptions {
-  /** @defaultValue 0 (a free port) */
+  /** 0 picks a free port. @defaultValue {@link LISTEN_DEFAULTS.port} */
   port?: number;
-  /** @defaultValue '127.0.0.1' */
+  /** @defaultValue {@link LISTEN_DEFAULTS.host} */
   host?: string;
   /** Initial scenario (validated; relative windows start now). @defaultValue {} */
   scenario?: Scenario;
@@ -75,8 +77,6 @@ function newLimiter(venue: MockVenueName): VenueLimiter {
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
 const MAX_ADMIN_BODY_BYTES = 1 << 20;
 const HEALTH_BODY = '{"status":"ok"}';
-const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
-const DEFAULT_ERROR_STATUSES = [500, 502, 503];
 
 interface Pending {
   timer: NodeJS.Timeout;
@@ -141,7 +141,7 @@ export class MockVenueServer implements MockVenue {
     });
   }
 
-  async listen(port = 0, host = '127.0.0.1'): Promise<void> {
+  async listen(port: number = LISTEN_DEFAULTS.port, host: string = LISTEN_DEFAULTS.host): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, host, () => {
@@ -455,7 +455,7 @@ export class MockVenueServer implements MockVenue {
 /** Starts the emulation of every venue on one HTTP server. */
 export async function startMockVenue(options: MockVenueOptions = {}): Promise<MockVenue> {
   const server = new MockVenueServer(options);
-  await server.listen(options.port ?? 0, options.host ?? '127.0.0.1');
+  await server.listen(options.port ?? LISTEN_DEFAULTS.port, options.host ?? LISTEN_DEFAULTS.host);
   return server;
 }
 

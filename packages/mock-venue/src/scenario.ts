@@ -9,6 +9,10 @@ export type MockVenueName = z.infer<typeof MockVenueName>;
 
 /** Seed of the deterministic data when a scenario does not give one. */
 export const DEFAULT_SEED = 42;
+/** How long a request drawn for `timeoutRate` is held before its socket is destroyed, unless `timeoutMs` says. */
+export const DEFAULT_TIMEOUT_HOLD_MS = 30_000;
+/** Statuses the 5xx errors of `errorRate` cycle through, unless `errorStatuses` says. */
+export const DEFAULT_ERROR_STATUSES: readonly number[] = [500, 502, 503];
 
 const epochMs = z.number().int().nonnegative();
 const rate = z.number().min(0, 'a rate in 0..1').max(1, 'a rate in 0..1');
@@ -72,11 +76,11 @@ export const VenueScenario = z.strictObject({
   latencyMs: Latency.optional(),
   /** Fraction of accepted requests answered 5xx. @defaultValue 0 */
   errorRate: rate.optional(),
-  /** Statuses the 5xx errors cycle through (picked deterministically). @defaultValue [500, 502, 503] */
+  /** Statuses the 5xx errors cycle through (picked deterministically). @defaultValue {@link DEFAULT_ERROR_STATUSES} */
   errorStatuses: z.array(z.number().int().min(500).max(599)).min(1).optional(),
   /** Fraction of accepted requests held without an answer. @defaultValue 0 */
   timeoutRate: rate.optional(),
-  /** How long a held request is kept before its socket is destroyed. @defaultValue 30000 */
+  /** How long a held request is kept before its socket is destroyed. @defaultValue {@link DEFAULT_TIMEOUT_HOLD_MS} */
   timeoutMs: positiveMs.optional(),
   /** Windows during which the venue's connections are destroyed unanswered. */
   outages: z.array(TimeWindow).optional(),
@@ -151,7 +155,7 @@ export type StreamScenario = z.infer<typeof StreamScenario>;
  * The same shape is a `PATCH /_mock/scenario` body (every field optional; see mergeScenario).
  */
 export const Scenario = z.strictObject({
-  /** @defaultValue 42 */
+  /** @defaultValue {@link DEFAULT_SEED} */
   seed: z.number().int().nonnegative().optional(),
   /** Windows during which every venue prefix is down (admin endpoints stay up). */
   outages: z.array(TimeWindow).optional(),

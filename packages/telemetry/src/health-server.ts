@@ -1,14 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { LISTEN_DEFAULTS } from '@tickfleet/core';
 
 export type HealthCheck = () => Promise<boolean | string> | boolean | string;
 
 export interface HealthServerOptions {
   registry: Registry;
-  /** @defaultValue 0 (a free port) */
+  /** 0 picks a free port. @defaultValue {@link LISTEN_DEFAULTS.port} */
   port?: number;
-  /** @defaultValue '127.0.0.1' */
+  /** @defaultValue {@link LISTEN_DEFAULTS.host} */
   host?: string;
   /** Liveness: the process is not wedged. A string result is a failure reason. */
   liveness?: Record<string, HealthCheck>;
@@ -37,7 +38,7 @@ export class HealthServer {
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve());
+      server.listen(this.options.port ?? LISTEN_DEFAULTS.port, this.options.host ?? LISTEN_DEFAULTS.host, () => resolve());
     });
     return (server.address() as AddressInfo).port;
   }

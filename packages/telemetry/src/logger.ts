@@ -1,12 +1,12 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
-import { LOG_LEVELS, ValidationError } from '@tickfleet/core';
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, ValidationError } from '@tickfleet/core';
 
 export type { Logger } from 'pino';
 
 export interface LoggerFactoryOptions {
   /** Role of the process (`worker`, `scheduler`, …); set as `role` on every line. */
   role: string;
-  /** The caller's configured level (a role's LOG_LEVEL). @defaultValue 'info' */
+  /** The caller's configured level (a role's LOG_LEVEL). @defaultValue {@link DEFAULT_LOG_LEVEL} */
   level?: (typeof LOG_LEVELS)[number];
   /** Where to write; defaults to stdout. Tests pass a stream to capture lines. */
   destination?: NodeJS.WritableStream;
@@ -15,7 +15,7 @@ export interface LoggerFactoryOptions {
 
 /** JSON logs with pino: ISO time, `role` and `pid` on every line, errors serialised with their code. */
 export function createLogger(options: LoggerFactoryOptions): Logger {
-  const level = options.level ?? 'info';
+  const level = options.level ?? DEFAULT_LOG_LEVEL;
   // pino throws a bare Error with a stack for an unknown level (an untyped caller); name the option instead.
   if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ValidationError('level', `one of ${LOG_LEVELS.join(', ')}`, level);
   const pinoOptions: LoggerOptions = {

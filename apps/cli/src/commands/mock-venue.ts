@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ValidationError } from '@tickfleet/core';
-import { loadScenarioFile, MOCK_VENUES, startMockVenue, type MockVenueName, type Scenario } from '@tickfleet/mock-venue';
+import { LISTEN_DEFAULTS, ValidationError } from '@tickfleet/core';
+import { DEFAULT_SEED, loadScenarioFile, MOCK_VENUES, startMockVenue, type MockVenueName, type Scenario } from '@tickfleet/mock-venue';
 import { createLogger, onShutdown } from '@tickfleet/telemetry';
 import { cliEnv } from '../cli-env.js';
 
@@ -20,7 +20,7 @@ export function registerMockVenue(program: Command): void {
     .command('mock-venue')
     .description('serve the venue emulations (alpaca, binance, finnhub, fred, limitless, polygon, polymarket, xetra) on one HTTP port')
     .requiredOption('--port <port>', 'TCP port to listen on (0 picks a free one)')
-    .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option('--host <host>', 'interface to bind', LISTEN_DEFAULTS.host)
     .option('--scenario <file>', 'scenario JSON file (limits, latency, faults; see docs/mock-venue.md)')
     .action(async (opts: MockVenueCliOptions) => {
       const port = parsePort(opts.port);
@@ -33,7 +33,7 @@ export function registerMockVenue(program: Command): void {
       });
       const venues = Object.fromEntries(MOCK_VENUES.map((v: MockVenueName) => [v, mv.baseUrl(v)]));
       process.stdout.write(`${JSON.stringify({ url: mv.url, venues })}\n`);
-      logger.info({ url: mv.url, scenario: opts.scenario ?? null, seed: mv.scenario().seed ?? 42 }, 'mock venues listening');
+      logger.info({ url: mv.url, scenario: opts.scenario ?? null, seed: mv.scenario().seed ?? DEFAULT_SEED }, 'mock venues listening');
       onShutdown(logger, async () => {
         const stats = mv.stats();
         await mv.stop();
