@@ -89,15 +89,18 @@ export function registerConnectors(program: Command): void {
           if (opts.baseUrl === undefined) throw new ValidationError('--base-url', `a base URL to create connector ${name}`);
           if (opts.limit === undefined) throw new ValidationError('--limit', `a weight limit to create connector ${name}`);
         }
+        // A new connector without --policy or --headroom gets the RateLimit schema's defaults.
+        const policy = opts.policy ?? existing?.rateLimit.policy;
+        const headroom = opts.headroom ?? existing?.rateLimit.headroom;
         const input: ConnectorInput = {
           ...(existing ?? {}),
           venue: name,
           baseUrl: opts.baseUrl ?? existing!.baseUrl,
           rateLimit: {
-            policy: opts.policy ?? existing?.rateLimit.policy ?? 'fixed-window',
+            ...(policy !== undefined ? { policy } : {}),
             limit: opts.limit ?? existing!.rateLimit.limit,
             periodMs: opts.period ?? existing?.rateLimit.periodMs ?? 60_000,
-            headroom: opts.headroom ?? existing?.rateLimit.headroom ?? 0.95,
+            ...(headroom !== undefined ? { headroom } : {}),
           },
           ...(opts.maxInflight !== undefined ? { maxInflight: opts.maxInflight } : {}),
           ...(opts.freeze !== undefined ? { freezeMs: opts.freeze } : {}),
