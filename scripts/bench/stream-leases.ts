@@ -9,7 +9,8 @@
  */
 import { startRedis } from '@tickfleet/testkit';
 import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
-import { STREAM_DEFAULTS, StreamLeases, streamRenewEveryMs } from '@tickfleet/streams';
+import { renewEveryMsFor } from '@tickfleet/core';
+import { STREAM_DEFAULTS, StreamLeases } from '@tickfleet/streams';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: number): number => {
@@ -118,7 +119,7 @@ const perWorker = (held: Map<string, string>): number[] => {
   cConn.disconnect(); // c dies: no release, its leases run out
   const kill = await watch(observer, streams, (h) => !perWorker(h).includes(0) && ![...h.values()].includes('c'));
   console.log(
-    `worker killed: its streams held again after ${kill.ms.toFixed(0)} ms, longest unheld stream ${kill.longestGapMs.toFixed(0)} ms (bound ttl + renewal period = ${(TTL + streamRenewEveryMs(TTL)).toFixed(0)} ms)`,
+    `worker killed: its streams held again after ${kill.ms.toFixed(0)} ms, longest unheld stream ${kill.longestGapMs.toFixed(0)} ms (bound ttl + renewal period = ${(TTL + renewEveryMsFor(TTL)).toFixed(0)} ms)`,
   );
 
   await b.stop(); // graceful: hands over at once

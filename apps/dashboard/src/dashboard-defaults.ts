@@ -1,4 +1,5 @@
 import { DEFAULTS } from '@tickfleet/config';
+import { LISTEN_DEFAULTS } from '@tickfleet/core';
 
 /**
  * Defaults of the dashboard's settings, each written once: DashboardEnv's variables,
@@ -6,9 +7,9 @@ import { DEFAULTS } from '@tickfleet/config';
  */
 export const DASHBOARD_DEFAULTS = {
   /** Where the dashboard process listens (TICKFLEET_DASHBOARD_PORT). */
-  port: 3000,
+  port: DEFAULTS.dashboardPort,
   /** A DashboardServer given no port (tests, `tickfleet up` with `--dashboard-port 0`) takes a free one. */
-  serverPort: 0,
+  serverPort: LISTEN_DEFAULTS.port,
   host: DEFAULTS.listenHost,
   /** Read-only: job actions need `allowActions` and credentials. */
   allowActions: false,

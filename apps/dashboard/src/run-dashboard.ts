@@ -7,9 +7,6 @@ import { DashboardEnv } from './dashboard-env.js';
 import { DashboardServer } from './dashboard-server.js';
 import { assertCredentials } from './internal/dashboard-auth.js';
 
-/** How long the dashboard waits for its Redis at start. */
-const REDIS_CONNECT_WAIT_MS = 10_000;
-
 /** A started dashboard process's parts, for `tickfleet up`, which runs it beside other roles. */
 export interface RunningDashboard {
   server: DashboardServer;
@@ -48,13 +45,11 @@ export async function runDashboard(env?: Env, options: RunDashboardOptions = {})
   });
   const store = budgets.store;
   // A Redis that does not answer ends the start with one line instead of a board waiting silently.
-  const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard', waitMs: REDIS_CONNECT_WAIT_MS }).catch(
-    async (err: unknown) => {
-      await budgets.close();
-      await store.close();
-      throw err;
-    },
-  );
+  const redis = await connectRedis(config.REDIS_URL, { blocking: false, connectionName: 'tickfleet-dashboard' }).catch(async (err: unknown) => {
+    await budgets.close();
+    await store.close();
+    throw err;
+  });
   // ioredis reports every failed reconnect; one line per cause per 10 s is enough to see it.
   const logRedisError = rateLimitedLog(logger, 10_000);
   redis.on('error', (err: NodeJS.ErrnoException) => logRedisError('warn', err.code ?? err.name, { err }, 'redis connection error'));

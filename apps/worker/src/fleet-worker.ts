@@ -22,6 +22,7 @@ import { VenueCooldown } from './venue-cooldown.js';
 import { VenueRunner } from './venue-runner.js';
 import { UnitLocks } from './unit-locks.js';
 import { WorkerMetrics } from './worker-metrics.js';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 export interface FleetWorkerOptions {
   redisUrl: string;
@@ -38,7 +39,7 @@ export interface FleetWorkerOptions {
   clock?: Clock;
   /** @defaultValue 30000 */
   heartbeatMs?: number;
-  /** How often connectors are re-read (new venues, cap changes). @defaultValue 5000 */
+  /** How often connectors are re-read (new venues, cap changes). @defaultValue {@link WORKER_DEFAULTS.connectorPollMs} */
   connectorPollMs?: number;
   /** Extra adapter options per venue (`{ polygon: { apiKey } }`): a venue's runner gets only its own. */
   adapterOptions?: Readonly<Record<string, Record<string, unknown>>>;
@@ -46,7 +47,7 @@ export interface FleetWorkerOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   initialLookbackMs?: number;
-  /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). @defaultValue 10000 */
+  /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). @defaultValue {@link WORKER_DEFAULTS.pollStatsMs} */
   pollStatsMs?: number;
   /** Hold streams (docs/streams-fleet.md) beside units; absent: this worker runs units only. */
   streams?: { endpoints: StreamEndpoints; leaseTtlMs?: number; pollMs?: number; silenceTimeoutMs?: number };
@@ -168,12 +169,12 @@ export class FleetWorker {
           void this.refreshConnectors().catch((err: unknown) =>
             refreshLog('warn', (err as { code?: string }).code ?? 'error', { err }, 'connector refresh failed'),
           ),
-        options.connectorPollMs ?? 5000,
+        options.connectorPollMs ?? WORKER_DEFAULTS.connectorPollMs,
       ),
       setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
       setInterval(
         () => void this.flushPollStats().catch((err: unknown) => refreshLog('warn', 'poll-stats', { err }, 'could not store poll statistics')),
-        options.pollStatsMs ?? 10_000,
+        options.pollStatsMs ?? WORKER_DEFAULTS.pollStatsMs,
       ),
     );
     this.pollStatsFromMs = this.clock.now();

@@ -11,6 +11,8 @@ export const DEFAULTS = {
   sinkUrl: 'sqlite://.tickfleet/data.db',
   spoolDir: '.tickfleet/spool',
   healthPort: LISTEN_DEFAULTS.port,
+  /** The dashboard's port (`tickfleet dashboard`, `tickfleet up`). */
+  dashboardPort: 3000,
   /** Where every role's server listens unless told otherwise. */
   listenHost: LISTEN_DEFAULTS.host,
   graceMs: 25_000,

@@ -1,4 +1,4 @@
-export { STREAM_DEFAULTS, streamRenewEveryMs } from './stream-defaults.js';
+export { STREAM_DEFAULTS } from './stream-defaults.js';
 export {
   type StreamEvent,
   type StreamRestRequest,

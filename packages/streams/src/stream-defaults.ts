@@ -1,3 +1,5 @@
+import { renewEveryMsFor } from '@tickfleet/core';
+
 /**
  * Defaults of the fleet's streams, in one place: the worker's environment schema, the runner, the
  * leases and the sessions take them from here, so a default changes once.
@@ -20,20 +22,12 @@ const MIN_STATS_EVERY_MS = 200;
 /** Floor of a published live state's lifetime: it stays readable for a second even under a very short lease lifetime. */
 const MIN_LIVE_TTL_MS = 1000;
 
-/**
- * How often a holder renews its leases under a lease lifetime of `ttlMs`: a third of it, so two
- * renewals may fail before a lease lapses.
- */
-export function streamRenewEveryMs(ttlMs: number): number {
-  return Math.max(1, Math.floor(ttlMs / 3));
-}
-
 /** How often a runner publishes its held streams' live state and moves their metrics: with the lease renewals, not faster than 200 ms. */
 export function streamStatsEveryMs(ttlMs: number): number {
-  return Math.max(MIN_STATS_EVERY_MS, streamRenewEveryMs(ttlMs));
+  return Math.max(MIN_STATS_EVERY_MS, renewEveryMsFor(ttlMs));
 }
 
 /** The lifetime of a published live state under a lease lifetime of `ttlMs` (see {@link STREAM_DEFAULTS.liveKeyTtlFactor}). */
 export function streamLiveTtlMs(ttlMs: number): number {
-  return Math.max(MIN_LIVE_TTL_MS, STREAM_DEFAULTS.liveKeyTtlFactor * streamRenewEveryMs(ttlMs));
+  return Math.max(MIN_LIVE_TTL_MS, STREAM_DEFAULTS.liveKeyTtlFactor * renewEveryMsFor(ttlMs));
 }

@@ -1,6 +1,6 @@
-import { systemClock, ValidationError, type Clock } from '@tickfleet/core';
+import { renewEveryMsFor, systemClock, ValidationError, type Clock } from '@tickfleet/core';
 import { assertPrefix, luaCommand, QUEUE_PREFIX, type LuaCommand, type RedisClient } from '@tickfleet/queues';
-import { STREAM_DEFAULTS, streamRenewEveryMs } from './stream-defaults.js';
+import { STREAM_DEFAULTS } from './stream-defaults.js';
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
@@ -19,7 +19,7 @@ export interface StreamLeasesOptions {
   prefix?: string;
   /** Lease and membership lifetime: a dead worker's streams free up after this long. @defaultValue {@link STREAM_DEFAULTS.leaseTtlMs} */
   ttlMs?: number;
-  /** How often {@link StreamLeases.start} runs a cycle. @defaultValue {@link streamRenewEveryMs}(ttlMs) */
+  /** How often {@link StreamLeases.start} runs a cycle. @defaultValue a third of ttlMs ({@link renewEveryMsFor}) */
   renewEveryMs?: number;
   /** Only its monotonic time is used (see {@link StreamLeases.isHeld}): expiries are on the Redis server's clock. @defaultValue systemClock */
   clock?: Clock;
@@ -105,7 +105,7 @@ export class StreamLeases {
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
     this.ttlMs = options.ttlMs ?? STREAM_DEFAULTS.leaseTtlMs;
     if (!Number.isInteger(this.ttlMs) || this.ttlMs < 10) throw new ValidationError('ttlMs', 'an integer of at least 10 ms', options.ttlMs);
-    this.renewEveryMs = options.renewEveryMs ?? streamRenewEveryMs(this.ttlMs);
+    this.renewEveryMs = options.renewEveryMs ?? renewEveryMsFor(this.ttlMs);
     if (!(this.renewEveryMs > 0 && this.renewEveryMs < this.ttlMs)) {
       throw new ValidationError('renewEveryMs', `more than 0 and less than ttlMs (${this.ttlMs})`, options.renewEveryMs);
     }

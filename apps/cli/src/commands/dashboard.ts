@@ -19,7 +19,7 @@ export function registerDashboard(program: Command): void {
   program
     .command('dashboard')
     .description('serve bull-board for every venue queue and the fleet overview (env: REDIS_URL, TICKFLEET_DASHBOARD_*)')
-    .option('--port <n>', 'HTTP port (env TICKFLEET_DASHBOARD_PORT, default 3000; 0 = a free port)', integer('--port'))
+    .option('--port <n>', `HTTP port (env TICKFLEET_DASHBOARD_PORT, default ${DEFAULTS.dashboardPort}; 0 = a free port)`, integer('--port'))
     .option('--host <host>', `address to listen on (env TICKFLEET_DASHBOARD_HOST, default ${DEFAULTS.listenHost})`)
     .option('--allow-actions', 'let bull-board retry, promote and clean units; needs TICKFLEET_DASHBOARD_TOKEN or _USER + _PASSWORD')
     .option('--spool-dir <dir>', `spool base directory for the spool depth (env TICKFLEET_SPOOL_DIR, default ${DEFAULTS.spoolDir})`)

@@ -32,7 +32,7 @@ export function registerUp(program: Command): void {
     .description('run the whole fleet on this machine: Redis (private unless REDIS_URL), scheduler, workers, dashboard')
     .option('--demo', 'also start the venue emulations and seed connectors and jobs, so data flows within seconds')
     .option('--workers <n>', 'worker processes', positiveInt('--workers'), 2)
-    .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), 3000)
+    .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), DEFAULTS.dashboardPort)
     .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
     .action(async (opts: UpOptions, cmd: Command) => {
       if (opts.workers > 32) throw new ValidationError('--workers', 'at most 32 worker processes on one machine', opts.workers);
