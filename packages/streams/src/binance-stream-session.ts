@@ -3,6 +3,7 @@ import { bookEnvelope, TickfleetError, tradeEnvelope, ValidationError, type Enve
 import {
   BinanceDepth,
   binanceDepthWeight,
+  binanceLimits,
   binanceVenueSymbol,
   DECIMAL_RE,
   normaliseBaseUrl,
@@ -149,8 +150,7 @@ export class BinanceStreamSession extends WsStreamSession {
       ...(beforeRest ? { hooks: { beforeRequest: (info) => beforeRest({ venue: info.venue, endpoint: info.endpoint, weight: info.weight }) } } : {}),
       clock: this.clock,
       ...(options.restTimeoutMs === undefined ? {} : { timeoutMs: options.restTimeoutMs }),
-      usedWeightHeader: 'x-mbx-used-weight-1m',
-      errorPolicy: { rateLimitFallbackMs: 60_000, alignedWindowMs: 60_000 },
+      ...binanceLimits(),
     });
   }
 

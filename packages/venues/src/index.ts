@@ -13,7 +13,7 @@ export {
   type AlpacaAdjustment,
   type AlpacaFeed,
 } from './alpaca/alpaca-adapter.js';
-export { BinanceAdapter, type BinanceAdapterOptions } from './binance/binance-adapter.js';
+export { BinanceAdapter, binanceLimits, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
 export { FinnhubAdapter, newYorkLocalMs, rateLimitUsage, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';

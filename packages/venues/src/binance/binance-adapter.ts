@@ -10,7 +10,7 @@ import {
   type Envelope,
   type Timeframe,
 } from '@tickfleet/core';
-import { HttpVenueAdapter } from '../http-venue-adapter.js';
+import { HttpVenueAdapter, type VenueLimits } from '../http-venue-adapter.js';
 import { durationOption, intOption } from '../internal/options.js';
 import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
 import { BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
@@ -29,6 +29,11 @@ export const BINANCE_DEFAULTS = Object.freeze({
   /** Binance counts used weight per clock minute. */
   usedWeightWindowMs: 60_000,
 });
+
+/** How Binance counts and refuses: used weight per clock minute in a header, a 429 retried at the window's end. */
+export function binanceLimits(windowMs: number = BINANCE_DEFAULTS.usedWeightWindowMs): VenueLimits {
+  return { usedWeightHeader: 'x-mbx-used-weight-1m', usedWeightWindowMs: windowMs, errorPolicy: alignedWindowPolicy(windowMs) };
+}
 
 export interface BinanceAdapterOptions extends VenueAdapterOptions {
   /** Candles per klines request (Binance allows 1..1000). @defaultValue BINANCE_DEFAULTS.maxCandlesPerPage */
@@ -60,11 +65,7 @@ export class BinanceAdapter extends HttpVenueAdapter<'klines' | 'depth' | 'excha
     super(options, {
       venue: 'binance',
       weights: binanceWeights(depthLimit),
-      limits: {
-        usedWeightHeader: 'x-mbx-used-weight-1m',
-        usedWeightWindowMs: windowMs,
-        errorPolicy: alignedWindowPolicy(windowMs),
-      },
+      limits: binanceLimits(windowMs),
     });
     this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, MAX_KLINES_LIMIT);
     this.depthLimit = depthLimit;
