@@ -1,5 +1,5 @@
 import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
-import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type WorkerHeartbeat } from '@tickfleet/budget';
+import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
@@ -159,7 +159,7 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
     : null;
 
   const pending = counts.waiting + counts.prioritized;
-  const canRun = connector.status === 'active' && freeze === null && (budget === null || budget.remaining > 0);
+  const canRun = venueHold(connector.status, freeze?.untilMs ?? null, now) === null && (budget === null || budget.remaining > 0);
   const runnable = canRun ? Math.min(pending, budget?.remaining ?? pending) : 0;
 
   return {

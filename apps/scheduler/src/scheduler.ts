@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { aimdLimitsFor, FleetVenueControl } from '@tickfleet/budget';
+import { aimdLimitsFor, FleetVenueControl, STATUS_EFFECTS } from '@tickfleet/budget';
 import {
   DEFAULT_SESSION_DAY_STARTS,
   DEFAULT_UNIVERSE_PER_CYCLE,
@@ -266,7 +266,7 @@ export class Scheduler {
   async repair(): Promise<RepairResult> {
     const result: RepairResult = { owed: 0, recreated: 0, concurrency: [] };
     for (const connector of await this.store.connectors.list()) {
-      if (connector.status === 'disabled') continue;
+      if (!STATUS_EFFECTS[connector.status].servesQueue) continue;
       if ((await this.queues.globalConcurrency(connector.venue)) !== null) continue;
       this.control.configure(connector.venue, aimdLimitsFor(connector));
       const value = Math.min(await this.control.concurrency(connector.venue), connector.maxInflight);

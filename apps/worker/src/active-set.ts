@@ -1,5 +1,5 @@
 import { TransientError } from '@tickfleet/core';
-import type { RedisClient } from '@tickfleet/queues';
+import { luaCommand, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import type { MarketMeta } from '@tickfleet/venues';
 
 /** One instrument of a venue's active order-book set, with its market as discovery last saw it. */
@@ -23,17 +23,7 @@ export interface ActiveSet {
   instruments: Record<string, ActiveInstrument>;
 }
 
-/**
- * Writes the set only if the stored version is still the one the writer read (a concurrent
- * discovery of the same venue makes the later one fail and run again), set and version in one
- * step. Both keys carry the venue's hash tag, so on Redis Cluster they share a slot.
- */
-const SWAP = `
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
-if cur ~= tonumber(ARGV[1]) then return cur end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('SET', KEYS[1], ARGV[3])
-return -1`;
+const COMMANDS = new URL('./commands/', import.meta.url);
 
 /** How long a poller trusts its copy of a set before asking Redis for the version again. */
 const VERSION_CHECK_MS = 1000;
@@ -46,12 +36,15 @@ const VERSION_CHECK_MS = 1000;
  */
 export class ActiveSets {
   private readonly cache = new Map<string, { set: ActiveSet | null; checkedAtMs: number }>();
+  private readonly swapCmd: LuaCommand;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly monotonic: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.swapCmd = luaCommand(redis, COMMANDS, 'swapActiveSet-2.lua');
+  }
 
   private keys(venue: string): [string, string] {
     const base = `${this.prefix}:venue:{${venue}}:active`;
@@ -97,7 +90,8 @@ export class ActiveSets {
   async swap(venue: string, expectedVersion: number, next: ActiveSet): Promise<void> {
     if (next.version !== expectedVersion + 1) throw new TransientError(venue, `active set version ${next.version} does not follow ${expectedVersion}`);
     const [versionKey, setKey] = this.keys(venue);
-    const result = Number(await this.redis.eval(SWAP, 2, versionKey, setKey, String(expectedVersion), JSON.stringify(next), String(next.version)));
+    // Set and version in one step, only over the version this discovery read (swapActiveSet-2.lua).
+    const result = Number(await this.swapCmd([versionKey, setKey], [expectedVersion, JSON.stringify(next), next.version]));
     if (result !== -1) {
       throw new TransientError(venue, `active set of ${venue} changed during discovery (version ${result}, expected ${expectedVersion}); discovering again`);
     }

@@ -7,6 +7,7 @@ import {
   FreezeWatch,
   ScopedBudgets,
   startConcurrency,
+  STATUS_EFFECTS,
   StoreOutageFallback,
   WorkerHeartbeat,
 } from '@tickfleet/budget';
@@ -18,7 +19,6 @@ import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry
 import { hasVenueAdapter } from '@tickfleet/venues';
 import { ActiveSets } from './active-set.js';
 import { UnitExecutor } from './unit-executor.js';
-import { VenueCooldown } from './venue-cooldown.js';
 import { VenueRunner } from './venue-runner.js';
 import { UnitLocks } from './unit-locks.js';
 import { WorkerMetrics } from './worker-metrics.js';
@@ -72,7 +72,6 @@ export class FleetWorker {
   private unitLocks: UnitLocks | undefined;
   private timers: NodeJS.Timeout[] = [];
   private activeSets: ActiveSets | undefined;
-  private cooldown: VenueCooldown | undefined;
   private readonly workerId: string;
   /** Start of the current poll-statistics interval. */
   private pollStatsFromMs = 0;
@@ -112,12 +111,6 @@ export class FleetWorker {
     this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
     const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, clock: this.clock });
     this.activeSets = new ActiveSets(connection, this.prefix, () => this.clock.monotonic());
-    this.cooldown = new VenueCooldown(
-      connection,
-      this.prefix,
-      () => this.clock.now(),
-      () => this.clock.monotonic(),
-    );
     this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
     this.unitLocks = new UnitLocks(options.store, () => this.clock.now());
     const reader = options.pipeline.sink.reader;
@@ -205,7 +198,7 @@ export class FleetWorker {
         runner.update(connector, liveWorkers);
         continue;
       }
-      if (connector.status === 'disabled') continue;
+      if (!STATUS_EFFECTS[connector.status].servesQueue) continue;
       const created = this.createRunner(connector);
       this.runners.set(connector.venue, created);
       await created.start(liveWorkers);
@@ -237,7 +230,6 @@ export class FleetWorker {
       logger: this.options.logger,
       clock: this.clock,
       activeSets: this.activeSets!,
-      cooldown: this.cooldown!,
       workerId: this.workerId,
       ...(this.options.adapterOptions?.[connector.venue] ? { adapterOptions: this.options.adapterOptions[connector.venue] } : {}),
       ...(this.options.lockDurationMs !== undefined ? { lockDurationMs: this.options.lockDurationMs } : {}),

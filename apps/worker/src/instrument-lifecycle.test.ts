@@ -1,6 +1,6 @@
 import type { Instrument } from '@tickfleet/venues';
 import { nextActiveSet, UNDATED_RETENTION_MS } from './instrument-lifecycle.js';
-import { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-cooldown.js';
+import { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from '@tickfleet/budget';
 
 const T0 = Date.UTC(2026, 0, 1);
 

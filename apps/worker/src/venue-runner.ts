@@ -17,7 +17,15 @@ import {
   parseJobId,
   type Envelope,
 } from '@tickfleet/core';
-import { aimdLimitsFor, type BudgetGate, type ControlStep, type FleetVenueControl, freezeEscalationFor, OutcomeReporter } from '@tickfleet/budget';
+import {
+  aimdLimitsFor,
+  type BudgetGate,
+  type ControlStep,
+  type FleetVenueControl,
+  freezeEscalationFor,
+  jitteredBackoffMs,
+  OutcomeReporter,
+} from '@tickfleet/budget';
 import { QueuedUnit, queueNameFor, TRANSIENT_RETRY, transientRetryDelayMs, type VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { dueUnitToken, type StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
@@ -26,7 +34,6 @@ import type { ActiveSets } from './active-set.js';
 import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
 import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
 import type { UnitLockHandle, UnitLocks } from './unit-locks.js';
-import { jitteredBackoffMs, type VenueCooldown } from './venue-cooldown.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 import { WORKER_DEFAULTS } from './worker-defaults.js';
 
@@ -35,6 +42,7 @@ export interface VenueRunnerOptions {
   connection: RedisClient;
   prefix: string;
   queues: VenueQueues;
+  /** The venue's freeze, AIMD concurrency, book backoff and order-book cooldown. */
   control: FleetVenueControl;
   store: StateStore;
   executor: UnitExecutor;
@@ -56,8 +64,6 @@ export interface VenueRunnerOptions {
   bookBackoffMaxMs?: number;
   /** The venues' active order-book sets (for the stats' active count and the error records' market). */
   activeSets: ActiveSets;
-  /** The fleet-wide per-venue order-book cooldown. */
-  cooldown: VenueCooldown;
   /** This worker's id in its poll statistics. */
   workerId: string;
 }
@@ -242,7 +248,7 @@ export class VenueRunner {
     const logger = baseLogger.child({ venue: this.venue, unitId: job.id, jobId: unit.jobId, kind: unit.kind });
     if (unit.kind === 'book-poll') {
       // A venue cooling down polls no books: the unit waits without a request and without an attempt.
-      const coolingMs = await this.options.cooldown.remainingMs(this.venue);
+      const coolingMs = await this.options.control.bookCooldownMs(this.venue);
       if (coolingMs > 0) {
         metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'cooldown' });
         await job.moveToDelayed(clock.now() + coolingMs, token);
@@ -512,7 +518,7 @@ export class VenueRunner {
     this.options.metrics.bookPolls.inc({ venue: this.venue, outcome: errorClass ?? 'ok' });
     if (errorClass === 'http_429') return;
     try {
-      const { untilMs, started } = await this.options.cooldown.report(this.venue, err !== undefined, this.connector.bookCooldown);
+      const { untilMs, started } = await this.options.control.reportBookPoll(this.venue, err !== undefined, this.connector.bookCooldown);
       if (started) {
         this.options.metrics.bookCooldowns.inc({ venue: this.venue });
         this.options.logger.warn(
@@ -533,7 +539,7 @@ export class VenueRunner {
   flushPollStats(fromMs: number, toMs: number): Envelope[] {
     const set = this.options.activeSets.cached(this.venue);
     if (this.pollStats.idle && !set) return [];
-    const cooldownRemainingMs = this.options.cooldown.knownRemainingMs(this.venue);
+    const cooldownRemainingMs = this.options.control.knownBookCooldownMs(this.venue);
     const { stats, errors } = this.pollStats.flush(fromMs, toMs, {
       activeInstruments: set ? Object.keys(set.instruments).length : 0,
       activeVersion: set?.version ?? 0,

@@ -3,7 +3,7 @@ import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, tradesInFile, xetraFil
 import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
-import { jitteredBackoffMs } from '../src/venue-cooldown.js';
+import { jitteredBackoffMs } from '@tickfleet/budget';
 
 const DAY = 86_400_000;
 

@@ -1,8 +1,8 @@
 import type { ConnectorStatus, RateLimitPolicyName } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage } from './budget-types.js';
+import { PAUSED_RETRY_MS, statusSends } from './venue-control/venue-status.js';
 
-/** Poll interval handed to callers refused because the connector is paused or disabled. */
-export const PAUSED_RETRY_MS = 1000;
+export { PAUSED_RETRY_MS };
 
 /**
  * How far a caller's clock may disagree with the budget's timeline before it counts as skewed.
@@ -53,7 +53,7 @@ export function emissionIntervalMs(limit: number, periodMs: number): number {
  * and usage figures from the state that decision left behind.
  */
 export function toAcquireResult(d: AcquireDecision): AcquireResult {
-  if (d.status !== 'active') {
+  if (!statusSends(d.status)) {
     return { ok: false, reason: d.status, retryAtMs: d.atMs + PAUSED_RETRY_MS, limit: d.limit, atMs: d.atMs };
   }
   if (d.policy === 'fixed-window') {

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
 import { RecordedBudgets } from '../test/fixtures/recorded-budgets.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
-import { WorkerHeartbeat } from './worker-heartbeat.js';
+import { WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
 let redis: TestRedis;
 const conns: Redis[] = [];

@@ -5,6 +5,7 @@ import type { AcquireResult, BudgetsRepo } from './budget-types.js';
 import { CoalescedAcquires } from './coalesced-acquires.js';
 import type { ScopedBudgets } from './scoped-budgets.js';
 import type { FallbackBudget } from './store-outage-fallback.js';
+import { venueHold } from './venue-control/venue-status.js';
 
 /** What the gate needs to know about fleet-wide venue state (`FleetVenueControl` reads the freeze record). */
 export interface FreezeSource {
@@ -66,9 +67,6 @@ export interface BudgetGateOptions {
   /** For the clock-skew and fallback warnings (one line per change of state, never per request). */
   logger?: Logger;
 }
-
-/** How long a unit of a paused or disabled venue waits before it looks again. */
-const PAUSED_RECHECK_MS = 5000;
 
 /**
  * The last stretch of a fixed window in which no request is sent: 5% of the period, at most 1 s
@@ -204,7 +202,7 @@ export class BudgetGate {
         return { ok: true };
       }
       if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
-      if (r.reason !== 'exhausted') throw new BudgetExhaustedError(venue, Math.max(r.retryAtMs, this.options.clock.now() + PAUSED_RECHECK_MS));
+      if (r.reason !== 'exhausted') throw this.statusRefusal(venue, r.reason, r.retryAtMs);
       return { ok: false, retryAtMs: r.retryAtMs };
     } catch (err) {
       if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
@@ -248,7 +246,7 @@ export class BudgetGate {
       if (r.reason !== 'exhausted') {
         // Paused, disabled or unknown venue: yield the unit for a while instead of polling the
         // store from a held slot.
-        throw new BudgetExhaustedError(venue, Math.max(r.retryAtMs, this.options.clock.now() + PAUSED_RECHECK_MS));
+        throw this.statusRefusal(venue, r.reason, r.retryAtMs);
       }
       return { ok: false, retryAtMs: r.retryAtMs };
     } catch (err) {
@@ -286,6 +284,12 @@ export class BudgetGate {
     } else if (allowance > 0) {
       await budgets.acquire(venue, allowance);
     }
+  }
+
+  /** The unit of a venue its status keeps from sending yields until the status hold ends (`venueHold`). */
+  private statusRefusal(venue: string, reason: 'paused' | 'disabled' | 'unknown-venue', retryAtMs: number): BudgetExhaustedError {
+    const hold = venueHold(reason === 'unknown-venue' ? null : reason, null, this.options.clock.now());
+    return new BudgetExhaustedError(venue, Math.max(retryAtMs, hold?.untilMs ?? retryAtMs));
   }
 
   /**

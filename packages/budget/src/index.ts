@@ -1,7 +1,20 @@
+/*
+ * @tickfleet/budget: a venue's shared request budget, and venue control.
+ *
+ * Budget: `BudgetsRepo` (the state store's, or `RedisBudgetsRepo` through `openBudgets`), the
+ * arithmetic every backend follows (`acquire-math.ts`), the `BudgetGate` every request passes, the
+ * per-scope budgets (`ScopedBudgets`) and the store-outage fallback (`StoreOutageFallback`).
+ *
+ * Venue control (`src/venue-control/`): everything that stops or slows a venue, one API each:
+ * - freeze and its escalation, AIMD concurrency, per-instrument book backoff and the order-book
+ *   cooldown: `FleetVenueControl` (Redis, one Lua script per change), watched per worker by
+ *   `FreezeWatch`, fed by `OutcomeReporter` and `WorkerHeartbeat`;
+ * - what a connector's status (`active`, `paused`, `disabled`) lets a venue do: `STATUS_EFFECTS`
+ *   and `venueHold` ("may this venue send now, and if not, why and until when").
+ */
 export type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 export {
   CLOCK_SKEW_TOLERANCE_MS,
-  PAUSED_RETRY_MS,
   emissionIntervalMs,
   onCallerClock,
   toAcquireResult,
@@ -10,7 +23,13 @@ export {
   type BudgetState,
 } from './acquire-math.js';
 export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
-export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
+export { DEFAULT_PACING, ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
+export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
+export type { ConnectorLookup } from './cached-connectors.js';
+export { openRedisBudgets, RedisBudgetsRepo, type OpenRedisBudgetsOptions, type RedisBudgets, type RedisBudgetsOptions } from './redis-budgets.js';
+export { openBudgets, type BudgetsHome, type OpenedBudgets } from './open-budgets.js';
+
+// Venue control.
 export {
   FleetVenueControl,
   FREEZE_CAUSES,
@@ -26,12 +45,10 @@ export {
   type VenueFreeze,
   type VenueControlSnapshot,
   type ControlStep,
-} from './fleet-venue-control.js';
-export { FreezeWatch, type FreezeWatchOptions } from './freeze-watch.js';
-export { DEFAULT_PACING, ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
-export { OutcomeReporter, type OutcomeReporterOptions } from './outcome-reporter.js';
-export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
-export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-heartbeat.js';
-export type { ConnectorLookup } from './cached-connectors.js';
-export { openRedisBudgets, RedisBudgetsRepo, type OpenRedisBudgetsOptions, type RedisBudgets, type RedisBudgetsOptions } from './redis-budgets.js';
-export { openBudgets, type BudgetsHome, type OpenedBudgets } from './open-budgets.js';
+} from './venue-control/fleet-venue-control.js';
+export { PAUSED_RETRY_MS, STATUS_EFFECTS, statusSends, venueHold, type StatusEffect, type VenueHold } from './venue-control/venue-status.js';
+export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './venue-control/aimd-settings.js';
+export { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-control/book-backoff.js';
+export { FreezeWatch, type FreezeWatchOptions } from './venue-control/freeze-watch.js';
+export { OutcomeReporter, type OutcomeReporterOptions } from './venue-control/outcome-reporter.js';
+export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './venue-control/worker-heartbeat.js';

@@ -19,7 +19,7 @@ import { budgetContractCases, type BudgetFixture } from '../test/budget-contract
 import { BudgetGate } from './budget-gate.js';
 import { openRedisBudgets, type RedisBudgets } from './redis-budgets.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
-import { WorkerHeartbeat } from './worker-heartbeat.js';
+import { WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 

@@ -1,14 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { type Clock, effectiveLimit, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
 import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
-import { connectRedis, luaCommand, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { connectRedis, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
+import { budgetCommand, budgetCommandSource } from './internal/commands.js';
 
-const COMMANDS = new URL('./commands/', import.meta.url);
 /** The library's increment script, changed to store only a weight that fits (see the file). */
-const CONSUME_WINDOW_SCRIPT = readFileSync(new URL('consumeWindow-1.lua', COMMANDS), 'utf8');
+const CONSUME_WINDOW_SCRIPT = budgetCommandSource('consumeWindow-1.lua');
 
 export interface RedisBudgetsOptions {
   /** The venues' connectors; `store.connectors` of the fleet's state store. */
@@ -80,8 +79,8 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
     this.timeSyncMs = options.timeSyncMs ?? 10_000;
     this.label = options.label ?? 'budget Redis';
-    this.gcraCmd = luaCommand(redis, COMMANDS, 'acquireGcra-1.lua');
-    this.observeCmd = luaCommand(redis, COMMANDS, 'observeWindow-1.lua');
+    this.gcraCmd = budgetCommand(redis, 'acquireGcra-1.lua');
+    this.observeCmd = budgetCommand(redis, 'observeWindow-1.lua');
   }
 
   /** This process's correction onto the Redis server's clock (0 while they agree within the tolerance). */

@@ -5,7 +5,7 @@ import { openStore, type StateStore } from '@tickfleet/store';
 import { ManualClock, startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import { BudgetGate } from './budget-gate.js';
-import { FleetVenueControl } from './fleet-venue-control.js';
+import { FleetVenueControl } from './venue-control/fleet-venue-control.js';
 import { ScopedBudgets } from './scoped-budgets.js';
 
 const T0 = Date.UTC(2030, 0, 1, 0, 0, 0);

@@ -1,10 +1,9 @@
 import { type Clock, type Connector, type Pacing, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
-import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { PAUSED_RETRY_MS } from './acquire-math.js';
 import type { AcquireResult } from './budget-types.js';
 import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
-
-const COMMANDS = new URL('./commands/', import.meta.url);
+import { budgetCommand } from './internal/commands.js';
 
 /** Pacing of a scope whose connector names none: the proactive-limiter design's default. */
 export const DEFAULT_PACING: Pacing = 'even';
@@ -49,7 +48,7 @@ export class ScopedBudgets {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
-    this.acquireCmd = luaCommand(redis, COMMANDS, 'acquireScoped-2.lua');
+    this.acquireCmd = budgetCommand(redis, 'acquireScoped-2.lua');
   }
 
   /** Spends `weight` from the budget of `scope` of `venue` in one atomic step. */

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { startRedis, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import { LocalFallbackBudget, StoreOutageFallback } from './store-outage-fallback.js';
-import { WorkerHeartbeat } from './worker-heartbeat.js';
+import { WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
 let redis: TestRedis;
 let conn: Redis;

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
-import { venueMarksChannel } from './fleet-venue-control.js';
-import type { FleetRestartPolicy, WorkerHeartbeat } from './worker-heartbeat.js';
+import { venueMarksChannel } from './venue-control/fleet-venue-control.js';
+import type { FleetRestartPolicy, WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
 export interface LocalFallbackBudgetOptions {
   /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */

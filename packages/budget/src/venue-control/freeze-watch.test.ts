@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { ManualClock, startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { FleetVenueControl } from './fleet-venue-control.js';
 import { FreezeWatch } from './freeze-watch.js';
-import { StoreOutageFallback } from './store-outage-fallback.js';
+import { StoreOutageFallback } from '../store-outage-fallback.js';
 import { WorkerHeartbeat } from './worker-heartbeat.js';
 
 let redis: TestRedis;

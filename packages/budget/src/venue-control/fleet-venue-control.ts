@@ -1,8 +1,8 @@
-import { systemClock, type Clock, type Connector, ValidationError } from '@tickfleet/core';
-import { luaCommand, QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { type BookCooldownSettings, systemClock, type Clock, type Connector, ValidationError } from '@tickfleet/core';
+import { QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { budgetCommand } from '../internal/commands.js';
 import { DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
-
-const COMMANDS = new URL('./commands/', import.meta.url);
+import { VenueCooldown } from './venue-cooldown.js';
 
 /** The pub/sub channel on which changes of a venue's freeze or fallback mark are announced (message: the venue). */
 export function venueMarksChannel(prefix: string): string {
@@ -97,8 +97,10 @@ export interface ControlStep {
 }
 
 /**
- * The one venue-control API of the fleet: each venue's freeze, its AIMD concurrency and the
- * backoff of its book instruments, in Redis under the venue's hash tag (one Cluster slot). Every
+ * The one venue-control API of the fleet: each venue's freeze (and its escalation), its AIMD
+ * concurrency, the backoff of its book instruments and its order-book cooldown, in Redis under the
+ * venue's hash tag (one Cluster slot); what a connector's status lets a venue do is
+ * `venue-status.ts` ({@link venueHold}), which reads the freeze and cooldown these methods return. Every
  * change is one Lua script, so any number of workers can report 429s and outcomes at once and the
  * venue sees one controller, not N fighting ones. These rules run only here (in the scripts):
  * - a rate limit (429/418) halves the concurrency (floor `min`), once per `halveCooldownMs`;
@@ -128,6 +130,7 @@ export class FleetVenueControl {
   private readonly freezeCmd: LuaCommand;
   private readonly rateLimitedCmd: LuaCommand;
   private readonly outcomeCmd: LuaCommand;
+  private readonly cooldown: VenueCooldown;
 
   constructor(
     private readonly redis: RedisClient,
@@ -136,9 +139,10 @@ export class FleetVenueControl {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
-    this.freezeCmd = luaCommand(redis, COMMANDS, 'freezeVenue-3.lua');
-    this.rateLimitedCmd = luaCommand(redis, COMMANDS, 'rateLimitedVenue-4.lua');
-    this.outcomeCmd = luaCommand(redis, COMMANDS, 'reportOutcome-2.lua');
+    this.freezeCmd = budgetCommand(redis, 'freezeVenue-3.lua');
+    this.rateLimitedCmd = budgetCommand(redis, 'rateLimitedVenue-4.lua');
+    this.outcomeCmd = budgetCommand(redis, 'reportOutcome-2.lua');
+    this.cooldown = new VenueCooldown(redis, this.prefix, this.clock);
   }
 
   /** Sets the AIMD limits of a venue (from its connector: `aimdLimitsFor(connector)`). */
@@ -316,6 +320,26 @@ export class FleetVenueControl {
   /** A book snapshot of `jobId` succeeded: its failure streak starts over. */
   async resetBookBackoff(venue: string, jobId: string): Promise<void> {
     await this.redis.hdel(this.key(venue, 'book-backoff'), jobId);
+  }
+
+  /**
+   * Counts one finished book poll of the venue toward its order-book cooldown (`failed`: the venue
+   * failed it; 429s are the freeze's business and are not counted). When most polls of one window
+   * failed, the venue's book polling stops fleet-wide for `settings.cooldownMs`. Returns the
+   * cooldown end (0: none) and whether this poll started it.
+   */
+  reportBookPoll(venue: string, failed: boolean, settings: BookCooldownSettings): Promise<{ untilMs: number; started: boolean }> {
+    return this.cooldown.report(venue, failed, settings);
+  }
+
+  /** Remaining order-book cooldown of the venue in ms (0: none); read from Redis at most every 500 ms per venue. */
+  bookCooldownMs(venue: string): Promise<number> {
+    return this.cooldown.remainingMs(venue);
+  }
+
+  /** The order-book cooldown as this process last saw it, without I/O (for telemetry). */
+  knownBookCooldownMs(venue: string): number {
+    return this.cooldown.knownRemainingMs(venue);
   }
 
   /** Forgets a venue's state (operator reset): concurrency back to its start value, no freeze (record and queue limiter). */

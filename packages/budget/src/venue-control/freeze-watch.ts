@@ -1,8 +1,8 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, type RedisClient } from '@tickfleet/queues';
-import type { FreezeSource } from './budget-gate.js';
+import type { FreezeSource } from '../budget-gate.js';
 import { venueMarksChannel, type FleetVenueControl } from './fleet-venue-control.js';
-import type { FallbackBudget } from './store-outage-fallback.js';
+import type { FallbackBudget } from '../store-outage-fallback.js';
 
 export interface FreezeWatchOptions {
   /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */

@@ -1,7 +1,7 @@
-import { FleetVenueControl, type BookBackoffOptions } from '@tickfleet/budget';
+import { FleetVenueControl, type BookBackoffOptions } from './fleet-venue-control.js';
 import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
 import { startRedis, type TestRedis } from '@tickfleet/testkit';
-import { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-cooldown.js';
+import { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './book-backoff.js';
 
 let redis: TestRedis;
 const connections: RedisClient[] = [];

@@ -1,7 +1,6 @@
 import { systemClock, WORKER_LIVENESS_MS, type Clock } from '@tickfleet/core';
-import { luaCommand, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
-
-const COMMANDS = new URL('./commands/', import.meta.url);
+import { QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { budgetCommand } from '../internal/commands.js';
 
 /** How a beat treats a venue's AIMD concurrency after a fleet restart (see heartbeatWorker-3.lua). */
 export interface FleetRestartPolicy {
@@ -40,7 +39,7 @@ export class WorkerHeartbeat {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.livenessMs = options.livenessMs ?? WORKER_LIVENESS_MS;
     this.clock = options.clock ?? systemClock;
-    this.beatCmd = luaCommand(redis, COMMANDS, 'heartbeatWorker-3.lua');
+    this.beatCmd = budgetCommand(redis, 'heartbeatWorker-3.lua');
   }
 
   /**

@@ -1,0 +1,62 @@
+import type { BookCooldownSettings, Clock } from '@tickfleet/core';
+import { venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
+import { budgetCommand } from '../internal/commands.js';
+
+/** How long a worker trusts its copy of a venue's cooldown end before reading it again. */
+const CHECK_MS = 500;
+
+/**
+ * The per-venue order-book cooldown, fleet-wide in Redis (`<prefix>:venue:{<venue>}:cooldown`):
+ * when a large share of a venue's book polls fail within one polling interval, every worker stops
+ * polling that venue's books until it ends (its units wait, delayed, without a request). It is
+ * neither the per-instrument backoff (one failing market waits, the others go on) nor the 429
+ * freeze (the venue refused us; every unit of the venue waits). Reached through
+ * {@link FleetVenueControl}'s `reportBookPoll` / `bookCooldownMs`.
+ */
+export class VenueCooldown {
+  private readonly known = new Map<string, { untilMs: number; checkedAtMs: number }>();
+  private readonly reportCmd: LuaCommand;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    private readonly clock: Clock,
+  ) {
+    this.reportCmd = budgetCommand(redis, 'reportBookPoll-2.lua');
+  }
+
+  private keys(venue: string): [window: string, cooldown: string] {
+    const cooldown = venueKey(this.prefix, venue, 'cooldown');
+    return [`${cooldown}:window`, cooldown];
+  }
+
+  /** Counts a finished book poll; returns the cooldown end (0: none) and whether this poll started it. */
+  async report(venue: string, failed: boolean, settings: BookCooldownSettings): Promise<{ untilMs: number; started: boolean }> {
+    const [untilMs, started] = (await this.reportCmd(this.keys(venue), [
+      this.clock.now(),
+      settings.windowMs,
+      failed ? '1' : '0',
+      settings.failureRatio,
+      settings.minPolls,
+      settings.cooldownMs,
+    ])) as [number, number];
+    this.known.set(venue, { untilMs: Number(untilMs), checkedAtMs: this.clock.monotonic() });
+    return { untilMs: Number(untilMs), started: Number(started) === 1 };
+  }
+
+  /** Remaining cooldown of the venue in ms (0: none), read from Redis at most every 500 ms per venue. */
+  async remainingMs(venue: string): Promise<number> {
+    const now = this.clock.now();
+    let entry = this.known.get(venue);
+    if (!entry || this.clock.monotonic() - entry.checkedAtMs >= CHECK_MS) {
+      entry = { untilMs: Number((await this.redis.get(this.keys(venue)[1])) ?? 0), checkedAtMs: this.clock.monotonic() };
+      this.known.set(venue, entry);
+    }
+    return Math.max(0, entry.untilMs - now);
+  }
+
+  /** The last known remaining cooldown, without I/O (for telemetry). */
+  knownRemainingMs(venue: string): number {
+    return Math.max(0, (this.known.get(venue)?.untilMs ?? 0) - this.clock.now());
+  }
+}
