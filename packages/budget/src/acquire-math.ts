@@ -4,12 +4,27 @@ import { PAUSED_RETRY_MS, statusSends } from './venue-control/venue-status.js';
 
 export { PAUSED_RETRY_MS };
 
+/*
+ * The budget's arithmetic, specified once. Every backend decides an acquire in one atomic operation
+ * written in its own language: the SQLite statement (`sqlite-budgets-repo.ts`), the MongoDB update
+ * pipeline (`mongo-budgets-repo.ts`), the Redis scripts (`acquireGcra-1.lua`, `consumeWindow-1.lua`
+ * with per-window keys) and, while the store is away, the worker's fallback share
+ * (`LocalFallbackBudget`, which runs {@link decideAcquire} itself). Each must decide exactly as
+ * {@link decideAcquire} and {@link decideObserve}; `packages/budget/test/budget-conformance.test.ts`
+ * runs one table of cases through all of them and requires identical results. What the store
+ * returns then becomes the caller's result through {@link toAcquireResult} and {@link onCallerClock}
+ * (shared code, not repeated per backend).
+ */
+
 /**
  * How far a caller's clock may disagree with the budget's timeline before it counts as skewed.
  * Below it the difference is the ordinary race of a process that read its clock, then waited for
  * the store; above it the caller's clock is off (or jumped) and its results are translated.
  */
 export const CLOCK_SKEW_TOLERANCE_MS = 2000;
+
+/** Float slack of the GCRA test: `weight * periodMs / limit` may exceed `periodMs` by one ulp (47 * (1000 / 47)). */
+const GCRA_EPSILON_MS = 1e-6;
 
 /**
  * Moves a result's times from the budget's timeline onto the caller's clock: `offsetMs` is budget
@@ -40,6 +55,82 @@ export interface AcquireDecision {
   used: number;
   /** GCRA: theoretical arrival time after the decision (unchanged on refusal). */
   tatMs: number | null;
+}
+
+/** What a backend keeps per venue (SQLite's `b_*` columns, MongoDB's budget document, Redis' keys). */
+export interface BudgetRow {
+  /** Fixed-window: the window `used` counts in (null before the first decision). */
+  windowStartMs: number | null;
+  used: number;
+  /** GCRA: theoretical arrival time (null before the first grant). */
+  tatMs: number | null;
+  /** Store time of the latest decision; 0 before the first. The budget's timeline never moves back. */
+  atMs: number;
+}
+
+/** A budget no decision has touched yet. */
+export const EMPTY_BUDGET_ROW: BudgetRow = Object.freeze({ windowStartMs: null, used: 0, tatMs: null, atMs: 0 });
+
+/** One acquire as the store sees it: the connector's policy and status, and the store's time. */
+export interface AcquireInput {
+  policy: RateLimitPolicyName;
+  status: ConnectorStatus;
+  /** Effective limit, `effectiveLimit(rateLimit)` = `max(1, floor(limit * headroom))`. */
+  limit: number;
+  periodMs: number;
+  weight: number;
+  /** The store's time for this decision (its server clock, or the caller's clock corrected onto the timeline). */
+  nowMs: number;
+}
+
+/**
+ * The specification of one acquire: the row after it and the decision it returns.
+ * - The decision's time is `max(nowMs, row.atMs)`: a writer that read its clock before waiting for
+ *   the store never moves the timeline (and a window) back. The SQLite and MongoDB rows keep that
+ *   time; the Redis budget has no such row (a key per window) and decides at the time it read,
+ *   which is the same as long as a venue's decisions come in time order.
+ * - Only a status that sends (`STATUS_EFFECTS`) can be granted; a refusal changes nothing but
+ *   the window's roll-over and the time.
+ * - `fixed-window`: the window is `floor(at / periodMs) * periodMs`; weight used in an older window
+ *   counts 0; granted when `used + weight <= limit`.
+ * - `gcra`: with `T = periodMs / limit`, `tat' = max(tat, at) + weight * T`; granted when
+ *   `tat' - at <= periodMs` (plus {@link GCRA_EPSILON_MS}); a refusal leaves `tat`.
+ */
+export function decideAcquire(row: BudgetRow, input: AcquireInput): { decision: AcquireDecision; row: BudgetRow } {
+  const { policy, status, limit, periodMs, weight } = input;
+  const atMs = Math.max(input.nowMs, row.atMs);
+  const sends = statusSends(status);
+  let next: BudgetRow;
+  let ok: boolean;
+  if (policy === 'gcra') {
+    const newTatMs = Math.max(row.tatMs ?? 0, atMs) + weight * emissionIntervalMs(limit, periodMs);
+    ok = sends && newTatMs - atMs <= periodMs + GCRA_EPSILON_MS;
+    next = { ...row, tatMs: ok ? newTatMs : row.tatMs, atMs };
+  } else {
+    const windowStartMs = Math.floor(atMs / periodMs) * periodMs;
+    const used = row.windowStartMs === windowStartMs ? row.used : 0;
+    ok = sends && used + weight <= limit;
+    next = { ...row, windowStartMs, used: ok ? used + weight : used, atMs };
+  }
+  return {
+    decision: { policy, status, limit, periodMs, weight, ok, atMs, windowStartMs: next.windowStartMs, used: next.used, tatMs: next.tatMs },
+    row: next,
+  };
+}
+
+/**
+ * The specification of a venue-reported usage (`observe`): a fixed-window budget's current window
+ * (at `max(nowMs, row.atMs)`) is raised to `usedWeight`, never lowered; a report about any other
+ * window, or for a GCRA budget, changes nothing. The decision time is not moved.
+ */
+export function decideObserve(
+  row: BudgetRow,
+  input: { policy: RateLimitPolicyName; periodMs: number; usedWeight: number; windowStartMs: number; nowMs: number },
+): BudgetRow {
+  const atMs = Math.max(input.nowMs, row.atMs);
+  if (input.policy !== 'fixed-window' || Math.floor(atMs / input.periodMs) * input.periodMs !== input.windowStartMs) return row;
+  const used = row.windowStartMs === input.windowStartMs ? Math.max(row.used, input.usedWeight) : input.usedWeight;
+  return { ...row, windowStartMs: input.windowStartMs, used };
 }
 
 /** GCRA emission interval: one unit of weight drains every `periodMs / limit` ms. */

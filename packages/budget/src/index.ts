@@ -15,11 +15,16 @@
 export type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 export {
   CLOCK_SKEW_TOLERANCE_MS,
+  EMPTY_BUDGET_ROW,
+  decideAcquire,
+  decideObserve,
   emissionIntervalMs,
   onCallerClock,
   toAcquireResult,
   toBudgetUsage,
   type AcquireDecision,
+  type AcquireInput,
+  type BudgetRow,
   type BudgetState,
 } from './acquire-math.js';
 export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';

@@ -23,6 +23,12 @@ export interface RedisBudgetsOptions {
   connectorCacheMs?: number;
   /** How often the Redis server's clock is read again to check this process's clock against it. @defaultValue 10000 */
   timeSyncMs?: number;
+  /**
+   * The Redis server's clock as this process reads it. A real server's clock cannot be set, so a
+   * test that must have the budget decide at known times (the conformance cases' clock skew) gives
+   * one here; the scripts and keys are the real ones either way. @defaultValue the server's `TIME`
+   */
+  serverClock?: Pick<Clock, 'now'>;
   /** The budget Redis's URL with any password masked, for error messages. @defaultValue 'budget Redis' */
   label?: string;
 }
@@ -168,9 +174,9 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     let best: { rttMs: number; offsetMs: number; atMs: number } | undefined;
     for (let i = 0; i < 3; i++) {
       const before = this.clock.now();
-      const [seconds, micros] = await this.call(() => this.redis.time());
+      const serverMs = await this.serverNow();
       const after = this.clock.now();
-      const sample = { rttMs: after - before, offsetMs: Math.round(Number(seconds) * 1000 + Number(micros) / 1000 - (before + after) / 2), atMs: after };
+      const sample = { rttMs: after - before, offsetMs: Math.round(serverMs - (before + after) / 2), atMs: after };
       if (!best || sample.rttMs < best.rttMs) best = sample;
     }
     if (!best) return;
@@ -180,6 +186,13 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     }
     this.offsetMs = Math.abs(best.offsetMs) > CLOCK_SKEW_TOLERANCE_MS ? best.offsetMs : 0;
     this.syncedAtMs = best.atMs;
+  }
+
+  private async serverNow(): Promise<number> {
+    const serverClock = this.options.serverClock;
+    if (serverClock) return serverClock.now();
+    const [seconds, micros] = await this.call(() => this.redis.time());
+    return Number(seconds) * 1000 + Number(micros) / 1000;
   }
 
   private limiter(points: number): RateLimiterRedis {

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
+import { decideAcquire, EMPTY_BUDGET_ROW, type BudgetRow } from './acquire-math.js';
 import { venueMarksChannel } from './venue-control/fleet-venue-control.js';
 import type { FleetRestartPolicy, WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
@@ -31,8 +32,8 @@ export class LocalFallbackBudget {
   private limit: number;
   private periodMs: number;
   private workers: number;
-  private windowStartMs = Number.NaN;
-  private used = 0;
+  /** This worker's own fixed window, kept by the budget's arithmetic (`decideAcquire`) with the share as its limit. */
+  private row: BudgetRow = EMPTY_BUDGET_ROW;
   private activeSinceMs: number | null = null;
   /** Start of the window the fallback began in (no grants in it). */
   private blockedWindowStartMs = Number.NaN;
@@ -89,18 +90,26 @@ export class LocalFallbackBudget {
     this.activeSinceMs = null;
   }
 
-  /** Spends `weight` from this worker's share of the current window. */
+  /**
+   * Spends `weight` from this worker's share of the current window: the budget's fixed-window
+   * arithmetic with `share` as the limit. A refusal (a weight above the share included) waits for
+   * the window's end, never fails the unit: the share grows back when the store does.
+   */
   tryAcquire(weight: number): FallbackAcquire {
-    const now = this.clock.now();
-    const windowStart = Math.floor(now / this.periodMs) * this.periodMs;
-    if (windowStart !== this.windowStartMs) {
-      this.windowStartMs = windowStart;
-      this.used = 0;
-    }
     const share = this.share;
-    if (windowStart === this.blockedWindowStartMs || this.used + weight > share) return { ok: false, retryAtMs: windowStart + this.periodMs, share };
-    this.used += weight;
-    return { ok: true, used: this.used, share };
+    const { decision, row } = decideAcquire(this.row, {
+      policy: 'fixed-window',
+      status: 'active',
+      limit: share,
+      periodMs: this.periodMs,
+      weight,
+      nowMs: this.clock.now(),
+    });
+    const windowEndMs = (decision.windowStartMs ?? decision.atMs) + this.periodMs;
+    if (decision.windowStartMs === this.blockedWindowStartMs) return { ok: false, retryAtMs: windowEndMs, share };
+    this.row = row;
+    if (!decision.ok) return { ok: false, retryAtMs: windowEndMs, share };
+    return { ok: true, used: decision.used, share };
   }
 }
 

@@ -13,11 +13,13 @@ export interface BudgetFixture {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-function connector(venue: string, over: Partial<ConnectorInput> = {}): ConnectorInput {
+/** A connector of `venue` as the budget cases create it. */
+export function connector(venue: string, over: Partial<ConnectorInput> = {}): ConnectorInput {
   return { venue, baseUrl: `https://${venue}.example.com`, rateLimit: { limit: 1200, periodMs: 60_000 }, ...over };
 }
 
-function venueName(): string {
+/** A venue name no other case uses (the budgets of all cases share one store or Redis). */
+export function venueName(): string {
   return `v${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 

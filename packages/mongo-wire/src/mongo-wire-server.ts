@@ -26,6 +26,12 @@ export interface MongoWireServerOptions {
    * @defaultValue {@link MONGO_WIRE_DEFAULTS.ttlSweepMs}
    */
   readonly ttlSweepMs?: number;
+  /**
+   * The server's clock, epoch ms: every command's `$$NOW` and the TTL sweeps. A test that needs the
+   * store to decide at known times sets one (a real mongod's clock cannot be set).
+   * @defaultValue Date.now
+   */
+  readonly clock?: () => number;
 }
 
 /** Refuse absurd frames before buffering them (MongoDB's maxMessageSizeBytes is 48 MB). */
@@ -39,7 +45,7 @@ const MAX_FRAME_BYTES = 48_000_000 + 16 * 1024;
  */
 export class MongoWireServer {
   private readonly options: Required<MongoWireServerOptions>;
-  private readonly dispatcher = new CommandDispatcher();
+  private readonly dispatcher: CommandDispatcher;
   private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
   private ttlTimer: NodeJS.Timeout | undefined;
@@ -52,7 +58,9 @@ export class MongoWireServer {
       port: options.port ?? MONGO_WIRE_DEFAULTS.port,
       host: options.host ?? MONGO_WIRE_DEFAULTS.host,
       ttlSweepMs: options.ttlSweepMs ?? MONGO_WIRE_DEFAULTS.ttlSweepMs,
+      clock: options.clock ?? Date.now,
     };
+    this.dispatcher = new CommandDispatcher(this.options.clock);
   }
 
   /** The port actually bound (after {@link start}). */
@@ -79,7 +87,7 @@ export class MongoWireServer {
     const address = server.address();
     this.boundPort = address && typeof address === 'object' ? address.port : this.options.port;
     this.server = server;
-    this.ttlTimer = setInterval(() => this.dispatcher.sweepExpired(new Date()), this.options.ttlSweepMs);
+    this.ttlTimer = setInterval(() => this.dispatcher.sweepExpired(new Date(this.options.clock())), this.options.ttlSweepMs);
     this.ttlTimer.unref();
   }
 
@@ -99,7 +107,7 @@ export class MongoWireServer {
   }
 
   /** Applies TTL indexes now; returns the number of documents removed. */
-  sweepExpired(now = new Date()): number {
+  sweepExpired(now = new Date(this.options.clock())): number {
     return this.dispatcher.sweepExpired(now);
   }
 

@@ -1,7 +1,8 @@
 --[[
   GCRA spend of a venue's Redis budget, decided in one step (rate-limiter-flexible has no GCRA).
-  Same arithmetic as the store budgets: T = periodMs / limit; tat' = max(tat, now) + weight * T;
-  granted when tat' - now <= periodMs (1e-6 absorbs float rounding of weight * T).
+  The budget's specification (decideAcquire, acquire-math.ts), as the store budgets follow it:
+  T = periodMs / limit; tat' = max(tat, now) + weight * T; granted when tat' - now <= periodMs
+  (1e-6 absorbs float rounding of weight * T).
 
   Input:
     KEYS[1] theoretical arrival time (<prefix>:venue:{<venue>}:budget:gcra), epoch ms as a string

@@ -5,6 +5,8 @@
   stayed counted until a `reward` gave it back: anyone reading the window meanwhile (tickfleet
   status, the dashboard, another worker's decision) saw more than was granted, even more than
   the limit. The library still sees the sum it would have stored, so it refuses exactly as before.
+  With one key per clock window this is the fixed window of the budget's specification
+  (decideAcquire, acquire-math.ts): granted when used + weight <= limit.
 
   Input (as the library calls it):
     KEYS[1] the window's counter (<prefix>:venue:{<venue>}:budget:fw:<window index>)

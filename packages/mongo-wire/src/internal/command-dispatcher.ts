@@ -27,6 +27,9 @@ export class CommandDispatcher {
     Object.entries({ ...handshakeCommands, ...writeCommands, ...findAndModifyCommands, ...readCommands, ...adminCommands }),
   );
 
+  /** @param clock the server's time, epoch ms (`$$NOW` of every command). */
+  constructor(private readonly clock: () => number = Date.now) {}
+
   /** Runs one command; never throws. `defaultDb` applies when the command has no `$db`. */
   execute(cmd: Document, origin: CommandOrigin, defaultDb = 'admin'): Document {
     const name = Object.keys(cmd)[0];
@@ -43,7 +46,7 @@ export class CommandDispatcher {
         catalog: this.catalog,
         cursors: this.cursors,
         db,
-        now: new Date(),
+        now: new Date(this.clock()),
         connectionId: origin.connectionId,
         peer: origin.peer,
       };

@@ -11,7 +11,8 @@ const IS_GCRA = { $eq: ['$policy', 'gcra'] };
 /**
  * The acquire update pipeline: reset an expired window and spend in the same document update,
  * using only server time (`$$NOW`), so workers with skewed clocks all count in the server's windows.
- * Same semantics as the SQLite statement; see `BudgetsRepo.acquire`.
+ * It implements the budget's specification (`decideAcquire` of @tickfleet/budget's acquire-math.ts),
+ * as the SQLite statement does; the budget's conformance test runs them side by side.
  */
 function acquirePipeline(weight: number): Document[] {
   return [

@@ -6,7 +6,9 @@ import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResul
 import { prepareReturning } from './returning-statement.js';
 
 /*
- * SQL fragments of the acquire statement. They are constants (no input is interpolated), and every
+ * SQL fragments of the acquire statement, which implements the budget's specification
+ * (`decideAcquire` and `decideObserve` of @tickfleet/budget's acquire-math.ts; the budget's
+ * conformance test runs them side by side). They are constants (no input is interpolated), and every
  * value comes in as a bound parameter. Column references in SET read the row as it was before the
  * update; RETURNING reads it after.
  *
