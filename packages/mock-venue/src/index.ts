@@ -2,7 +2,7 @@ export { startMockVenue, MockVenueServer, type MockVenue, type MockVenueOptions 
 export {
   DEFAULT_LIMITS,
   DEFAULT_SEED,
-  effectiveLimit,
+  emulatedLimit,
   Holes,
   Latency,
   loadScenarioFile,
@@ -17,7 +17,7 @@ export {
   STREAM_VENUES,
   StreamScenario,
   type StreamVenueName,
-  type EffectiveLimit,
+  type EmulatedLimit,
 } from './scenario.js';
 export type { LatencySummary, MockVenueStats, ScopeStats, StreamStats, VenueStats } from './stats.js';
 export {

@@ -11,9 +11,9 @@ import { SlidingWindowLimiter } from './internal/sliding-window-limiter.js';
 import { WindowLimiter, type VenueLimiter } from './internal/window-limiter.js';
 import {
   DEFAULT_SEED,
-  effectiveLimit,
+  emulatedLimit,
   gammaLimit,
-  type EffectiveLimit,
+  type EmulatedLimit,
   mergeScenario,
   MOCK_VENUES,
   parseScenario,
@@ -70,7 +70,7 @@ export interface MockVenue {
 
 /** Binance bans persistent offenders; Polymarket's Cloudflare queues over sliding windows; the others refuse. */
 function newLimiter(venue: MockVenueName): VenueLimiter {
-  const limit = effectiveLimit(venue, undefined);
+  const limit = emulatedLimit(venue, undefined);
   if (venue === 'polymarket') return new SlidingWindowLimiter(limit, 'delay');
   return new WindowLimiter(limit, venue === 'binance' ? 'ban' : 'reject');
 }
@@ -233,8 +233,8 @@ export class MockVenueServer implements MockVenue {
   private apply(scenario: Scenario): void {
     this.current = scenario;
     for (const v of MOCK_VENUES) {
-      this.limiters[v].update(effectiveLimit(v, scenario.venues?.[v]?.limit));
-      for (const s of this.scopes[v].values()) s.limiter.update(effectiveLimit(v, scenario.venues?.[v]?.limit));
+      this.limiters[v].update(emulatedLimit(v, scenario.venues?.[v]?.limit));
+      for (const s of this.scopes[v].values()) s.limiter.update(emulatedLimit(v, scenario.venues?.[v]?.limit));
       this.emulations[v].invalidate();
     }
     this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
@@ -297,7 +297,7 @@ export class MockVenueServer implements MockVenue {
       baseUrl: `http://${req.headers.host ?? `127.0.0.1:${this.port}`}/${venue}`,
       seed: this.seed,
       settings,
-      limit: effectiveLimit(venue, settings.limit),
+      limit: emulatedLimit(venue, settings.limit),
       usedWeight: () => limiter.usedWeight(this.clock.now()),
     };
     const emulation = this.emulations[venue];
@@ -342,7 +342,7 @@ export class MockVenueServer implements MockVenue {
     }
   }
 
-  private scopeLimits(venue: MockVenueName, scope: string, limit: EffectiveLimit): ScopeLimits {
+  private scopeLimits(venue: MockVenueName, scope: string, limit: EmulatedLimit): ScopeLimits {
     let s = this.scopes[venue].get(scope);
     if (!s) {
       s = new ScopeLimits(limit);

@@ -1,5 +1,5 @@
 import { ValidationError } from '@tickfleet/core';
-import { effectiveLimit, mergeScenario, parseScenario } from './scenario.js';
+import { emulatedLimit, mergeScenario, parseScenario } from './scenario.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -19,7 +19,7 @@ describe('scenario', () => {
     // weight and requests are one number: the newer name replaces the older
     const renamed = mergeScenario(next, parseScenario({ venues: { binance: { limit: { requests: 7 } } } }), NOW);
     expect(renamed.venues?.binance?.limit).toEqual({ requests: 7, windowMs: 10_000, banMs: 500 });
-    expect(effectiveLimit('binance', renamed.venues?.binance?.limit)).toEqual({
+    expect(emulatedLimit('binance', renamed.venues?.binance?.limit)).toEqual({
       enabled: true,
       limit: 7,
       windowMs: 10_000,
@@ -39,10 +39,10 @@ describe('scenario', () => {
   });
 
   test('defaults follow the published limits', () => {
-    expect(effectiveLimit('binance', undefined)).toMatchObject({ limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000 });
-    expect(effectiveLimit('polygon', undefined)).toMatchObject({ limit: 5, windowMs: 60_000 });
-    expect(effectiveLimit('polymarket', undefined)).toMatchObject({ limit: 1500, windowMs: 10_000, maxDelayMs: 2000 });
-    expect(effectiveLimit('xetra', undefined)).toMatchObject({ limit: 5, windowMs: 2000 });
+    expect(emulatedLimit('binance', undefined)).toMatchObject({ limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000 });
+    expect(emulatedLimit('polygon', undefined)).toMatchObject({ limit: 5, windowMs: 60_000 });
+    expect(emulatedLimit('polymarket', undefined)).toMatchObject({ limit: 1500, windowMs: 10_000, maxDelayMs: 2000 });
+    expect(emulatedLimit('xetra', undefined)).toMatchObject({ limit: 5, windowMs: 2000 });
   });
 
   test.each([

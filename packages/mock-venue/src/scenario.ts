@@ -255,7 +255,7 @@ function mergeLimit(prev: VenueLimit, patch: VenueLimit): VenueLimit {
 }
 
 /** A venue's limit with defaults filled in. */
-export interface EffectiveLimit {
+export interface EmulatedLimit {
   enabled: boolean;
   /** Allowance (weight units; 1 per request except on Binance) per window. */
   limit: number;
@@ -273,7 +273,7 @@ export interface EffectiveLimit {
  * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless publishes none (its limit is
  * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
  */
-export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
+export const DEFAULT_LIMITS: Record<MockVenueName, EmulatedLimit> = {
   alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
@@ -288,18 +288,22 @@ export const DEFAULT_LIMITS: Record<MockVenueName, EffectiveLimit> = {
  * Polymarket's Gamma `/markets`: 300 requests per sliding 10 s (docs.polymarket.com/api-reference/rate-limits),
  * throttled by the same Cloudflare queue as the CLOB.
  */
-export const POLYMARKET_GAMMA_LIMIT: EffectiveLimit = { enabled: true, limit: 300, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 };
+export const POLYMARKET_GAMMA_LIMIT: EmulatedLimit = { enabled: true, limit: 300, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 };
 
 /** Polymarket's Gamma `/markets` limit with defaults filled in. */
-export function gammaLimit(limit: VenueLimit | undefined): EffectiveLimit {
+export function gammaLimit(limit: VenueLimit | undefined): EmulatedLimit {
   return fillLimit(POLYMARKET_GAMMA_LIMIT, limit, 0);
 }
 
-export function effectiveLimit(venue: MockVenueName, limit: VenueLimit | undefined): EffectiveLimit {
+/**
+ * The limit the emulated `venue` enforces: its published default with the scenario's overrides
+ * filled in. Not core's `effectiveLimit` (the share of a connector's limit tickfleet spends).
+ */
+export function emulatedLimit(venue: MockVenueName, limit: VenueLimit | undefined): EmulatedLimit {
   return fillLimit(DEFAULT_LIMITS[venue], limit, venue === 'binance' ? DEFAULT_LIMITS.binance.banAfter : 0);
 }
 
-function fillLimit(d: EffectiveLimit, limit: VenueLimit | undefined, banAfter: number): EffectiveLimit {
+function fillLimit(d: EmulatedLimit, limit: VenueLimit | undefined, banAfter: number): EmulatedLimit {
   return {
     enabled: limit?.enabled ?? d.enabled,
     limit: limit?.weight ?? limit?.requests ?? d.limit,

@@ -1,4 +1,4 @@
-import type { EffectiveLimit } from '../scenario.js';
+import type { EmulatedLimit } from '../scenario.js';
 import type { ScopeStats } from '../stats.js';
 import { WindowLimiter } from './window-limiter.js';
 
@@ -16,7 +16,7 @@ export class ScopeLimits {
   overLimitRequests = 0;
   private readonly arrivals: number[] = [];
 
-  constructor(settings: EffectiveLimit) {
+  constructor(settings: EmulatedLimit) {
     this.limiter = new WindowLimiter(settings, 'reject');
   }
 

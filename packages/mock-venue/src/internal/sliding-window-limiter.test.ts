@@ -1,8 +1,8 @@
 import { unitFloat } from '../data/random.js';
-import type { EffectiveLimit } from '../scenario.js';
+import type { EmulatedLimit } from '../scenario.js';
 import { SlidingWindowLimiter } from './sliding-window-limiter.js';
 
-const settings = (limit: number, windowMs: number, maxDelayMs: number): EffectiveLimit => ({
+const settings = (limit: number, windowMs: number, maxDelayMs: number): EmulatedLimit => ({
   enabled: true,
   limit,
   windowMs,

@@ -1,4 +1,4 @@
-import type { EffectiveLimit } from '../scenario.js';
+import type { EmulatedLimit } from '../scenario.js';
 import type { LimitDecision, OverLimitMode } from './window-limiter.js';
 
 const HISTORY_BUCKETS = 64;
@@ -27,7 +27,7 @@ export class SlidingWindowLimiter {
   delayed = 0;
 
   constructor(
-    private settings: EffectiveLimit,
+    private settings: EmulatedLimit,
     private readonly mode: Exclude<OverLimitMode, 'ban'>,
   ) {}
 
@@ -39,7 +39,7 @@ export class SlidingWindowLimiter {
     return this.settings.windowMs;
   }
 
-  update(settings: EffectiveLimit): void {
+  update(settings: EmulatedLimit): void {
     if (settings.windowMs !== this.settings.windowMs) this.buckets.clear();
     this.settings = settings;
   }

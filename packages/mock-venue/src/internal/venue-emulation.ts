@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { EffectiveLimit, MockVenueName, VenueScenario } from '../scenario.js';
+import type { EmulatedLimit, MockVenueName, VenueScenario } from '../scenario.js';
 import type { MalformedKind, Reply } from './reply.js';
 
 /** What a venue emulation sees of one request. */
@@ -17,7 +17,7 @@ export interface RequestContext {
   baseUrl: string;
   seed: number;
   settings: VenueScenario;
-  limit: EffectiveLimit;
+  limit: EmulatedLimit;
   /** Weight accepted in the current window, read at call time. */
   usedWeight(): number;
 }

@@ -1,4 +1,4 @@
-import type { EffectiveLimit } from '../scenario.js';
+import type { EmulatedLimit } from '../scenario.js';
 
 /** What a venue's limiter says about one arriving request. */
 export type LimitDecision = { kind: 'accept'; delayMs: number } | { kind: 'reject'; retryAfterMs: number } | { kind: 'ban'; bannedUntilMs: number };
@@ -17,7 +17,7 @@ export interface VenueLimiter {
   readonly weightUsed: number;
   readonly maxWindowWeight: number;
   readonly banCount: number;
-  update(settings: EffectiveLimit): void;
+  update(settings: EmulatedLimit): void;
   reset(): void;
   usedWeight(nowMs: number): number;
   decide(nowMs: number, weight: number): LimitDecision;
@@ -43,7 +43,7 @@ export class WindowLimiter implements VenueLimiter {
   private totalWeight = 0;
 
   constructor(
-    private settings: EffectiveLimit,
+    private settings: EmulatedLimit,
     private readonly mode: Exclude<OverLimitMode, 'delay'>,
   ) {}
 
@@ -56,7 +56,7 @@ export class WindowLimiter implements VenueLimiter {
   }
 
   /** New settings from a scenario PATCH; windows of a different length cannot be compared, so they restart. */
-  update(settings: EffectiveLimit): void {
+  update(settings: EmulatedLimit): void {
     if (settings.windowMs !== this.settings.windowMs) this.weights.clear();
     this.settings = settings;
   }
