@@ -58,9 +58,9 @@ export interface VenueRunnerOptions {
   stalledIntervalMs?: number;
   /** Extra options of this venue's adapter (e.g. its apiKey). */
   adapterOptions?: Record<string, unknown>;
-  /** Book polling: per-instrument backoff after a failed snapshot. @defaultValue the venue control's (`BookBackoffOptions.baseMs`) */
+  /** Book polling: per-instrument backoff after a failed snapshot. @defaultValue BOOK_BACKOFF_DEFAULTS.baseMs */
   bookBackoffBaseMs?: number;
-  /** @defaultValue the venue control's (`BookBackoffOptions.maxMs`) */
+  /** @defaultValue BOOK_BACKOFF_DEFAULTS.maxMs */
   bookBackoffMaxMs?: number;
   /** The venues' active order-book sets (for the stats' active count and the error records' market). */
   activeSets: ActiveSets;

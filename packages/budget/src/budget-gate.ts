@@ -1,6 +1,7 @@
 import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
+import { BUDGET_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
 import { CoalescedAcquires } from './coalesced-acquires.js';
 import type { ScopedBudgets } from './scoped-budgets.js';
@@ -59,10 +60,7 @@ export interface BudgetGateOptions {
   scopes?: Pick<ScopedBudgets, 'acquire'>;
   /** Fallback while the store is unreachable; without one, an unreachable store fails the request. */
   fallback?: FallbackBudget;
-  /**
-   * A refusal whose retry time is at most this far away waits in-process instead of yielding the
-   * unit (moving a unit to delayed and back costs more than a short sleep). @defaultValue 1000
-   */
+  /** A refusal whose retry time is at most this far away waits in-process instead of yielding the unit. @defaultValue BUDGET_DEFAULTS.maxInlineWaitMs */
   maxInlineWaitMs?: number;
   /** For the clock-skew and fallback warnings (one line per change of state, never per request). */
   logger?: Logger;
@@ -104,7 +102,7 @@ export class BudgetGate {
   private readonly acquires: CoalescedAcquires;
 
   constructor(private readonly options: BudgetGateOptions) {
-    this.maxInlineWaitMs = options.maxInlineWaitMs ?? 1000;
+    this.maxInlineWaitMs = options.maxInlineWaitMs ?? BUDGET_DEFAULTS.maxInlineWaitMs;
     this.acquires = new CoalescedAcquires(options.budgets);
   }
 

@@ -1,4 +1,5 @@
 import { type KeptCall, TurnGroup, ValidationError } from '@tickfleet/core';
+import { BUDGET_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 
 /**
@@ -25,7 +26,7 @@ export class CoalescedAcquires implements BudgetsRepo {
   /** Per venue: this turn's acquires (the weight each asks for). */
   private readonly turns = new Map<string, TurnGroup<number, AcquireResult>>();
 
-  /** @param options.directPerTurn acquires of a venue per turn sent at once, before the rest wait for the turn's end. @defaultValue 4 */
+  /** @param options.directPerTurn acquires of a venue per turn sent at once, before the rest wait for the turn's end. @defaultValue BUDGET_DEFAULTS.directPerTurn */
   constructor(
     private readonly inner: BudgetsRepo,
     private readonly options: { directPerTurn?: number } = {},
@@ -36,7 +37,7 @@ export class CoalescedAcquires implements BudgetsRepo {
     if (!Number.isInteger(weight) || weight <= 0) return Promise.reject(new ValidationError('weight', 'a positive integer', weight));
     let turn = this.turns.get(venue);
     if (!turn) {
-      turn = new TurnGroup(this.options.directPerTurn ?? 4, (kept) => void this.spendTogether(venue, kept));
+      turn = new TurnGroup(this.options.directPerTurn ?? BUDGET_DEFAULTS.directPerTurn, (kept) => void this.spendTogether(venue, kept));
       this.turns.set(venue, turn);
     }
     return turn.run(weight, () => this.inner.acquire(venue, weight));

@@ -28,7 +28,8 @@ export {
   type BudgetState,
 } from './acquire-math.js';
 export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
-export { DEFAULT_PACING, ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
+export { ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
+export { BUDGET_DEFAULTS, FALLBACK_DEFAULTS } from './budget-defaults.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export type { ConnectorLookup } from './cached-connectors.js';
 export { openRedisBudgets, RedisBudgetsRepo, type OpenRedisBudgetsOptions, type RedisBudgets, type RedisBudgetsOptions } from './redis-budgets.js';
@@ -53,7 +54,7 @@ export {
 } from './venue-control/fleet-venue-control.js';
 export { PAUSED_RETRY_MS, STATUS_EFFECTS, statusSends, venueHold, type StatusEffect, type VenueHold } from './venue-control/venue-status.js';
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './venue-control/aimd-settings.js';
-export { BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-control/book-backoff.js';
+export { BOOK_BACKOFF_DEFAULTS, BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-control/book-backoff.js';
 export { FreezeWatch, type FreezeWatchOptions } from './venue-control/freeze-watch.js';
 export { OutcomeReporter, type OutcomeReporterOptions } from './venue-control/outcome-reporter.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './venue-control/worker-heartbeat.js';

@@ -3,6 +3,7 @@ import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 import { connectRedis, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
+import { BUDGET_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 import { budgetCommand, budgetCommandSource } from './internal/commands.js';
 
@@ -18,10 +19,10 @@ export interface RedisBudgetsOptions {
   /**
    * How long a connector read from the store is reused. A pause, a resume or a new limit takes
    * effect within this long; while the store is unreachable the last read connector is used, so
-   * the Redis budget keeps coordinating the fleet through a store outage. @defaultValue 1000
+   * the Redis budget keeps coordinating the fleet through a store outage. @defaultValue BUDGET_DEFAULTS.connectorCacheMs
    */
   connectorCacheMs?: number;
-  /** How often the Redis server's clock is read again to check this process's clock against it. @defaultValue 10000 */
+  /** How often the Redis server's clock is read again to check this process's clock against it. @defaultValue BUDGET_DEFAULTS.timeSyncMs */
   timeSyncMs?: number;
   /**
    * The Redis server's clock as this process reads it. A real server's clock cannot be set, so a
@@ -82,8 +83,8 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
-    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
-    this.timeSyncMs = options.timeSyncMs ?? 10_000;
+    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? BUDGET_DEFAULTS.connectorCacheMs);
+    this.timeSyncMs = options.timeSyncMs ?? BUDGET_DEFAULTS.timeSyncMs;
     this.label = options.label ?? 'budget Redis';
     this.gcraCmd = budgetCommand(redis, 'acquireGcra-1.lua');
     this.observeCmd = budgetCommand(redis, 'observeWindow-1.lua');
@@ -250,7 +251,7 @@ function windowTtlSeconds(now: number, index: number, periodMs: number): number 
 }
 
 export interface OpenRedisBudgetsOptions extends Omit<RedisBudgetsOptions, 'label'> {
-  /** How long to wait for the first connection. @defaultValue 10000 */
+  /** How long to wait for the first connection. @defaultValue connectRedis's `waitMs` */
   waitMs?: number;
 }
 

@@ -1,12 +1,10 @@
 import { type Clock, type Connector, type Pacing, StoreUnavailableError, systemClock, ValidationError } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { PAUSED_RETRY_MS } from './acquire-math.js';
+import { BUDGET_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult } from './budget-types.js';
 import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 import { budgetCommand } from './internal/commands.js';
-
-/** Pacing of a scope whose connector names none: the proactive-limiter design's default. */
-export const DEFAULT_PACING: Pacing = 'even';
 
 /** A scope (Xetra market) name: what goes into its Redis key. */
 const SCOPE = /^[A-Za-z0-9_-]{1,32}$/;
@@ -17,7 +15,7 @@ export interface ScopedBudgetsOptions {
   /** Key prefix, the fleet's (`TICKFLEET_PREFIX`). @defaultValue QUEUE_PREFIX */
   prefix?: string;
   clock?: Clock;
-  /** How long a connector read from the store is reused (a new limit or pacing applies within this long). @defaultValue 1000 */
+  /** How long a connector read from the store is reused (a new limit or pacing applies within this long). @defaultValue BUDGET_DEFAULTS.connectorCacheMs */
   connectorCacheMs?: number;
 }
 
@@ -47,7 +45,7 @@ export class ScopedBudgets {
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
-    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? 1000);
+    this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? BUDGET_DEFAULTS.connectorCacheMs);
     this.acquireCmd = budgetCommand(redis, 'acquireScoped-2.lua');
   }
 
@@ -62,7 +60,7 @@ export class ScopedBudgets {
     const perPeriod = limit * headroom;
     const cap = Math.max(1, Math.floor(perPeriod + 1e-9));
     if (connector.status !== 'active') return { ok: false, reason: connector.status, retryAtMs: now + PAUSED_RETRY_MS, limit: cap, atMs: now };
-    const pacing = connector.pacing ?? DEFAULT_PACING;
+    const pacing = connector.pacing ?? BUDGET_DEFAULTS.pacing;
     // Even pacing spends one weight unit per interval, so any weight fits; a sliding window holds at most `cap`.
     if (pacing === 'burst' && weight > cap) return { ok: false, reason: 'too-heavy', retryAtMs: now, limit: cap, atMs: now };
     const keys = [this.key(venue, scope, pacing), this.key(venue, scope, 'seq')];

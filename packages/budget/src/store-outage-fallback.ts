@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
+import { FALLBACK_DEFAULTS } from './budget-defaults.js';
 import { decideAcquire, EMPTY_BUDGET_ROW, type BudgetRow } from './acquire-math.js';
 import { venueMarksChannel } from './venue-control/fleet-venue-control.js';
 import type { FleetRestartPolicy, WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
@@ -8,10 +9,7 @@ export interface LocalFallbackBudgetOptions {
   /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */
   limit: number;
   periodMs: number;
-  /**
-   * Live workers assumed before any heartbeat count arrived. Never 1 by default: a worker that
-   * cannot see the fleet must not assume it owns the whole limit. @defaultValue 2
-   */
+  /** Live workers assumed before any heartbeat count arrived. @defaultValue FALLBACK_DEFAULTS.assumedWorkers */
   assumedWorkers?: number;
   clock?: Clock;
 }
@@ -42,7 +40,7 @@ export class LocalFallbackBudget {
     this.clock = options.clock ?? systemClock;
     this.limit = options.limit;
     this.periodMs = options.periodMs;
-    this.workers = Math.max(1, options.assumedWorkers ?? 2);
+    this.workers = Math.max(1, options.assumedWorkers ?? FALLBACK_DEFAULTS.assumedWorkers);
   }
 
   /** Latest live-worker count (from `WorkerHeartbeat`); at least 1. */
@@ -130,7 +128,7 @@ export interface FallbackBudget {
 }
 
 export interface StoreOutageFallbackOptions {
-  /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
+  /** Key prefix (tests pass a fresh one). @defaultValue QUEUE_PREFIX */
   prefix?: string;
   clock?: Clock;
 }
@@ -181,7 +179,7 @@ export class StoreOutageFallback implements FallbackBudget {
 
   async tryAcquire(venue: string, weight: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
     const budget = this.budgets.get(venue);
-    if (!budget) return { ok: false, retryAtMs: this.clock.now() + 1000 };
+    if (!budget) return { ok: false, retryAtMs: this.clock.now() + FALLBACK_DEFAULTS.unconfiguredRetryMs };
     budget.activate();
     const result = budget.tryAcquire(weight);
     if (result.ok) this.markFallbackWindow(venue, budget);

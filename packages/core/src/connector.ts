@@ -37,6 +37,33 @@ export const AIMD_START_MODES = ['floor', 'ceiling'] as const;
 export const WORKER_LIVENESS_MS = 15_000;
 
 /**
+ * Defaults of a venue's AIMD concurrency, each written once: the connector's `aimd` settings take
+ * theirs from here, and so do the limits the venue control resolves (`aimdLimitsFor` and
+ * `DEFAULT_AIMD_LIMITS` of @tickfleet/budget).
+ */
+export const AIMD_DEFAULTS = Object.freeze({
+  /** Floor of a venue that starts at its ceiling. */
+  min: 1,
+  /** Floor of a venue that starts from it (see {@link defaultAimdMin}). */
+  floorStartMin: 2,
+  increaseAfterMs: 30_000,
+  stableMs: 30_000,
+  maxFailureRatio: 0.2,
+  maxP95LatencyMs: 10_000,
+  /** The low p95 threshold, or `maxP95LatencyMs` when that is lower. */
+  lowP95LatencyMs: 2000,
+  restartAfterMs: 60_000,
+  /** Outcomes a window needs before its failure ratio or p95 can change the value. */
+  minSamples: 20,
+  /** Latencies kept for the p95. */
+  sampleSize: 200,
+  /** After a halving, further 429s within this long (requests already in flight) only extend the freeze. */
+  halveCooldownMs: 1000,
+  /** How long a worker holds successes before it reports them to the fleet's AIMD in one batch. */
+  reportIntervalMs: 250,
+});
+
+/**
  * Additive-increase / multiplicative-decrease of a venue's fleet-wide concurrency (the order-book
  * design's control loop; docs/reliability.md). A 429 halves it; it grows by one only after a
  * stable period with a low failure ratio and a low p95; it shrinks by one when the failure ratio or
@@ -48,15 +75,15 @@ export const AimdSettings = z
     min: z.number().int().positive().optional(),
     /** Ceiling; defaults to the connector's `maxInflight`. */
     max: z.number().int().positive().optional(),
-    /** Minimum interval between two adjustments (the observation window). @defaultValue 30000 */
-    increaseAfterMs: z.number().int().positive().default(30_000),
-    /** No 429 for this long before an increase. @defaultValue 30000 */
-    stableMs: z.number().int().nonnegative().default(30_000),
-    /** Failure ratio above which one is subtracted; an increase needs less than half of it. @defaultValue 0.2 */
-    maxFailureRatio: z.number().min(0).max(1).default(0.2),
-    /** p95 latency above which one is subtracted (the high threshold). @defaultValue 10000 */
-    maxP95LatencyMs: z.number().int().positive().default(10_000),
-    /** p95 latency an increase needs to be under (the low threshold). @defaultValue 2000, or `maxP95LatencyMs` when that is lower */
+    /** Minimum interval between two adjustments (the observation window). @defaultValue AIMD_DEFAULTS.increaseAfterMs */
+    increaseAfterMs: z.number().int().positive().default(AIMD_DEFAULTS.increaseAfterMs),
+    /** No 429 for this long before an increase. @defaultValue AIMD_DEFAULTS.stableMs */
+    stableMs: z.number().int().nonnegative().default(AIMD_DEFAULTS.stableMs),
+    /** Failure ratio above which one is subtracted; an increase needs less than half of it. @defaultValue AIMD_DEFAULTS.maxFailureRatio */
+    maxFailureRatio: z.number().min(0).max(1).default(AIMD_DEFAULTS.maxFailureRatio),
+    /** p95 latency above which one is subtracted (the high threshold). @defaultValue AIMD_DEFAULTS.maxP95LatencyMs */
+    maxP95LatencyMs: z.number().int().positive().default(AIMD_DEFAULTS.maxP95LatencyMs),
+    /** p95 latency an increase needs to be under (the low threshold). @defaultValue AIMD_DEFAULTS.lowP95LatencyMs, or `maxP95LatencyMs` when that is lower */
     lowP95LatencyMs: z.number().int().positive().optional(),
     /**
      * Where a new fleet starts, and a restarted one (no live worker for `restartAfterMs`) starts
@@ -66,9 +93,9 @@ export const AimdSettings = z
     start: z.enum(AIMD_START_MODES).optional(),
     /**
      * No live worker for this long is a fleet restart: the concurrency goes back to its start. 0
-     * never; otherwise at least {@link WORKER_LIVENESS_MS}. @defaultValue 60000
+     * never; otherwise at least {@link WORKER_LIVENESS_MS}. @defaultValue AIMD_DEFAULTS.restartAfterMs
      */
-    restartAfterMs: z.number().int().nonnegative().default(60_000),
+    restartAfterMs: z.number().int().nonnegative().default(AIMD_DEFAULTS.restartAfterMs),
   })
   .refine((a) => a.lowP95LatencyMs === undefined || a.lowP95LatencyMs <= a.maxP95LatencyMs, {
     message: 'a low p95 threshold at most the high one (lowP95LatencyMs <= maxP95LatencyMs)',
@@ -98,8 +125,17 @@ export function defaultAimdStart(venue: string): (typeof AIMD_START_MODES)[numbe
  * discovery), else 1.
  */
 export function defaultAimdMin(venue: string): number {
-  return AIMD_FLOOR_START_VENUES.has(venue) ? 2 : 1;
+  return AIMD_FLOOR_START_VENUES.has(venue) ? AIMD_DEFAULTS.floorStartMin : AIMD_DEFAULTS.min;
 }
+
+/** Defaults of the order-book cooldown, each written once (the schema below and the CLI take them from here). */
+export const DEFAULT_BOOK_COOLDOWN = Object.freeze({
+  failureRatio: 0.5,
+  minPolls: 5,
+  /** The scheduler's default book period. */
+  windowMs: 5000,
+  cooldownMs: 30_000,
+});
 
 /**
  * Per-venue order-book cooldown: when at least `failureRatio` of the book polls in one window of
@@ -108,17 +144,16 @@ export function defaultAimdMin(venue: string): number {
  * market) and from the 429 freeze (the venue refusing us): this is the venue failing broadly.
  */
 export const BookCooldownSettings = z.object({
-  /** @defaultValue 0.5 */
-  failureRatio: z.number().gt(0).max(1).default(0.5),
-  /** @defaultValue 5 */
-  minPolls: z.number().int().positive().default(5),
-  /** @defaultValue 5000 (the scheduler's default book period) */
-  windowMs: z.number().int().positive().default(5000),
-  /** @defaultValue 30000 */
-  cooldownMs: z.number().int().positive().default(30_000),
+  /** @defaultValue DEFAULT_BOOK_COOLDOWN.failureRatio */
+  failureRatio: z.number().gt(0).max(1).default(DEFAULT_BOOK_COOLDOWN.failureRatio),
+  /** @defaultValue DEFAULT_BOOK_COOLDOWN.minPolls */
+  minPolls: z.number().int().positive().default(DEFAULT_BOOK_COOLDOWN.minPolls),
+  /** @defaultValue DEFAULT_BOOK_COOLDOWN.windowMs */
+  windowMs: z.number().int().positive().default(DEFAULT_BOOK_COOLDOWN.windowMs),
+  /** @defaultValue DEFAULT_BOOK_COOLDOWN.cooldownMs */
+  cooldownMs: z.number().int().positive().default(DEFAULT_BOOK_COOLDOWN.cooldownMs),
 });
 export type BookCooldownSettings = z.infer<typeof BookCooldownSettings>;
-export const DEFAULT_BOOK_COOLDOWN: BookCooldownSettings = Object.freeze({ failureRatio: 0.5, minPolls: 5, windowMs: 5000, cooldownMs: 30_000 });
 
 /**
  * How requests of a venue budgeted per scope (Xetra: one budget per market) are spread over the
@@ -147,6 +182,19 @@ export function defaultMaxInflight(venue: string): number {
   return VENUE_MAX_INFLIGHT_DEFAULTS[venue] ?? DEFAULT_MAX_INFLIGHT;
 }
 
+/** Defaults of a connector's freeze after a 429/418 and its escalation, each written once (the schema below takes them from here). */
+export const FREEZE_DEFAULTS = Object.freeze({
+  /** Freeze after a 429 that carries no time, and the first step of the escalation. */
+  freezeMs: 60_000,
+  /** Cap of the escalated freeze. */
+  freezeMaxMs: 900_000,
+  /**
+   * How long a worker uses a venue's freeze as it last read it while its subscription to announced
+   * changes is up (`FreezeWatch`): only bounds how long a missed announcement could go unseen.
+   */
+  watchRefreshMs: 1000,
+});
+
 export const Connector = z
   .object({
     venue: VenueName,
@@ -158,14 +206,14 @@ export const Connector = z
     /**
      * Fleet-wide freeze after a 429 that carries no Retry-After (the venue said nothing about when
      * to come back), before any escalation. Also how long a job waits before it is due again once
-     * its unit failed for good (out of attempts, or unrecoverable). @defaultValue 60000
+     * its unit failed for good (out of attempts, or unrecoverable). @defaultValue FREEZE_DEFAULTS.freezeMs
      */
-    freezeMs: z.number().int().nonnegative().default(60_000),
+    freezeMs: z.number().int().nonnegative().default(FREEZE_DEFAULTS.freezeMs),
     /**
      * Cap of the escalated freeze: a venue that answers 429 again within `freezeResetMs` after its
-     * freeze ended is frozen twice as long as the last time, never longer than this. @defaultValue 900000
+     * freeze ended is frozen twice as long as the last time, never longer than this. @defaultValue FREEZE_DEFAULTS.freezeMaxMs
      */
-    freezeMaxMs: z.number().int().positive().default(900_000),
+    freezeMaxMs: z.number().int().positive().default(FREEZE_DEFAULTS.freezeMaxMs),
     /**
      * Clean period that resets the escalation: no 429 for this long after a freeze ended and the
      * next 429 is frozen for `freezeMs` again. Absent: `freezeMs`.

@@ -4,6 +4,7 @@ import {
   type ConnectorInput,
   DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
+  FREEZE_DEFAULTS,
   PACED_VENUES,
   PACINGS,
   type Pacing,
@@ -54,10 +55,14 @@ export function registerConnectors(program: Command): void {
     )
     .option(
       '--freeze <duration>',
-      'fleet-wide freeze after a 429 without Retry-After, before escalation; also how long a job waits after its unit failed for good (default 60s)',
+      `fleet-wide freeze after a 429 without Retry-After, before escalation; also how long a job waits after its unit failed for good (default ${formatDurationMs(FREEZE_DEFAULTS.freezeMs)})`,
       duration('--freeze'),
     )
-    .option('--freeze-max <duration>', 'cap of the freeze escalation after repeated 429s (default 15m)', duration('--freeze-max'))
+    .option(
+      '--freeze-max <duration>',
+      `cap of the freeze escalation after repeated 429s (default ${formatDurationMs(FREEZE_DEFAULTS.freezeMaxMs)})`,
+      duration('--freeze-max'),
+    )
     .option('--freeze-reset <duration>', 'clean period after a freeze that resets the escalation (default: the --freeze length)', duration('--freeze-reset'))
     .option(
       '--aimd <settings>',
@@ -66,12 +71,24 @@ export function registerConnectors(program: Command): void {
     )
     .option(
       '--cooldown-ratio <fraction>',
-      'order books: share of failed polls in one window that cools the venue down (default 0.5)',
+      `order books: share of failed polls in one window that cools the venue down (default ${DEFAULT_BOOK_COOLDOWN.failureRatio})`,
       fraction('--cooldown-ratio'),
     )
-    .option('--cooldown-min-polls <n>', 'order books: polls a window needs before it can cool the venue down (default 5)', positiveInt('--cooldown-min-polls'))
-    .option('--cooldown-window <duration>', 'order books: the window failures are counted in, one polling interval (default 5s)', duration('--cooldown-window'))
-    .option('--cooldown <duration>', "order books: how long the venue's book polls pause once cooled down (default 30s)", duration('--cooldown'))
+    .option(
+      '--cooldown-min-polls <n>',
+      `order books: polls a window needs before it can cool the venue down (default ${DEFAULT_BOOK_COOLDOWN.minPolls})`,
+      positiveInt('--cooldown-min-polls'),
+    )
+    .option(
+      '--cooldown-window <duration>',
+      `order books: the window failures are counted in, one polling interval (default ${formatDurationMs(DEFAULT_BOOK_COOLDOWN.windowMs)})`,
+      duration('--cooldown-window'),
+    )
+    .option(
+      '--cooldown <duration>',
+      `order books: how long the venue's book polls pause once cooled down (default ${formatDurationMs(DEFAULT_BOOK_COOLDOWN.cooldownMs)})`,
+      duration('--cooldown'),
+    )
     .option(
       '--pacing <pacing>',
       "venues budgeted per market (xetra): even spaces each market's requests period/limit apart, burst allows the limit back to back (default even)",

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
 
+/** Defaults of the per-instrument backoff after a failed book snapshot (`FleetVenueControl.bookBackoffMs`). */
+export const BOOK_BACKOFF_DEFAULTS = Object.freeze({
+  /** Delay of the first failure; doubled per failure in a row. */
+  baseMs: 5000,
+  /** Upper bound of any delay. */
+  maxMs: 300_000,
+});
+
 /** Largest share of a backoff the per-instrument jitter adds. */
 export const BOOK_BACKOFF_JITTER = 0.25;
 

@@ -2,6 +2,7 @@ import { type BookCooldownSettings, systemClock, type Clock, type Connector, Val
 import { QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { budgetCommand } from '../internal/commands.js';
 import { DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
+import { BOOK_BACKOFF_DEFAULTS } from './book-backoff.js';
 import { VenueCooldown } from './venue-cooldown.js';
 
 /** The pub/sub channel on which changes of a venue's freeze or fallback mark are announced (message: the venue). */
@@ -29,9 +30,9 @@ export interface AimdOutcome {
 
 /** Per-instrument backoff of a failed book snapshot. */
 export interface BookBackoffOptions {
-  /** Delay scale of the first failure. @defaultValue 5000 */
+  /** Delay scale of the first failure. @defaultValue BOOK_BACKOFF_DEFAULTS.baseMs */
   baseMs?: number;
-  /** Upper bound of any delay. @defaultValue 300000 */
+  /** Upper bound of any delay. @defaultValue BOOK_BACKOFF_DEFAULTS.maxMs */
   maxMs?: number;
 }
 
@@ -44,13 +45,16 @@ const UNLIMITED_RATE_MAX = 1_000_000_000_000;
 const UNLIMITED_RATE_DURATION_MS = 1000;
 
 export interface FleetVenueControlOptions {
-  /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
+  /** Key prefix (tests pass a fresh one). @defaultValue QUEUE_PREFIX */
   prefix?: string;
   /** Source of `now` for windows and freezes. @defaultValue systemClock */
   clock?: Clock;
   /** Limits of venues not given to {@link FleetVenueControl.configure}. @defaultValue DEFAULT_AIMD_LIMITS */
   defaults?: AimdLimits;
 }
+
+/** Shortest freeze after a 429 whatever the connector says (its `freezeMs` may be 0). */
+const MIN_FREEZE_MS = 1000;
 
 /**
  * How a venue's freeze grows when it keeps answering 429 (a connector's `freezeMs`, `freezeMaxMs`
@@ -67,8 +71,8 @@ export interface FreezeEscalation {
 
 /** The freeze escalation of a connector; `freezeResetMs` defaults to `freezeMs`. */
 export function freezeEscalationFor(connector: Pick<Connector, 'freezeMs' | 'freezeMaxMs' | 'freezeResetMs'>): FreezeEscalation {
-  // A connector with freezeMs 0 still freezes on a 429: at least one second, doubling from there.
-  const baseMs = Math.max(1000, connector.freezeMs);
+  // A connector with freezeMs 0 still freezes on a 429: at least MIN_FREEZE_MS, doubling from there.
+  const baseMs = Math.max(MIN_FREEZE_MS, connector.freezeMs);
   return { baseMs, maxMs: Math.max(baseMs, connector.freezeMaxMs), cleanMs: connector.freezeResetMs ?? baseMs };
 }
 
@@ -312,8 +316,8 @@ export class FleetVenueControl {
    */
   async bookBackoffMs(venue: string, jobId: string, options: BookBackoffOptions = {}): Promise<number> {
     const streak = await this.redis.hincrby(this.key(venue, 'book-backoff'), jobId, 1);
-    const base = options.baseMs ?? 5000;
-    const max = options.maxMs ?? 300_000;
+    const base = options.baseMs ?? BOOK_BACKOFF_DEFAULTS.baseMs;
+    const max = options.maxMs ?? BOOK_BACKOFF_DEFAULTS.maxMs;
     return Math.min(max, base * 2 ** Math.min(20, streak - 1));
   }
 

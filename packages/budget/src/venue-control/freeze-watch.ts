@@ -1,17 +1,17 @@
-import { systemClock, type Clock } from '@tickfleet/core';
+import { FREEZE_DEFAULTS, systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, type RedisClient } from '@tickfleet/queues';
 import type { FreezeSource } from '../budget-gate.js';
 import { venueMarksChannel, type FleetVenueControl } from './fleet-venue-control.js';
 import type { FallbackBudget } from '../store-outage-fallback.js';
 
 export interface FreezeWatchOptions {
-  /** Key prefix (tests pass a fresh one). @defaultValue 'tickfleet' */
+  /** Key prefix (tests pass a fresh one). @defaultValue QUEUE_PREFIX */
   prefix?: string;
   clock?: Clock;
   /**
    * How long a venue's marks read from Redis are used without reading them again, while the
    * subscription is up. Changes are announced at once; this only bounds how long a missed
-   * announcement could go unseen. @defaultValue 1000
+   * announcement could go unseen. @defaultValue FREEZE_DEFAULTS.watchRefreshMs
    */
   refreshMs?: number;
 }
@@ -52,7 +52,7 @@ export class FreezeWatch implements FreezeSource {
     options: FreezeWatchOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
-    this.refreshMs = options.refreshMs ?? 1000;
+    this.refreshMs = options.refreshMs ?? FREEZE_DEFAULTS.watchRefreshMs;
     this.channel = venueMarksChannel(options.prefix ?? QUEUE_PREFIX);
   }
 

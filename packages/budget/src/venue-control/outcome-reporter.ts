@@ -1,3 +1,4 @@
+import { AIMD_DEFAULTS } from '@tickfleet/core';
 import type { AimdOutcome, ControlStep, FleetVenueControl } from './fleet-venue-control.js';
 import { MAX_OUTCOME_BATCH } from './fleet-venue-control.js';
 
@@ -8,7 +9,7 @@ export interface OutcomeReporterOptions {
    * How long a success waits to be reported with the ones after it. AIMD acts on windows of
    * seconds (`increaseAfterMs`), so a few hundred ms of delay changes no decision, and a worker
    * finishing hundreds of units a second sends a few reports instead of one Redis script per unit.
-   * @defaultValue 250
+   * @defaultValue AIMD_DEFAULTS.reportIntervalMs
    */
   intervalMs?: number;
   /** Called with every step the venue's control answers (the caller applies a changed concurrency). */
@@ -31,7 +32,7 @@ export class OutcomeReporter {
   private sending: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: OutcomeReporterOptions) {
-    this.intervalMs = options.intervalMs ?? 250;
+    this.intervalMs = options.intervalMs ?? AIMD_DEFAULTS.reportIntervalMs;
   }
 
   /** Adds one finished unit's outcome. */

@@ -11,9 +11,9 @@ export interface FleetRestartPolicy {
 }
 
 export interface WorkerHeartbeatOptions {
-  /** @defaultValue 'tickfleet' */
+  /** Key prefix. @defaultValue QUEUE_PREFIX */
   prefix?: string;
-  /** A worker unseen for this long no longer counts as live. @defaultValue WORKER_LIVENESS_MS (15000) */
+  /** A worker unseen for this long no longer counts as live. @defaultValue WORKER_LIVENESS_MS */
   livenessMs?: number;
   clock?: Clock;
 }

@@ -1,6 +1,7 @@
 import type { Collection, Db } from 'mongodb';
 import {
   DEFAULT_BOOK_COOLDOWN,
+  FREEZE_DEFAULTS,
   type Backfill,
   type BackfillChunk,
   type Connector,
@@ -98,7 +99,7 @@ export function toConnector(d: ConnectorDoc): Connector {
     maxInflight: d.maxInflight,
     freezeMs: d.freezeMs,
     // Documents written before the escalation settings existed carry neither field.
-    freezeMaxMs: d.freezeMaxMs ?? 900_000,
+    freezeMaxMs: d.freezeMaxMs ?? FREEZE_DEFAULTS.freezeMaxMs,
     ...(d.freezeResetMs != null ? { freezeResetMs: d.freezeResetMs } : {}),
     ...(d.pacing != null ? { pacing: d.pacing } : {}),
     aimd: d.aimd,
