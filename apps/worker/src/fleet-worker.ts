@@ -37,7 +37,7 @@ export interface FleetWorkerOptions {
   /** @defaultValue QUEUE_PREFIX */
   prefix?: string;
   clock?: Clock;
-  /** @defaultValue 30000 */
+  /** @defaultValue {@link WORKER_DEFAULTS.heartbeatMs} */
   heartbeatMs?: number;
   /** How often connectors are re-read (new venues, cap changes). @defaultValue {@link WORKER_DEFAULTS.connectorPollMs} */
   connectorPollMs?: number;
@@ -164,7 +164,10 @@ export class FleetWorker {
           ),
         options.connectorPollMs ?? WORKER_DEFAULTS.connectorPollMs,
       ),
-      setInterval(() => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')), options.heartbeatMs ?? 30_000),
+      setInterval(
+        () => void this.heartbeat().catch((err: unknown) => options.logger.error({ err }, 'heartbeat failed')),
+        options.heartbeatMs ?? WORKER_DEFAULTS.heartbeatMs,
+      ),
       setInterval(
         () => void this.flushPollStats().catch((err: unknown) => refreshLog('warn', 'poll-stats', { err }, 'could not store poll statistics')),
         options.pollStatsMs ?? WORKER_DEFAULTS.pollStatsMs,

@@ -14,6 +14,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   initialLookbackMs: 86_400_000,
   /** A candle job collects up to the last candle closed this long ago. */
   closeDelayMs: CANDLE_CLOSE_DELAY_MS,
+  /** How often a worker beats its liveness heartbeat (the fleet's live-worker count and shares). */
+  heartbeatMs: 30_000,
   /** How often connectors are re-read (new venues, cap changes). */
   connectorPollMs: 5000,
   /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). */

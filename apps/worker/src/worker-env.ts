@@ -27,7 +27,7 @@ export const WorkerEnv = z.object({
   TICKFLEET_HEALTH_HOST: SHARED.TICKFLEET_HEALTH_HOST,
   /** In-flight units get this long to finish on SIGTERM before they are returned to the queue. */
   TICKFLEET_GRACE_MS: SHARED.TICKFLEET_GRACE_MS,
-  TICKFLEET_HEARTBEAT_MS: duration().default(30_000),
+  TICKFLEET_HEARTBEAT_MS: duration().default(WORKER_DEFAULTS.heartbeatMs),
   TICKFLEET_CONNECTOR_POLL_MS: duration().default(WORKER_DEFAULTS.connectorPollMs),
   /** BullMQ lock of a running unit; a dead worker's unit is recovered after about this long. */
   TICKFLEET_UNIT_LOCK_MS: duration().default(WORKER_DEFAULTS.unitLockMs),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bookEnvelope, TickfleetError, tradeEnvelope, ValidationError, type Envelope, type Trade } from '@tickfleet/core';
+import { BINANCE_BOOK_DEPTH, bookEnvelope, TickfleetError, tradeEnvelope, ValidationError, type Envelope, type Trade } from '@tickfleet/core';
 import {
   BinanceDepth,
   binanceDepthWeight,
@@ -13,6 +13,7 @@ import {
 } from '@tickfleet/venues';
 import { LevelBook } from './internal/level-book.js';
 import { normaliseWsUrl, WsStreamSession } from './internal/ws-stream-session.js';
+import { STREAM_DEFAULTS } from './stream-defaults.js';
 import type { StreamSessionOptions } from './stream-session.js';
 
 /** Documented spot stream limits (developers.binance.com, "WebSocket Streams for Binance", "WebSocket Limits"). */
@@ -91,7 +92,7 @@ export interface BinanceStreamSessionOptions extends StreamSessionOptions {
   wsBaseUrl: string;
   /** REST root for depth snapshots and trade healing: `https://api.binance.com` (the emulation: `mv.baseUrl('binance')`). */
   restBaseUrl: string;
-  /** Levels of the REST depth snapshot a book is built from (sets its weight). @defaultValue 1000 */
+  /** Levels of the REST depth snapshot a book is built from (sets its weight). @defaultValue {@link STREAM_DEFAULTS.binanceBookDepth} */
   depthLimit?: number;
 }
 
@@ -117,8 +118,10 @@ export class BinanceStreamSession extends WsStreamSession {
     super(options, { attempts: BINANCE_CONNECTION_ATTEMPTS });
     this.wsBaseUrl = normaliseWsUrl('wsBaseUrl', options.wsBaseUrl);
     this.restBaseUrl = normaliseBaseUrl('restBaseUrl', options.restBaseUrl);
-    const depthLimit = options.depthLimit ?? 1000;
-    if (!Number.isSafeInteger(depthLimit) || depthLimit < 5 || depthLimit > 5000) throw new ValidationError('depthLimit', 'an integer 5..5000', depthLimit);
+    const depthLimit = options.depthLimit ?? STREAM_DEFAULTS.binanceBookDepth;
+    const { min, max } = BINANCE_BOOK_DEPTH;
+    if (!Number.isSafeInteger(depthLimit) || depthLimit < min || depthLimit > max)
+      throw new ValidationError('depthLimit', `an integer ${min}..${max}`, depthLimit);
     this.depthLimit = depthLimit;
     this.streams = [];
     for (const symbol of options.symbols) {

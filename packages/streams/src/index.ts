@@ -15,7 +15,7 @@ export {
   BINANCE_MAX_STREAMS_PER_CONNECTION,
   type BinanceStreamSessionOptions,
 } from './binance-stream-session.js';
-export { KrakenStreamSession, KRAKEN_BOOK_DEPTHS, type KrakenStreamSessionOptions } from './kraken-stream-session.js';
+export { KrakenStreamSession, type KrakenStreamSessionOptions } from './kraken-stream-session.js';
 export { StreamLeases, streamLeaseKeys, type StreamLeasesOptions, type StreamLostReason, type LeaseCycle, type StreamHolder } from './stream-leases.js';
 export { streamLiveKey, readStreamLive, publishStreamLive, type StreamLiveState } from './stream-live.js';
 export { ConnectAttempts, CONNECT_ATTEMPT_LIMITS, type ConnectAttempt, type ConnectAttemptLimit, type ConnectAttemptsOptions } from './connect-attempts.js';

@@ -1,12 +1,12 @@
 import type { WebSocket } from 'ws';
-import { bookEnvelope, tradeEnvelope, ValidationError, type Trade } from '@tickfleet/core';
+import { bookEnvelope, KRAKEN_STREAM_BOOK_DEPTHS, tradeEnvelope, ValidationError, type Trade } from '@tickfleet/core';
 import { krakenBookChecksum } from './internal/kraken-checksum.js';
 import { LevelBook } from './internal/level-book.js';
 import { normaliseWsUrl, WsStreamSession } from './internal/ws-stream-session.js';
+import { STREAM_DEFAULTS } from './stream-defaults.js';
 import type { StreamSessionOptions } from './stream-session.js';
 
 /** Depths the v2 `book` channel accepts (docs.kraken.com, WebSocket v2 `book`). */
-export const KRAKEN_BOOK_DEPTHS: readonly number[] = [10, 25, 100, 500, 1000];
 
 interface KrakenLevel {
   price: string;
@@ -40,7 +40,7 @@ interface BookState {
 export interface KrakenStreamSessionOptions extends StreamSessionOptions {
   /** `wss://ws.kraken.com/v2` (the emulation: `ws://127.0.0.1:<port>/kraken/v2`). */
   url: string;
-  /** Subscribed book depth, one of 10, 25, 100, 500, 1000. @defaultValue 10 */
+  /** Subscribed book depth, one of KRAKEN_STREAM_BOOK_DEPTHS. @defaultValue {@link STREAM_DEFAULTS.krakenBookDepth} */
   depth?: number;
 }
 
@@ -62,8 +62,9 @@ export class KrakenStreamSession extends WsStreamSession {
   constructor(options: KrakenStreamSessionOptions) {
     super(options, {});
     this.endpoint = normaliseWsUrl('url', options.url);
-    const depth = options.depth ?? 10;
-    if (!KRAKEN_BOOK_DEPTHS.includes(depth)) throw new ValidationError('depth', `one of ${KRAKEN_BOOK_DEPTHS.join(', ')}`, depth);
+    const depth = options.depth ?? STREAM_DEFAULTS.krakenBookDepth;
+    if (!(KRAKEN_STREAM_BOOK_DEPTHS as readonly number[]).includes(depth))
+      throw new ValidationError('depth', `one of ${KRAKEN_STREAM_BOOK_DEPTHS.join(', ')}`, depth);
     this.depth = depth;
     for (const symbol of options.symbols) {
       if (!/^[A-Z0-9]+\/[A-Z0-9]+$/.test(symbol)) throw new ValidationError('symbols', 'Kraken v2 pairs such as BTC/USD', symbol);

@@ -15,6 +15,10 @@ export const STREAM_DEFAULTS = Object.freeze({
   releaseTimeoutMs: 5000,
   /** A holder's published live state outlives this many stats cycles, so a dead holder's state vanishes soon after it. */
   liveKeyTtlFactor: 3,
+  /** Levels of the REST depth snapshot a Binance stream's book starts from (weight 50). */
+  binanceBookDepth: 1000,
+  /** Levels a Kraken stream's book subscribes to (Kraken's smallest depth). */
+  krakenBookDepth: 10,
 });
 
 /** Floor of the stats cycle: under a very short lease lifetime (tests use a few hundred ms) it would publish every few ms. */
