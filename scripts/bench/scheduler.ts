@@ -6,7 +6,7 @@
  * reported: the store claim alone, and a rescan (every lease expired, every unit still queued: all
  * duplicates).
  *
- *   node --import tsx scripts/bench/scheduler.ts [--jobs 100000] [--venues 10] [--batch 5000] [--chunk 500] [--depth 2] [--bulk 500] [--rounds 3]
+ *   node --import tsx scripts/bench/scheduler.ts [--jobs 100000] [--venues 10] [--batch 5000] [--chunk 500] [--depth 8] [--bulk 500] [--rounds 3]
  *
  * `--batch`, `--chunk` and `--depth` default to the scheduler's own defaults (SCHEDULER_DEFAULTS).
  * Each round uses a fresh store file and fresh key prefixes; rounds alternate whether the baseline

@@ -10,9 +10,9 @@
  *   node --import tsx scripts/bench/sqlite-contention.ts [--ops 40000] [--rounds 2] [--mmap BYTES]
  *
  * `--mmap BYTES` opens every connection with `PRAGMA mmap_size = BYTES` (the state store and sink
- * used 256 MiB until 2026-11-28: in WAL mode SQLite unmaps a connection's whole map whenever another
+ * used 256 MiB before: in WAL mode SQLite unmaps a connection's whole map whenever another
  * process has written the file, so each process maps and faults its pages in again, transaction
- * after transaction; docs/benchmarks/fleet.md).
+ * after transaction; docs/benchmarks/sqlite.md).
  *
  * Prints ops/s and CPU per operation (user + system of every process, summed) for each layout and
  * process count, rounds interleaved.

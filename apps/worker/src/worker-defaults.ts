@@ -14,7 +14,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   initialLookbackMs: 86_400_000,
   /** A candle job collects up to the last candle closed this long ago. */
   closeDelayMs: CANDLE_CLOSE_DELAY_MS,
-  /** How often a worker beats its liveness heartbeat (the fleet's live-worker count and shares). */
+  /** How often a worker logs its `venue heartbeat` line per venue and refreshes its heartbeat gauges. */
   heartbeatMs: 30_000,
   /** How often connectors are re-read (new venues, cap changes). */
   connectorPollMs: 5000,

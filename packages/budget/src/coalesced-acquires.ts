@@ -19,7 +19,7 @@ import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js'
  * (`scripts/bench/sqlite-contention.ts`). A busy worker starts many requests per turn (all the
  * responses one socket read delivered): in the fleet-scale benchmark, with every acquire of a turn
  * summed, one store acquire served 10-11 requests with 4 worker processes and 32 with one
- * (docs/benchmarks/fleet.md). The first `directPerTurn` of a turn still go to the store at once
+ * (docs/architecture.md). The first `directPerTurn` of a turn still go to the store at once
  * ({@link TurnGroup}): a worker with a few units in flight gains little from a sum of two or three.
  */
 export class CoalescedAcquires implements BudgetsRepo {

@@ -65,7 +65,7 @@ export const AIMD_DEFAULTS = Object.freeze({
 
 /**
  * Additive-increase / multiplicative-decrease of a venue's fleet-wide concurrency (the order-book
- * design's control loop; docs/reliability.md). A 429 halves it; it grows by one only after a
+ * design's control loop; docs/architecture.md, "Budgets and venue control"). A 429 halves it; it grows by one only after a
  * stable period with a low failure ratio and a low p95; it shrinks by one when the failure ratio or
  * the p95 passes its high threshold. Low and high thresholds differ, so the value settles.
  */

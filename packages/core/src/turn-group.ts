@@ -11,7 +11,7 @@ export interface KeptCall<T, R> {
  * For store writes that cost less together than one by one (a sum of budget acquires, one
  * transaction of job completions) without holding up a caller that has a turn almost to itself:
  * deferring every call cost the worker's live units 10-25% of their throughput
- * (docs/benchmarks/fleet.md).
+ * (docs/architecture.md).
  */
 export class TurnGroup<T, R> {
   /** The open turn: how many calls ran at once, and the ones kept. Null between turns. */

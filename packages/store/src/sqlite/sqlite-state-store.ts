@@ -101,7 +101,7 @@ export class SqliteStateStore implements StateStore {
       // whenever another process has written the file, so with several processes on one store every
       // transaction maps and faults its pages in again: on the project machine 4 processes spent
       // 318-418 µs of CPU per store operation mapped against 91-93 µs unmapped
-      // (`scripts/bench/sqlite-contention.ts --mmap 268435456`; docs/benchmarks/fleet.md).
+      // (`scripts/bench/sqlite-contention.ts --mmap 268435456`; docs/benchmarks/sqlite.md).
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) {
         throw new ConfigError(
