@@ -33,6 +33,9 @@ beforeAll(async () => {
   const btc = await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m' });
   await store.jobs.advanceCursor(btc.id, Math.floor(now / 60_000) * 60_000 - 5 * 60_000);
   await store.gaps.record({ jobId: btc.id, fromMs: 0, toMs: 60_000 }, now);
+  // A job a month behind: its lag (2.6 million seconds) is the widest y-axis label the page draws.
+  const aapl = await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d' });
+  await store.jobs.advanceCursor(aapl.id, Math.floor(now / 86_400_000) * 86_400_000 - 30 * 86_400_000);
   await store.budgets.acquire('binance', 100);
   await queues.enqueue([...liveUnits('binance', 'BTC/USDT', 3, now), ...liveUnits('polygon', 'AAPL', 2, now)]);
   writeSpoolSegment(join(fleet.spoolDir, 'worker-0'), now, 4);
@@ -150,6 +153,175 @@ function pngSize(path: string): { width: number; height: number; bytes: number }
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20), bytes: png.length };
 }
 
+/** A box in page coordinates (CSS px), as getBoundingClientRect gives it. */
+interface Box {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+/** The little of the DOM the in-page measurements use (the tests' tsconfig has no DOM library). */
+interface El {
+  isConnected: boolean;
+  id: string;
+  textContent: string | null;
+  scrollWidth: number;
+  clientWidth: number;
+  getBoundingClientRect(): Box;
+  closest(selector: string): El | null;
+  querySelector(selector: string): El | null;
+  querySelectorAll(selector: string): Iterable<El>;
+  getAttribute(name: string): string | null;
+  checkVisibility(options: { opacityProperty: boolean; visibilityProperty: boolean }): boolean;
+}
+interface PageGlobals {
+  document: El & {
+    documentElement: El;
+    createElement(tag: 'canvas'): { getContext(kind: '2d'): { font: string; measureText(text: string): { width: number } } | null };
+  };
+  devicePixelRatio: number;
+  __plots: DrawnPlot[];
+}
+
+/** The parts of a uPlot instance this test reads to find where each axis label was drawn (uPlot 1.6's own fields). */
+interface DrawnAxis {
+  show: boolean;
+  _show: boolean;
+  side: number;
+  scale: string;
+  font: [string, number];
+  gap: number;
+  ticks: { show: boolean; size: number };
+  _values: (string | number | null)[] | null;
+  _splits: number[] | null;
+}
+interface DrawnPlot {
+  root: El;
+  over: El;
+  axes: DrawnAxis[];
+  series: { label?: string }[];
+  valToPos(value: number, scale: string): number;
+}
+
+/**
+ * Before the page's scripts: keeps every uPlot the page makes in `window.__plots`, by wrapping the
+ * constructor uPlot's classic script assigns to the global, so the test can read what each drew.
+ */
+function recordPlots(): void {
+  const plots: unknown[] = [];
+  let real: unknown;
+  Object.defineProperty(globalThis, '__plots', { value: plots });
+  Object.defineProperty(globalThis, 'uPlot', {
+    configurable: true,
+    get: () => real,
+    set: (ctor: new (...args: unknown[]) => object) => {
+      real = new Proxy(ctor, {
+        construct(target, args, newTarget) {
+          const plot = Reflect.construct(target, args, newTarget) as object;
+          plots.push(plot);
+          return plot;
+        },
+      });
+    },
+  });
+}
+
+interface ChartLayout {
+  venue: string;
+  key: string;
+  cell: Box;
+  canvas: Box;
+  legend: { series: string; text: string; box: Box; visible: boolean }[];
+  /** Every series the chart plots, by label. */
+  series: string[];
+  /** Every axis label drawn, with the box its text takes (measured in the axis font). */
+  labels: { side: number; text: string; box: Box }[];
+}
+
+interface PageLayout {
+  doc: { scrollWidth: number; clientWidth: number };
+  main: { scrollWidth: number; clientWidth: number; box: Box };
+  tables: { id: string; box: Box }[];
+  cards: { box: Box; scrollWidth: number; clientWidth: number }[];
+  header: Box[];
+  grids: { venue: string; box: Box }[];
+  charts: ChartLayout[];
+}
+
+/** Measures the page where it stands: boxes of the tables, cards, chart cells, canvases, legends and axis labels. */
+function measureLayout(): PageLayout {
+  const { document, devicePixelRatio: dpr, __plots } = globalThis as unknown as PageGlobals;
+  const box = (e: El): Box => {
+    const r = e.getBoundingClientRect();
+    return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+  };
+  const widths = (e: El) => ({ scrollWidth: e.scrollWidth, clientWidth: e.clientWidth });
+  const measure = document.createElement('canvas').getContext('2d')!;
+  const plots = __plots.filter((u) => u.root.isConnected);
+  const charts = plots.map((u): ChartLayout => {
+    const cell = u.root.closest('[data-chart]')!;
+    const over = u.over.getBoundingClientRect();
+    const labels: ChartLayout['labels'] = [];
+    for (const axis of u.axes) {
+      if (!axis.show || !axis._show || !axis._values || !axis._splits) continue;
+      measure.font = axis.font[0];
+      const size = axis.font[1] / dpr;
+      const off = (axis.ticks.show ? axis.ticks.size : 0) + axis.gap;
+      axis._values.forEach((value, i) => {
+        if (value === null) return;
+        const text = String(value);
+        const width = measure.measureText(text).width / dpr;
+        const pos = u.valToPos(axis._splits![i]!, axis.scale);
+        // Where uPlot 1.6 puts a label: x labels centred under their tick below the plot, y labels
+        // middle-aligned beside theirs, right-aligned on the left side, left-aligned on the right.
+        if (axis.side === 2) {
+          const x = over.left + pos;
+          labels.push({ side: 2, text, box: { left: x - width / 2, right: x + width / 2, top: over.bottom + off, bottom: over.bottom + off + size } });
+        } else {
+          const y = over.top + pos;
+          const left = axis.side === 3 ? over.left - off - width : over.right + off;
+          labels.push({ side: axis.side, text, box: { left, right: left + width, top: y - size / 2, bottom: y + size / 2 } });
+        }
+      });
+    }
+    return {
+      venue: cell.closest('[data-venue]')!.getAttribute('data-venue')!,
+      key: cell.getAttribute('data-chart')!,
+      cell: box(cell),
+      canvas: box(u.root.querySelector('canvas')!),
+      legend: [...cell.querySelectorAll('.legend [data-series]')].map((e) => ({
+        series: e.getAttribute('data-series')!,
+        text: e.textContent ?? '',
+        box: box(e),
+        visible: e.checkVisibility({ opacityProperty: true, visibilityProperty: true }),
+      })),
+      series: u.series.slice(1).map((s) => s.label ?? ''),
+      labels,
+    };
+  });
+  return {
+    doc: widths(document.documentElement),
+    main: { ...widths(document.querySelector('main')!), box: box(document.querySelector('main')!) },
+    tables: [...document.querySelectorAll('main table')].map((t) => ({ id: t.id, box: box(t) })),
+    cards: [...document.querySelectorAll('.card')].map((c) => ({ box: box(c), ...widths(c) })),
+    header: [...document.querySelectorAll('header > *')].map(box),
+    grids: [...document.querySelectorAll('.venue-charts')].map((p) => ({ venue: p.getAttribute('data-venue')!, box: box(p.querySelector('.charts')!) })),
+    charts,
+  };
+}
+
+const inside = (inner: Box, outer: Box, slack = 0.5): boolean =>
+  inner.left >= outer.left - slack && inner.right <= outer.right + slack && inner.top >= outer.top - slack && inner.bottom <= outer.bottom + slack;
+const overlap = (a: Box, b: Box): boolean => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+const width = (b: Box): number => b.right - b.left;
+/** Boxes grouped into rows by their top edge. */
+const rows = (boxes: Box[]): Box[][] => {
+  const byTop = new Map<number, Box[]>();
+  for (const b of boxes) byTop.set(Math.round(b.top), [...(byTop.get(Math.round(b.top)) ?? []), b]);
+  return [...byTop.values()];
+};
+
 describe('dashboard in a real browser', () => {
   it('shows each venue with its budget, then a freeze cause and new units as they happen, without a reload', async () => {
     const page = await context.newPage();
@@ -220,14 +392,14 @@ describe('dashboard in a real browser', () => {
     const errors = pageErrors(page);
     await page.goto(`${server.url}/`);
     for (const venue of ['binance', 'polygon']) {
-      await waitFor(async () => (await panel(page, venue).locator('canvas').count()) >= 4, `the ${venue} charts`, { timeoutMs: 30_000 });
+      await waitFor(async () => (await panel(page, venue).locator('canvas').count()) >= 5, `the ${venue} charts`, { timeoutMs: 30_000 });
     }
     expect(await page.evaluate(() => typeof (globalThis as unknown as { uPlot?: unknown }).uPlot)).toBe('function');
     expect(
       await panel(page, 'binance')
         .locator('[data-chart]')
         .evaluateAll((charts) => charts.map((c) => c.getAttribute('data-chart'))),
-    ).toEqual(['budget', 'throughput', 'concurrency', 'lag']);
+    ).toEqual(['budget', 'units', 'records', 'concurrency', 'lag']);
 
     // Polygon was banned (418) in the previous test while the dashboard sampled: its band is there.
     await waitFor(async () => (await marksOf(page, 'polygon')).some((m) => m.cause === '418'), 'the polygon 418 band', { timeoutMs: 30_000 });
@@ -263,6 +435,116 @@ describe('dashboard in a real browser', () => {
     expect(requests).toContain(`${origin}/assets/overview.js`);
     expect(requests).toContain(`${origin}/assets/overview.css`);
     expect(requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('reads well at 1,400 px and on laptop screens: charts share the panel width, labels inside, tables without a scroll bar', async () => {
+    const page = await context.newPage();
+    const errors = pageErrors(page);
+    await page.addInitScript(recordPlots);
+    await page.goto(`${server.url}/`);
+    await page.locator('tr[data-venue="binance"]').waitFor();
+    const CHARTS = ['budget', 'units', 'records', 'concurrency', 'lag'];
+    const sizes = [
+      { width: 1400, height: 900, perRow: 5, tablesFit: true },
+      { width: 1366, height: 768, perRow: 5, tablesFit: true },
+      { width: 1280, height: 800, perRow: 5, tablesFit: true },
+      // A narrow window: three charts a row, then two, each still drawn at its cell's width; the
+      // tables may scroll there, inside their box (the page itself does not).
+      { width: 900, height: 900, perRow: 3, tablesFit: false },
+    ];
+    for (const { width: vw, height: vh, perRow, tablesFit } of sizes) {
+      await page.setViewportSize({ width: vw, height: vh });
+      // Each canvas follows its cell once the ResizeObserver has handed uPlot the new width.
+      let layout = await page.evaluate(measureLayout);
+      await waitFor(
+        async () => {
+          layout = await page.evaluate(measureLayout);
+          return layout.charts.length === 2 * CHARTS.length && layout.charts.every((c) => Math.abs(width(c.canvas) - width(c.cell)) <= 1);
+        },
+        `every chart drawn at its cell's width at ${vw}x${vh}`,
+        { timeoutMs: 30_000 },
+      );
+      const at = `${vw}x${vh}`;
+
+      // No horizontal scroll bar on the page; none around the tables either, down to a laptop's width.
+      expect({ at, overflow: layout.doc.scrollWidth - layout.doc.clientWidth }).toEqual({ at, overflow: 0 });
+      if (tablesFit) {
+        expect({ at, overflow: layout.main.scrollWidth - layout.main.clientWidth }).toEqual({ at, overflow: 0 });
+        for (const t of layout.tables) expect({ at, table: t.id, inMain: inside(t.box, layout.main.box) }).toEqual({ at, table: t.id, inMain: true });
+      }
+
+      // The cards and the header: nothing overlaps, nothing is cut; the cards share one row.
+      if (tablesFit) expect({ at, cardRows: rows(layout.cards.map((c) => c.box)).length }).toEqual({ at, cardRows: 1 });
+      for (const [i, c] of layout.cards.entries()) {
+        expect({ at, card: i, cut: c.scrollWidth > c.clientWidth, outside: c.box.right > vw }).toEqual({ at, card: i, cut: false, outside: false });
+        for (const other of layout.cards.slice(i + 1)) expect({ at, card: i, overlaps: overlap(c.box, other.box) }).toEqual({ at, card: i, overlaps: false });
+      }
+      for (const [i, h] of layout.header.entries()) {
+        expect({ at, header: i, outside: h.right > vw }).toEqual({ at, header: i, outside: false });
+        for (const other of layout.header.slice(i + 1)) expect({ at, header: i, overlaps: overlap(h, other) }).toEqual({ at, header: i, overlaps: false });
+      }
+
+      for (const grid of layout.grids) {
+        const charts = layout.charts.filter((c) => c.venue === grid.venue);
+        expect(charts.map((c) => c.key)).toEqual(CHARTS);
+        // Side by side: `perRow` charts a row, each at least its share of the panel, and no chart
+        // alone on a row of its own.
+        const chartRows = rows(charts.map((c) => c.cell));
+        expect({ at, venue: grid.venue, perRow: chartRows.map((r) => r.length) }).toEqual({
+          at,
+          venue: grid.venue,
+          perRow: perRow === 5 ? [5] : [3, 2],
+        });
+        for (const c of charts) {
+          const where = { at, venue: c.venue, chart: c.key };
+          expect({ ...where, share: width(c.cell) / width(grid.box) >= 0.9 / perRow - 0.02 }).toEqual({ ...where, share: true });
+          expect({ ...where, cellInPanel: inside(c.cell, grid.box), canvasInCell: inside(c.canvas, c.cell) }).toEqual({
+            ...where,
+            cellInPanel: true,
+            canvasInCell: true,
+          });
+          // Every axis label drawn inside the canvas (so inside the chart's cell), none clipped.
+          const ys = c.labels.filter((l) => l.side !== 2);
+          expect({ ...where, yLabels: ys.length > 1 }).toEqual({ ...where, yLabels: true });
+          for (const l of c.labels) expect({ ...where, label: l.text, inside: inside(l.box, c.canvas) }).toEqual({ ...where, label: l.text, inside: true });
+          // A legend entry for each series, visible inside the cell.
+          expect(c.legend.map((l) => l.series)).toEqual(c.series);
+          for (const l of c.legend)
+            expect({ ...where, series: l.series, visible: l.visible && width(l.box) > 0, inside: inside(l.box, c.cell) }).toEqual({
+              ...where,
+              series: l.series,
+              visible: true,
+              inside: true,
+            });
+        }
+      }
+
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, `dashboard-${at}.png`), fullPage: true });
+    }
+
+    // The month-old polygon job: its lag axis reads in days, not in seven-digit seconds.
+    const layout = await page.evaluate(measureLayout);
+    const lag = layout.charts.find((c) => c.venue === 'polygon' && c.key === 'lag')!;
+    expect(lag.labels.filter((l) => l.side === 3).map((l) => l.text)).toContainEqual(expect.stringMatching(/^\d+d$/));
+    const records = layout.charts.find((c) => c.venue === 'binance' && c.key === 'records')!;
+    expect(records.labels.filter((l) => l.side === 3).map((l) => l.text)).toContainEqual(expect.stringMatching(/^\d+(\.\d+)?k$/));
+
+    // A cursor on one chart shows the values under it, with their time, in every chart of the venue.
+    await page.setViewportSize({ width: 1400, height: 900 });
+    const plot = panel(page, 'binance').locator('[data-chart="units"] .u-over');
+    const over = (await plot.boundingBox())!;
+    await page.mouse.move(over.x + over.width - 4, over.y + over.height / 2);
+    for (const key of CHARTS)
+      await waitFor(
+        async () => /^\d\d:\d\d:\d\dZ$/.test((await panel(page, 'binance').locator(`[data-chart="${key}"] .legend .at`).textContent()) ?? ''),
+        `the ${key} legend at the cursor`,
+        {
+          timeoutMs: 10_000,
+        },
+      );
     expect(errors).toEqual([]);
     await page.close();
   });

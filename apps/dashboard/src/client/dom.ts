@@ -45,6 +45,18 @@ export function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19) + 'Z';
 }
 
+/** A number in at most three significant digits with an SI suffix (`950`, `1.14k`, `200k`, `2.5M`), as chart axes write them. */
+export function compact(v: number): string {
+  const a = Math.abs(v);
+  for (const [div, suffix] of [
+    [1e9, 'G'],
+    [1e6, 'M'],
+    [1e3, 'k'],
+  ] as const)
+    if (a >= div) return String(+(v / div).toPrecision(3)) + suffix;
+  return String(+v.toPrecision(3));
+}
+
 export function num(v: number | null | undefined): string {
   return v === null || v === undefined ? '-' : String(v);
 }

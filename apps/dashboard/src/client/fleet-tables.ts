@@ -12,6 +12,11 @@ function counts(q: VenueStatus['queue'], parts: readonly (readonly [label: strin
   return parts.flatMap(([label, field], i) => [(i ? ' · ' : '') + label + ' ', el('span', { 'data-field': field }, [String(q[field])])]);
 }
 
+/** A job id that may break after its `:` separators when the column is narrow (the text stays the same). */
+function breakable(id: string): Child[] {
+  return id.split(':').flatMap((part, i) => (i ? [':', el('wbr'), part] : [part]));
+}
+
 function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRowElement {
   const b = v.budget;
   const budget = b
@@ -66,7 +71,7 @@ function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRow
     el('td', {}, [el('span', { 'data-field': 'runnable' }, [String(v.runnable)]), ' / ', el('span', { 'data-field': 'blocked' }, [String(v.blocked)])]),
     el('td', { 'data-field': 'lag' }, [
       dur(lag.maxMs),
-      el('small', {}, [lag.jobId ? lag.jobId : lag.jobs + ' ohlcv jobs' + (lag.withoutCursor ? ', ' + lag.withoutCursor + ' without cursor' : '')]),
+      el('small', {}, lag.jobId ? breakable(lag.jobId) : [lag.jobs + ' ohlcv jobs' + (lag.withoutCursor ? ', ' + lag.withoutCursor + ' without cursor' : '')]),
     ]),
     el('td', { 'data-field': 'gaps' }, [String(v.openGaps)]),
     el('td', { 'data-field': 'workers' }, [v.liveWorkers === null ? '-' : String(v.liveWorkers)]),
@@ -92,9 +97,10 @@ function streamRow(st: StreamStatus, now: number): HTMLTableRowElement {
             ]),
           ]),
         ];
+  // Secondary figures go on a dim line under the main one (venue under the name, reconnects under
+  // the messages, resyncs under the gaps), so the table fits a laptop's width.
   return el('tr', { 'data-stream': st.name }, [
-    el('td', { 'data-field': 'name' }, [st.name]),
-    el('td', { 'data-field': 'venue' }, [st.venue]),
+    el('td', {}, [el('span', { 'data-field': 'name' }, [st.name]), el('small', { 'data-field': 'venue' }, [st.venue])]),
     el('td', {}, [el('span', { 'data-field': 'symbols' }, [String(st.symbolCount)]), el('small', { 'data-field': 'channels' }, [st.channels.join(', ')])]),
     el('td', { 'data-field': 'enabled' }, [st.enabled ? 'yes' : 'no']),
     el('td', {}, [el('span', { 'data-field': 'holder' }, [h ? h.worker : '-']), el('small', {}, [h ? 'token ' + h.token : 'no lease'])]),
@@ -102,13 +108,17 @@ function streamRow(st: StreamStatus, now: number): HTMLTableRowElement {
       el('span', { class: 'pill ' + state, 'data-field': 'state' }, [state]),
       el('small', { 'data-field': 'connected-since' }, [l && l.connectedSince ? 'since ' + l.connectedSince.slice(11, 19) + 'Z' : '']),
     ]),
-    el('td', { 'data-field': 'messages' }, [num(l?.messages)]),
-    el('td', { 'data-field': 'reconnects' }, [num(l?.reconnects)]),
-    el('td', { 'data-field': 'gaps' }, [
-      l ? l.gapsFound + ' / ' + l.gapsHealed + ' / ' : '- / - / ',
-      el('span', { class: l && l.gapsUnhealed > 0 ? 'bad' : '', 'data-field': 'gaps-unhealed' }, [num(l?.gapsUnhealed)]),
+    el('td', {}, [
+      el('span', { 'data-field': 'messages' }, [num(l?.messages)]),
+      el('small', {}, l ? [el('span', { 'data-field': 'reconnects' }, [String(l.reconnects)]), ' reconnects'] : []),
     ]),
-    el('td', { 'data-field': 'resyncs' }, [num(l?.resyncs)]),
+    el('td', {}, [
+      el('span', { 'data-field': 'gaps' }, [
+        l ? l.gapsFound + ' / ' + l.gapsHealed + ' / ' : '- / - / ',
+        el('span', { class: l && l.gapsUnhealed > 0 ? 'bad' : '', 'data-field': 'gaps-unhealed' }, [num(l?.gapsUnhealed)]),
+      ]),
+      el('small', {}, l ? [el('span', { 'data-field': 'resyncs' }, [String(l.resyncs)]), ' resyncs'] : []),
+    ]),
     // The age the holder saw when it published, and how old that publication is by this snapshot.
     el('td', {}, [
       el('span', { 'data-field': 'last-message' }, [l ? dur(l.lastMessageAgeMs) + (l.lastMessageAgeMs === null ? '' : ' ago') : '-']),
@@ -132,7 +142,7 @@ function renderStreams(s: FleetStatus): void {
   const list = s.streams ?? [];
   const tbody = tbodyOf('streams');
   tbody.replaceChildren(...list.map((st) => streamRow(st, s.atMs)));
-  if (list.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '13', class: 'dim' }, ['no streams defined (tickfleet streams add)'])]));
+  if (list.length === 0) tbody.append(el('tr', {}, [el('td', { colspan: '10', class: 'dim' }, ['no streams defined (tickfleet streams add)'])]));
   byId('t-streams').textContent = list.filter((st) => st.holder).length + ' / ' + list.length;
 }
 

@@ -1,6 +1,6 @@
 import type UPlot from 'uplot';
 import type { FleetHistory, FreezeMark, VenueHistory } from '../fleet-history.js';
-import { clock, dur, el } from './dom.js';
+import { clock, compact, dur, el } from './dom.js';
 
 /** uPlot's browser build, which the page loads as a classic script (assets/uplot.iife.min.js) before this module. */
 declare const uPlot: typeof UPlot;
@@ -27,60 +27,152 @@ interface SeriesSpec {
   stroke: string;
   fill?: string;
   dash?: number[];
-  /** A second y scale, for a series whose magnitude differs from the first's. */
-  scale?: string;
   paths?: 'stepped';
 }
 
 interface ChartSpec {
   key: string;
   title: string;
+  /** What the chart shows, as the title's tooltip. */
+  about: string;
   series: SeriesSpec[];
+  /** A value as the y axis writes it (short: `1.2k`, `14d`). */
+  axis: (v: number) => string;
+  /** A value as the legend writes it. */
+  value: (v: number) => string;
+  /** The tick steps the y axis may use, when decimal steps would not read well (durations). */
+  incrs?: number[];
 }
 
-// What each small chart plots from a venue's history; two scales where magnitudes differ.
+/** A legend figure: whole up to two decimals below 10,000 (as the table writes it), compact above. */
+function figure(v: number): string {
+  return Math.abs(v) < 10_000 ? String(+v.toFixed(2)) : compact(v);
+}
+
+/** A lag in seconds as a duration (`4m30s`, `14d`). */
+function lagText(s: number): string {
+  return s === 0 ? '0' : dur(s * 1000);
+}
+
+const MIN = 60;
+const HOUR = 3600;
+const DAY = 86400;
+/** Lag ticks step by whole seconds, minutes, hours and days, so `dur` labels them exactly. */
+const DURATION_INCRS = [1, 2, 5, 10, 15, 30, MIN, 2 * MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR].concat(
+  [1, 2, 7, 14, 30, 60, 90, 180, 365, 730, 1825].map((d) => d * DAY),
+);
+
+// Series of one magnitude share a chart. Units/s and records/s get one each: on two scales of one
+// chart one line lay over the other whenever each unit wrote as many records as the last.
 const CHARTS: readonly ChartSpec[] = [
   {
     key: 'budget',
-    title: 'budget used vs limit (per window)',
+    title: 'budget used / limit',
+    about: 'weight spent in the current window against the effective limit (limit × headroom)',
+    axis: compact,
+    value: figure,
     series: [
       { label: 'used', col: 'budgetUsed', stroke: '#58a6ff', fill: 'rgba(88,166,255,.12)' },
       { label: 'limit', col: 'budgetLimit', stroke: '#8a96a3', dash: [4, 4] },
     ],
   },
   {
-    key: 'throughput',
-    title: 'units/s and records/s',
-    series: [
-      { label: 'units/s', col: 'unitsPerSec', stroke: '#3fb950', scale: 'u' },
-      { label: 'records/s', col: 'recordsPerSec', stroke: '#d2a8ff', scale: 'r' },
-    ],
+    key: 'units',
+    title: 'units/s',
+    about: 'units completed per second, fleet-wide',
+    axis: compact,
+    value: figure,
+    series: [{ label: 'completed', col: 'unitsPerSec', stroke: '#3fb950', fill: 'rgba(63,185,80,.12)' }],
+  },
+  {
+    key: 'records',
+    title: 'records/s',
+    about: 'records the completed units wrote per second',
+    axis: compact,
+    value: figure,
+    series: [{ label: 'written', col: 'recordsPerSec', stroke: '#d2a8ff', fill: 'rgba(210,168,255,.12)' }],
   },
   {
     key: 'concurrency',
-    title: 'AIMD concurrency (in-flight limit)',
+    title: 'AIMD concurrency',
+    about: 'the fleet-wide in-flight limit workers obey, and its ceiling (the connector’s max in-flight)',
+    axis: compact,
+    value: figure,
     series: [
       { label: 'limit', col: 'concurrency', stroke: '#e3b341', paths: 'stepped' },
       { label: 'ceiling', col: 'concurrencyMax', stroke: '#8a96a3', dash: [4, 4] },
     ],
   },
-  { key: 'lag', title: 'oldest cursor lag (s)', series: [{ label: 'lag s', col: 'cursorLagSec', stroke: '#f0883e' }] },
+  {
+    key: 'lag',
+    title: 'oldest cursor lag',
+    about: 'age of the newest closed candle of the venue’s most stale ohlcv job',
+    axis: lagText,
+    value: lagText,
+    incrs: DURATION_INCRS,
+    series: [{ label: 'lag', col: 'cursorLagSec', stroke: '#f0883e' }],
+  },
 ];
 
-/** One venue's box under the tables: its freeze list and one uPlot chart per {@link CHARTS} entry. */
+/** Height of every chart's canvas (CSS px); the width is its grid cell's. */
+const HEIGHT = 150;
+/** The axes' font, also the one their widths are measured in, so labels get the room they need. */
+const AXIS_FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const TICK = 4;
+const GAP = 4;
+const AXIS_STROKE = '#8a96a3';
+const GRID_STROKE = '#26303b';
+
+let measurer: CanvasRenderingContext2D | null | undefined;
+
+/** Room for a y axis: its widest label in {@link AXIS_FONT}, the tick and the gap. */
+function yAxisSize(_u: UPlot, values: string[] | null): number {
+  measurer ??= document.createElement('canvas').getContext('2d');
+  if (!measurer || !values) return 32;
+  measurer.font = AXIS_FONT;
+  const widest = values.reduce((w, v) => Math.max(w, measurer!.measureText(v).width), 0);
+  return Math.ceil(widest) + TICK + GAP + 2;
+}
+
+/** The last value of a series that is not null, which the legend shows while no cursor is on the chart. */
+function lastValue(values: ArrayLike<number | null | undefined>): number | null {
+  for (let i = values.length - 1; i >= 0; i--) {
+    const v = values[i];
+    if (v !== null && v !== undefined) return v;
+  }
+  return null;
+}
+
+/** One chart: the uPlot drawing and the element it fills (the one the ResizeObserver watches). */
+interface Chart {
+  plot: UPlot;
+  host: HTMLElement;
+}
+
+/** One venue's box under the tables: its freeze list and one chart per {@link CHARTS} entry. */
 interface VenuePanel {
   root: HTMLElement;
   charts: HTMLElement;
-  plots: UPlot[];
+  plots: Chart[];
   marks: FreezeMark[];
 }
 
 /**
  * The history charts: one panel per venue, created on the venue's first history and then fed new
- * data in place; a venue gone from the history loses its panel.
+ * data in place; a venue gone from the history loses its panel. Each chart fills its grid cell and
+ * follows the cell's width as the window changes (uPlot draws at a fixed size, so a
+ * ResizeObserver hands it each new width).
  */
 export class HistoryCharts {
   private readonly panels = new Map<string, VenuePanel>();
+  private readonly byHost = new WeakMap<Element, UPlot>();
+  private readonly resizer = new ResizeObserver((entries) => {
+    for (const entry of entries) {
+      const plot = this.byHost.get(entry.target);
+      const width = Math.floor(entry.contentRect.width);
+      if (plot && width > 0 && width !== plot.width) plot.setSize({ width, height: HEIGHT });
+    }
+  });
   /** The x range every chart shows (epoch seconds): the requested minutes up to the history's time. */
   private windowS: [number, number] = [0, 1];
 
@@ -90,7 +182,10 @@ export class HistoryCharts {
     const venues = hist.venues.map((h) => h.venue);
     for (const [venue, panel] of this.panels)
       if (!venues.includes(venue)) {
-        panel.plots.forEach((p) => p.destroy());
+        for (const c of panel.plots) {
+          this.resizer.unobserve(c.host);
+          c.plot.destroy();
+        }
         panel.root.remove();
         this.panels.delete(venue);
       }
@@ -110,17 +205,13 @@ export class HistoryCharts {
             el('li', { 'data-cause': m.cause }, [m.cause + ' freeze ' + clock(m.fromMs) + ' → ' + clock(m.toMs) + ' (' + dur(m.toMs - m.fromMs) + ')']),
           ),
         );
-      if (panel.plots.length === 0) {
-        for (const spec of CHARTS) {
-          const legend = spec.series.map((s) => el('span', {}, [el('span', { class: 'swatch', style: 'background:' + s.stroke }), s.label]));
-          const box = el('div', { class: 'chart', 'data-chart': spec.key }, [el('div', { class: 'title' }, [spec.title, ...legend])]);
-          panel.charts.append(box);
-          panel.plots.push(this.makeChart(spec, panel, box, h));
-        }
-      } else {
-        CHARTS.forEach((spec, i) => panel.plots[i]?.setData(chartData(spec, h)));
-      }
+      // In the page before its charts are made, so each is made at its cell's width.
       this.host.append(panel.root);
+      if (panel.plots.length === 0) {
+        for (const spec of CHARTS) panel.plots.push(this.makeChart(spec, panel, h));
+      } else {
+        CHARTS.forEach((spec, i) => panel.plots[i]?.plot.setData(chartData(spec, h)));
+      }
     }
     document.body.setAttribute('data-history-at', String(hist.atMs));
   }
@@ -136,36 +227,61 @@ export class HistoryCharts {
     return panel;
   }
 
-  private makeChart(spec: ChartSpec, panel: VenuePanel, host: HTMLElement, h: VenueHistory): UPlot {
-    const width = 330;
-    const scales: Record<string, UPlot.Scale> = { x: { time: true, range: () => this.windowS } };
-    // Times in UTC like the rest of the page.
+  private makeChart(spec: ChartSpec, panel: VenuePanel, h: VenueHistory): Chart {
+    // The legend: one entry per series with its latest value, or the value under the cursor.
+    const values = spec.series.map((s) => el('span', { class: 'v', 'data-value': s.label }));
+    const at = el('span', { class: 'at' });
+    const legend = el(
+      'div',
+      { class: 'legend' },
+      spec.series.map((s, i) =>
+        el('span', { class: 'entry', 'data-series': s.label }, [el('span', { class: 'swatch', style: 'background:' + s.stroke }), s.label + ' ', values[i]!]),
+      ),
+    );
+    legend.append(at);
+    const plotHost = el('div', { class: 'plot' });
+    const box = el('div', { class: 'chart', 'data-chart': spec.key }, [el('div', { class: 'title', title: spec.about }, [spec.title]), legend, plotHost]);
+    panel.charts.append(box);
+
+    const showValues = (u: UPlot): void => {
+      const idx = u.cursor.idx;
+      spec.series.forEach((_s, i) => {
+        const col = u.data[i + 1] ?? [];
+        const v = idx === null || idx === undefined ? lastValue(col) : col[idx];
+        values[i]!.textContent = v === null || v === undefined ? '-' : spec.value(v);
+      });
+      const t = idx === null || idx === undefined ? undefined : u.data[0][idx];
+      at.textContent = t === undefined ? '' : clock(t * 1000);
+    };
+
+    const yScale: UPlot.Scale = { range: (_u, _min, max) => [0, Math.max(1, max === null ? 1 : max * 1.1)] };
+    const scales: Record<string, UPlot.Scale> = { x: { time: true, range: () => this.windowS }, y: yScale };
     const axes: UPlot.Axis[] = [
       {
-        stroke: '#8a96a3',
-        grid: { stroke: '#26303b' },
-        ticks: { stroke: '#26303b' },
-        size: 28,
+        // Times in UTC like the rest of the page.
+        stroke: AXIS_STROKE,
+        font: AXIS_FONT,
+        grid: { stroke: GRID_STROKE },
+        ticks: { stroke: GRID_STROKE, size: TICK },
+        gap: GAP,
+        size: 11 + TICK + GAP + 4,
         values: (_u, splits) => splits.map((t) => new Date(t * 1000).toISOString().slice(11, 16)),
       },
+      {
+        stroke: AXIS_STROKE,
+        font: AXIS_FONT,
+        grid: { stroke: GRID_STROKE },
+        ticks: { stroke: GRID_STROKE, size: TICK },
+        gap: GAP,
+        size: yAxisSize,
+        incrs: spec.incrs,
+        values: (_u, splits) => splits.map(spec.axis),
+      },
     ];
-    const series: UPlot.Series[] = [{}];
-    for (const s of spec.series) {
-      const scale = s.scale ?? 'y';
-      if (!scales[scale]) {
-        scales[scale] = { range: (_u, _min, max) => [0, Math.max(1, max === null ? 1 : max * 1.1)] };
-        axes.push({
-          scale,
-          stroke: s.scale ? s.stroke : '#8a96a3',
-          grid: { show: axes.length === 1, stroke: '#26303b' },
-          ticks: { stroke: '#26303b' },
-          side: axes.length === 1 ? 3 : 1,
-          size: 54,
-        });
-      }
-      series.push({
+    const series: UPlot.Series[] = [
+      {},
+      ...spec.series.map((s): UPlot.Series => ({
         label: s.label,
-        scale,
         stroke: s.stroke,
         width: 1.5,
         fill: s.fill,
@@ -173,14 +289,29 @@ export class HistoryCharts {
         spanGaps: false,
         paths: s.paths === 'stepped' ? uPlot.paths.stepped?.({ align: 1 }) : undefined,
         points: { show: false },
-      });
-    }
-    // The legend is drawn in the title (uPlot's own is a table, which would mix with the venue table's rows).
-    return new uPlot(
-      { width, height: 150, scales, axes, series, legend: { show: false }, cursor: { show: false }, plugins: [bandsPlugin(panel)] },
+      })),
+    ];
+    const plot = new uPlot(
+      {
+        width: Math.max(100, Math.floor(plotHost.clientWidth)),
+        height: HEIGHT,
+        scales,
+        axes,
+        series,
+        // The legend is drawn above the plot (uPlot's own is a table, which would take the venue table's styles).
+        legend: { show: false },
+        // A crosshair shared by the venue's charts, as dashboards do; no drag-zoom (the range is the selector's).
+        cursor: { y: false, points: { show: false }, drag: { x: false, y: false }, sync: { key: 'venue:' + panel.root.dataset.venue } },
+        hooks: { setCursor: [showValues], setData: [showValues] },
+        plugins: [bandsPlugin(panel)],
+      },
       chartData(spec, h),
-      host,
+      plotHost,
     );
+    showValues(plot);
+    this.byHost.set(plotHost, plot);
+    this.resizer.observe(plotHost);
+    return { plot, host: plotHost };
   }
 }
 
