@@ -13,6 +13,7 @@ import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
 import { freePort } from '@tickfleet/queues';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
+import { checkPrometheusAvailable, prometheusPort, startFleetPrometheus } from '../demo-prometheus.js';
 import { storeUrl, withStore } from '../store-context.js';
 
 interface UpOptions {
@@ -20,6 +21,7 @@ interface UpOptions {
   workers: number;
   dashboardPort: number;
   sink?: string;
+  prometheus?: true | number;
 }
 
 const CLI_ENTRY = fileURLToPath(new URL('../../bin/tickfleet.mjs', import.meta.url));
@@ -34,8 +36,14 @@ export function registerUp(program: Command): void {
     .option('--workers <n>', 'worker processes', positiveInt('--workers'), 2)
     .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), DEFAULTS.dashboardPort)
     .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
+    .option(
+      '--prometheus [port]',
+      'also run Prometheus (apt install prometheus) scraping every role, with the alert rules (port 9090 or a free one)',
+      prometheusPort,
+    )
     .action(async (opts: UpOptions, cmd: Command) => {
       if (opts.workers > 32) throw new ValidationError('--workers', 'at most 32 worker processes on one machine', opts.workers);
+      if (opts.prometheus !== undefined) checkPrometheusAvailable();
       await runUp(opts, cmd);
     });
 }
@@ -149,6 +157,10 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     cleanups.push(() => dashboard.close());
     info.dashboardUrl = dashboard.url;
     info.metrics.dashboard = `${dashboard.url}/metrics`;
+    const prometheus =
+      opts.prometheus === undefined
+        ? undefined
+        : await startFleetPrometheus({ port: opts.prometheus, targets: info.metrics, cleanups, watch: (pid) => tellWatchdog({ type: 'last', pid }) });
     writeFileSync(FLEET_FILE, JSON.stringify(info, null, 2));
 
     for (const c of children) {
@@ -169,11 +181,12 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  redis:      ${redisUrl}${redis ? ' (private redis-server)' : ''}`,
         `  store:      ${store}`,
         `  sink:       ${sink}`,
+        ...(prometheus ? [`  prometheus: ${prometheus.url}  (alerts: ${prometheus.alertsUrl}, targets: ${prometheus.targetsUrl})`] : []),
         ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
         `  metrics:    ${Object.entries(info.metrics)
           .map(([name, url]) => `${name} ${url}`)
           .join(', ')}`,
-        `  logs:       .tickfleet/logs/{scheduler,worker-N,dashboard}.log`,
+        `  logs:       .tickfleet/logs/{scheduler,worker-N,dashboard${prometheus ? ',prometheus' : ''}}.log`,
         `  try:        ${cli} status`,
         `              ${cli} data count binance BTC/USDT --timeframe 1m`,
         `              ${cli} backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow`,
