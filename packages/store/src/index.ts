@@ -19,6 +19,7 @@ export type {
   StreamsRepo,
   UniversesRepo,
 } from './state-store.js';
+export { mergeRanges } from './internal/merge-ranges.js';
 export { openStore, type OpenStoreOptions } from './open-store.js';
 export { dueUnitToken, UNIT_LOCK_TTL_MS } from './state-store.js';
 export { SqliteStateStore, type SqliteStoreOptions } from './sqlite/sqlite-state-store.js';

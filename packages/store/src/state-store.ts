@@ -164,6 +164,12 @@ export interface BackfillsRepo {
    */
   owedChunks(options: OwedChunksQuery): Promise<OwedChunk[]>;
   setStatus(id: string, status: BackfillStatus): Promise<Backfill>;
+  /**
+   * What the job's backfills asked for, merged where they touch, oldest first: every chunk, less
+   * the pending chunks of a cancelled backfill (withdrawn before they were fetched); a backfill
+   * whose chunks were not all recorded (created before chunks were tracked) counts whole.
+   */
+  requestedRanges(jobId: string): Promise<ChunkRange[]>;
 }
 
 export interface GapRecord {
@@ -181,6 +187,11 @@ export interface GapsRepo {
   markFilled(jobId: string, fromMs: number, toMs: number, filledAt: number): Promise<number>;
   /** Counts a fill attempt on a gap (so venue holes are not retried forever). */
   attempt(jobId: string, fromMs: number, toMs: number): Promise<void>;
+  /**
+   * Removes the record of exactly (jobId, fromMs, toMs): a range recorded as missing that was never
+   * requested, so never a loss. Returns whether it was there.
+   */
+  remove(jobId: string, fromMs: number, toMs: number): Promise<boolean>;
 }
 
 export interface UniversesRepo {

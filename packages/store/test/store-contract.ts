@@ -503,6 +503,25 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await store.backfills.owedChunks({ limit: 100, createdBefore: Date.now() - 60_000 })).toEqual([]);
       });
 
+      it('merges what the backfills of a job asked for, without the withdrawn chunks of a cancelled one', async () => {
+        const id = 'binance:BTC/USDT:1m:ohlcv';
+        const at = (from: number, to: number) => ({ fromMs: T0 + from * M, toMs: T0 + to * M });
+        expect(await store.backfills.requestedRanges(id)).toEqual([]);
+        // Two islands, the second made of two backfills that touch.
+        await store.backfills.create({ id: 'bf-i1', jobId: id, fromMs: T0, toMs: T0 + 20 * M, chunks: [at(0, 10), at(10, 20)] });
+        await store.backfills.create({ id: 'bf-i2', jobId: id, fromMs: T0 + 60 * M, toMs: T0 + 70 * M, chunks: [at(60, 70)] });
+        await store.backfills.create({ id: 'bf-i3', jobId: id, fromMs: T0 + 70 * M, toMs: T0 + 80 * M, chunks: [at(70, 80)] });
+        // A backfill --gaps over two disjoint holes asks for its chunks, not the span between them.
+        await store.backfills.create({ id: 'bf-g', jobId: id, fromMs: T0 + 100 * M, toMs: T0 + 140 * M, chunks: [at(100, 101), at(139, 140)] });
+        // Cancelled after one chunk: the chunk fetched counts, the withdrawn ones do not (failed ones do).
+        await store.backfills.create({ id: 'bf-c', jobId: id, fromMs: T0 + 200 * M, toMs: T0 + 230 * M, chunks: [at(200, 210), at(210, 220), at(220, 230)] });
+        await store.backfills.chunkDone('bf-c', at(200, 210));
+        await store.backfills.chunkFailed('bf-c', at(220, 230), 'HTTP 503');
+        await store.backfills.setStatus('bf-c', 'cancelled');
+        await store.backfills.create({ id: 'bf-o', jobId: 'binance:ETH/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 500 * M, chunks: [at(0, 500)] });
+        expect(await store.backfills.requestedRanges(id)).toEqual([at(0, 20), at(60, 80), at(100, 101), at(139, 140), at(200, 210), at(220, 230)]);
+      });
+
       it('counts concurrent chunk reports from two connections exactly', async () => {
         const chunks = chunksOf(40);
         await store.backfills.create({ id: 'bf-c', jobId: 'binance:BTC/USDT:1m:ohlcv', fromMs: T0, toMs: T0 + 400 * M, chunks });
@@ -542,6 +561,19 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         const reopened = await store.gaps.record({ jobId: a, fromMs: T0 + 600_000, toMs: T0 + 660_000 }, T0 + 20);
         expect(reopened).toMatchObject({ filledAt: null, detectedAt: T0 + 3 });
         await expect(store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 - 1 }, T0)).rejects.toMatchObject({ field: 'gap.toMs' });
+      });
+
+      it('removes one record exactly', async () => {
+        const a = 'binance:BTC/USDT:1m:ohlcv';
+        await store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 + 300_000 }, T0 + 1);
+        await store.gaps.record({ jobId: a, fromMs: T0, toMs: T0 + 60_000 }, T0 + 2);
+        await store.gaps.record({ jobId: 'kraken:BTC/USD:1m:ohlcv', fromMs: T0, toMs: T0 + 300_000 }, T0 + 3);
+        expect(await store.gaps.remove(a, T0, T0 + 300_000)).toBe(true);
+        expect(await store.gaps.remove(a, T0, T0 + 300_000)).toBe(false);
+        expect((await store.gaps.list()).map((g) => [g.jobId, g.toMs - T0])).toEqual([
+          [a, 60_000],
+          ['kraken:BTC/USD:1m:ohlcv', 300_000],
+        ]);
       });
     });
 

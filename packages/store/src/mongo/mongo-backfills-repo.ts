@@ -1,6 +1,7 @@
 import { MongoBulkWriteError, type Filter } from 'mongodb';
 import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
 import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk, OwedChunksQuery } from '../state-store.js';
+import { mergeRanges } from '../internal/merge-ranges.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { type BackfillChunkDoc, type BackfillDoc, type MongoCollections, toBackfill } from './documents.js';
 
@@ -161,6 +162,21 @@ export class MongoBackfillsRepo implements BackfillsRepo {
     );
     if (!doc) throw new NotFoundError('backfill', id);
     return toBackfill(doc);
+  }
+
+  async requestedRanges(jobId: string): Promise<ChunkRange[]> {
+    const backfills = await this.c.backfills.find({ jobId }).toArray();
+    if (backfills.length === 0) return [];
+    const chunks = await this.c.backfillChunks
+      .find({ backfillId: { $in: backfills.map((b) => b._id) } }, { projection: { backfillId: 1, fromMs: 1, toMs: 1, status: 1 } })
+      .toArray();
+    const recorded = new Map<string, number>();
+    for (const c of chunks) recorded.set(c.backfillId, (recorded.get(c.backfillId) ?? 0) + 1);
+    const cancelled = new Set(backfills.filter((b) => b.status === 'cancelled').map((b) => b._id));
+    return mergeRanges([
+      ...chunks.filter((c) => !(cancelled.has(c.backfillId) && c.status === 'pending')),
+      ...backfills.filter((b) => !cancelled.has(b._id) && (recorded.get(b._id) ?? 0) < b.unitsTotal),
+    ]);
   }
 
   private async requireBackfill(id: string): Promise<BackfillDoc> {

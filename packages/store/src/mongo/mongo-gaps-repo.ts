@@ -39,4 +39,8 @@ export class MongoGapsRepo implements GapsRepo {
   async attempt(jobId: string, fromMs: number, toMs: number): Promise<void> {
     await this.c.gaps.updateOne({ _id: gapId(jobId, fromMs, toMs) }, { $inc: { attempts: 1 } });
   }
+
+  async remove(jobId: string, fromMs: number, toMs: number): Promise<boolean> {
+    return (await this.c.gaps.deleteOne({ _id: gapId(jobId, fromMs, toMs) })).deletedCount > 0;
+  }
 }

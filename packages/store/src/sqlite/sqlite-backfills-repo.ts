@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import { type Backfill, type BackfillChunk, BackfillChunkStatus, BackfillStatus, type Clock, NotFoundError, parseOrThrow } from '@tickfleet/core';
 import type { BackfillCreate, BackfillsRepo, ChunkRange, OwedChunk, OwedChunksQuery } from '../state-store.js';
+import { mergeRanges } from '../internal/merge-ranges.js';
 import { validateBackfillCreate } from '../internal/record-inputs.js';
 import { toBackfill, type BackfillRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
@@ -30,6 +31,7 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
   private readonly applyStmt: Statement;
   private readonly setStatusStmt: Statement;
   private readonly owedStmt: Statement;
+  private readonly requestedStmt: Statement;
 
   constructor(
     private readonly db: Database,
@@ -88,6 +90,13 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
         AND (c.backfill_id, c.from_ms) > (:afterId, :afterFrom)
       ORDER BY c.backfill_id, c.from_ms
       LIMIT :limit`);
+    this.requestedStmt = db.prepare(`
+      SELECT c.from_ms, c.to_ms FROM backfill_chunks c JOIN backfills b ON b.id = c.backfill_id
+      WHERE b.job_id = :jobId AND NOT (b.status = 'cancelled' AND c.status = 'pending')
+      UNION ALL
+      SELECT b.from_ms, b.to_ms FROM backfills b
+      WHERE b.job_id = :jobId AND b.status <> 'cancelled'
+        AND (SELECT COUNT(*) FROM backfill_chunks c WHERE c.backfill_id = b.id) < b.units_total`);
   }
 
   async create(input: BackfillCreate): Promise<Backfill> {
@@ -154,6 +163,11 @@ export class SqliteBackfillsRepo implements BackfillsRepo {
     const row = this.setStatusStmt.get(valid, this.clock.now(), id) as BackfillRow | undefined;
     if (!row) throw new NotFoundError('backfill', id);
     return toBackfill(row);
+  }
+
+  async requestedRanges(jobId: string): Promise<ChunkRange[]> {
+    const rows = this.requestedStmt.all({ jobId }) as Array<{ from_ms: number; to_ms: number }>;
+    return mergeRanges(rows.map((r) => ({ fromMs: r.from_ms, toMs: r.to_ms })));
   }
 
   /** Records one chunk's outcome and moves the backfill's counters by its change, in one write transaction. */

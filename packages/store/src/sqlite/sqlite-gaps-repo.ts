@@ -10,6 +10,7 @@ export class SqliteGapsRepo implements GapsRepo {
   private readonly markFilledStmt: Statement;
   private readonly listStmts = new Map<string, Statement>();
   private readonly attemptStmt: Statement;
+  private readonly removeStmt: Statement;
 
   constructor(private readonly db: Database) {
     // A gap detected again after it was marked filled is missing again: it reopens. Its first
@@ -26,6 +27,7 @@ export class SqliteGapsRepo implements GapsRepo {
       UPDATE gaps SET filled_at = :filledAt
       WHERE job_id = :jobId AND filled_at IS NULL AND from_ms >= :fromMs AND to_ms <= :toMs`);
     this.attemptStmt = db.prepare('UPDATE gaps SET attempts = attempts + 1 WHERE job_id = ? AND from_ms = ? AND to_ms = ?');
+    this.removeStmt = db.prepare('DELETE FROM gaps WHERE job_id = ? AND from_ms = ? AND to_ms = ?');
   }
 
   async record(gap: GapRecord, detectedAt: number): Promise<Gap> {
@@ -58,5 +60,9 @@ export class SqliteGapsRepo implements GapsRepo {
 
   async attempt(jobId: string, fromMs: number, toMs: number): Promise<void> {
     this.attemptStmt.run(jobId, fromMs, toMs);
+  }
+
+  async remove(jobId: string, fromMs: number, toMs: number): Promise<boolean> {
+    return this.removeStmt.run(jobId, fromMs, toMs).changes > 0;
   }
 }

@@ -62,6 +62,30 @@ describe('sqlite store specifics', () => {
     expect(existsSync(join(dir.path, 'rel', 'state.db'))).toBe(true);
   });
 
+  it('counts a backfill recorded before its chunks were tracked as requested whole', async () => {
+    // Backfills of schema v1 had no chunk rows; a unit settled later inserted its own (index -1).
+    const path = dir.file('legacy-backfill.db');
+    const store = await openStore(`sqlite://${path}`);
+    const T0 = Date.UTC(2024, 0, 1);
+    const M = 60_000;
+    const id = 'binance:BTC/USDT:1m:ohlcv';
+    try {
+      await store.backfills.create({
+        id: 'bf-old',
+        jobId: id,
+        fromMs: T0,
+        toMs: T0 + 30 * M,
+        chunks: [0, 10, 20].map((m) => ({ fromMs: T0 + m * M, toMs: T0 + (m + 10) * M })),
+      });
+      const db = new Database(path);
+      db.prepare("DELETE FROM backfill_chunks WHERE backfill_id = 'bf-old' AND from_ms > ?").run(T0);
+      db.close();
+      expect(await store.backfills.requestedRanges(id)).toEqual([{ fromMs: T0, toMs: T0 + 30 * M }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a file written by a newer schema', async () => {
     const path = dir.file('future.db');
     const db = new Database(path);
