@@ -80,6 +80,11 @@ export interface VenueStatus {
   /** Waiting units held back by a freeze, an exhausted budget or a paused connector: more workers cannot help. */
   blocked: number;
   cursorLag: VenueCursorLag;
+  /**
+   * Open records of the gap ledger for the venue's jobs and streams: holes inside what was
+   * requested (backfills, live ranges) and unhealed stream trade ids. History never requested is
+   * not a gap and not counted (`tickfleet data count` reports it apart).
+   */
   openGaps: number;
   /** Workers that beat for this venue recently; null when no heartbeat source was given. */
   liveWorkers: number | null;

@@ -120,7 +120,7 @@ export class FleetWorker {
       clock: this.clock,
       metrics: this.metrics,
       activeSets: this.activeSets,
-      ...(reader ? { gapLedger: new GapLedger(options.store.gaps, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
+      ...(reader ? { gapLedger: new GapLedger(options.store, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
     // The freeze and fallback marks every request checks, kept between announced changes (one

@@ -111,7 +111,7 @@ describe('polygon sessions: backfill, gap ledger and end-of-day gating', () => {
 
     // The gap ledger (run after each backfill unit, and on demand) records nothing: weekends and holidays are not gaps.
     expect(await store.gaps.list({ jobId: JOB })).toEqual([]);
-    expect((await new GapLedger(store.gaps, sink.reader).scan(JOB)).open).toEqual([]);
+    expect((await new GapLedger(store, sink.reader).scan(JOB)).open).toEqual([]);
     expect(await findGaps(sink.reader, { ...SERIES, fromMs: JAN, toMs: FEB })).toEqual([]);
     // What `data count` reports: stored count equals the calendar's expected count, no missing candles.
     expect((await sink.reader.countCandles({ ...SERIES, fromMs: JAN, toMs: FEB })).count).toBe(expectedCandleCount('polygon', '1d', JAN, FEB));

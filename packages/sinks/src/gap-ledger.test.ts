@@ -1,7 +1,7 @@
 import { calendarFor, candleEnvelope, type Envelope, type Gap, type Timeframe } from '@tickfleet/core';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { tempDir, waitFor, type TempDir, ManualClock } from '@tickfleet/testkit';
-import { GapLedger, Pipeline, Spool, SqliteSink, findGaps, gapsToRanges } from './index.js';
+import { GapLedger, Pipeline, Spool, SqliteSink, findGaps, gapsToRanges, splitByRequest } from './index.js';
 import { candles, T0 } from '../test/fixtures/envelopes.js';
 import { holdWriteLock } from '../test/fixtures/sqlite-lock.js';
 
@@ -18,7 +18,7 @@ describe('gap ledger', () => {
     dir = tempDir('gaps-');
     store = await openStore(dir.sqliteUrl('state.db'));
     sink = new SqliteSink(dir.file('data.db'));
-    ledger = new GapLedger(store.gaps, sink.reader, { clock, holeAfterAttempts: 2 });
+    ledger = new GapLedger(store, sink.reader, { clock, holeAfterAttempts: 2 });
   });
   afterEach(async () => {
     await sink.close();
@@ -128,6 +128,60 @@ describe('gap ledger', () => {
     expect((await store.gaps.list({ jobId: job, open: true })).map((g) => [g.fromMs, g.toMs])).toEqual([[day(16), day(17)]]);
   });
 
+  it('records holes only inside what was requested; reports what was never requested and drops its old records', async () => {
+    const minutes = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
+    const at = (from: number, to: number) => ({ fromMs: T0 + from * M, toMs: T0 + to * M });
+    const backfill = (id: string, from: number, to: number) =>
+      store.backfills.create({ id, jobId: JOB, fromMs: T0 + from * M, toMs: T0 + to * M, chunks: [at(from, to)] });
+    // Two backfilled islands, [0, 10) and [20, 30) (minute 25 lost), and live data from minute 50 on (minute 55 lost).
+    await backfill('bf-1', 0, 10);
+    await backfill('bf-2', 20, 30);
+    await sink.write(candles([...minutes(0, 10), ...minutes(20, 30).filter((m) => m !== 25), ...minutes(50, 60).filter((m) => m !== 55)]));
+    // What an earlier version recorded: everything between stored candles.
+    for (const [from, to] of [
+      [10, 20],
+      [30, 50],
+    ] as const)
+      await store.gaps.record({ jobId: JOB, ...at(from, to) }, T0);
+    const scan = await ledger.scan(JOB);
+    expect(scan).toMatchObject({ open: [at(25, 26), at(55, 56)], neverRequested: [at(10, 20), at(30, 50)], recorded: 2, removed: 2, filled: 0 });
+    expect((await store.gaps.list({ jobId: JOB })).map((g) => [(g.fromMs - T0) / M, (g.toMs - T0) / M, g.filledAt])).toEqual([
+      [25, 26, null],
+      [55, 56, null],
+    ]);
+    expect((await ledger.scan(JOB)).recorded).toBe(0);
+
+    // A job whose live collection started at `since` (minute 45): its head up to the first stored candle is a hole.
+    await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: T0 + 45 * M });
+    await store.jobs.advanceCursor(JOB, T0 + 59 * M);
+    const series = { venue: 'binance', symbol: 'BTC/USDT', timeframe: '1m' as const };
+    expect(await splitByRequest(store, sink.reader, series, [at(30, 50)])).toEqual({ requested: [at(45, 50)], neverRequested: [at(30, 45)] });
+    // A range one backfill was asked to fetch is requested, across a cut that is not on the grid.
+    await store.backfills.create({
+      id: 'bf-3',
+      jobId: JOB,
+      fromMs: T0 + 12 * M + 30_000,
+      toMs: T0 + 15 * M,
+      chunks: [{ fromMs: T0 + 12 * M + 30_000, toMs: T0 + 15 * M }],
+    });
+    const rescan = await ledger.scan(JOB);
+    expect(rescan).toMatchObject({ neverRequested: [at(10, 12.5), at(15, 20), at(30, 45)], recorded: 2 });
+    expect(rescan.open).toEqual([at(13, 15), at(25, 26), at(45, 50), at(55, 56)]);
+
+    // Live data from minute 0 and a backfill of [3, 5) in it: the live start is looked for over the
+    // whole series, before the backfill too, whatever range the caller asks about.
+    await sink.write(
+      candles(
+        minutes(0, 10).filter((m) => m !== 5),
+        'binance',
+        'ETH/USDT',
+      ),
+    );
+    await store.backfills.create({ id: 'bf-eth', jobId: 'binance:ETH/USDT:1m:ohlcv', fromMs: T0 + 3 * M, toMs: T0 + 5 * M, chunks: [at(3, 5)] });
+    const eth = { venue: 'binance', symbol: 'ETH/USDT', timeframe: '1m' as const, fromMs: T0 + 4 * M, toMs: T0 + 8 * M };
+    expect(await splitByRequest(store, sink.reader, eth, await findGaps(sink.reader, eth))).toEqual({ requested: [at(5, 6)], neverRequested: [] });
+  });
+
   it('merges touching and overlapping open gaps into ranges', () => {
     const g = (fromMs: number, toMs: number, kind: Gap['kind'] = 'missing', filledAt: number | null = null): Gap => ({
       jobId: JOB,
@@ -153,7 +207,7 @@ describe('gap ledger', () => {
       batch: { maxBatchAgeMs: 5 },
       replay: { retryIntervalMs: 50 },
     });
-    const spooledLedger = new GapLedger(store.gaps, outageSink.reader, { clock, spooled: pipeline });
+    const spooledLedger = new GapLedger(store, outageSink.reader, { clock, spooled: pipeline });
     try {
       await pipeline.push(candles([0, 1, 8, 9]));
       const lock = holdWriteLock(dir.file('outage.db'));

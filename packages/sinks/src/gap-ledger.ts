@@ -1,7 +1,8 @@
 import { calendarFor, parseJobId, systemClock, timeframeMs, ValidationError, type Clock, type Gap, type Timeframe } from '@tickfleet/core';
 import type { GapsRepo } from '@tickfleet/store';
 import type { Logger } from '@tickfleet/telemetry';
-import { findGaps } from './gaps.js';
+import { findGaps, gridRuns } from './gaps.js';
+import { splitByRequest, type RequestSources } from './requested-ranges.js';
 import type { CandleQuery, DataReader, Interval } from './sink.js';
 import { GAP_LEDGER_DEFAULTS } from './sink-defaults.js';
 
@@ -26,13 +27,25 @@ export interface GapLedgerOptions {
   logger?: Logger;
 }
 
+/** What the ledger reads and writes in the state store: the gaps, and what was requested of each job. */
+export interface LedgerStore extends RequestSources {
+  gaps: GapsRepo;
+}
+
 export interface ScanResult {
-  /** Gaps present now in the scanned range. */
+  /** Gaps present now in the scanned range: holes in what was requested (a backfill or the live range). */
   open: Interval[];
+  /**
+   * Missing stretches of the scanned range that no backfill and not the live range asked for:
+   * never fetched, so not gaps (a `backfill` of them would fetch them). Not recorded.
+   */
+  neverRequested: Interval[];
   /** Newly recorded gaps. */
   recorded: number;
   /** Ledger gaps found filled by this scan. */
   filled: number;
+  /** Ledger records of stretches never requested (recorded as gaps by earlier versions), removed by this scan. */
+  removed: number;
   /** True when candles of the range were still spooled: nothing was recorded, the range is scanned again after replay. */
   deferred: boolean;
 }
@@ -44,9 +57,11 @@ interface DeferredScan {
 
 /**
  * Keeps the gap ledger (the state store's `gaps`) in step with the candles in the sink: a scan
- * records the holes between stored candles of a job and marks ledger gaps whose candles are now
- * all there as filled. A gap whose fill attempts keep returning nothing from the venue becomes a
- * `venue-hole` and is no longer turned into units.
+ * records the holes between stored candles of a job inside what was requested of it (its
+ * backfills and its live range: splitByRequest) and marks ledger gaps whose candles are now all
+ * there as filled. What lies between stored candles but was never requested (history between
+ * two backfilled islands, say) is reported, not recorded. A gap whose fill attempts keep
+ * returning nothing from the venue becomes a `venue-hole` and is no longer turned into units.
  */
 export class GapLedger {
   private readonly holeAfterAttempts: number;
@@ -57,11 +72,14 @@ export class GapLedger {
   private rescanning: Promise<void> | undefined;
   private rescanAgain = false;
 
+  private readonly gaps: GapsRepo;
+
   constructor(
-    private readonly gaps: GapsRepo,
+    private readonly store: LedgerStore,
     private readonly reader: DataReader,
     options: GapLedgerOptions = {},
   ) {
+    this.gaps = store.gaps;
     this.holeAfterAttempts = options.holeAfterAttempts ?? GAP_LEDGER_DEFAULTS.holeAfterAttempts;
     this.clock = options.clock ?? systemClock;
     this.spooled = options.spooled;
@@ -89,14 +107,22 @@ export class GapLedger {
     const now = this.clock.now();
     const series = { venue, symbol, timeframe, ...range };
     const deferred = this.spooled?.hasSpooledCandles(series) ?? false;
-    const open = await findGaps(this.reader, series);
+    const missing = await findGaps(this.reader, series);
+    const split = await splitByRequest(this.store, this.reader, { venue, symbol, timeframe }, missing);
+    const open = split.requested.flatMap((part) => gridRuns(venue, timeframe, part));
     const known = await this.gaps.list({ jobId, open: true });
     let filled = 0;
+    let removed = 0;
     for (const g of known) {
       if (!within(g, range)) continue;
       if (open.some((o) => o.fromMs === g.fromMs && o.toMs === g.toMs)) continue;
       // A partly filled gap is replaced by what remains, which a deferred scan cannot record yet.
-      if (deferred && open.some((o) => o.fromMs < g.toMs && o.toMs > g.fromMs)) continue;
+      if (deferred && open.some((o) => overlaps(o, g))) continue;
+      if (split.neverRequested.some((n) => overlaps(n, g))) {
+        // Recorded as a loss though (part of) it was never asked for: not a gap. Its requested part, if any, is recorded below.
+        if (!deferred && (await this.gaps.remove(jobId, g.fromMs, g.toMs))) removed += 1;
+        continue;
+      }
       // No longer a hole as recorded: filled, or partly filled and replaced by its remaining holes (recorded below).
       filled += await this.gaps.markFilled(jobId, g.fromMs, g.toMs, now);
     }
@@ -104,7 +130,7 @@ export class GapLedger {
       if (!this.deferredScans.some((d) => d.jobId === jobId && d.range.fromMs === range.fromMs && d.range.toMs === range.toMs)) {
         this.deferredScans.push({ jobId, range: { ...range } });
       }
-      return { open, recorded: 0, filled, deferred: true };
+      return { open, neverRequested: split.neverRequested, recorded: 0, filled, removed, deferred: true };
     }
     let recorded = 0;
     for (const o of open) {
@@ -112,7 +138,7 @@ export class GapLedger {
       await this.gaps.record({ jobId, fromMs: o.fromMs, toMs: o.toMs, kind: 'missing' }, now);
       recorded += 1;
     }
-    return { open, recorded, filled, deferred: false };
+    return { open, neverRequested: split.neverRequested, recorded, filled, removed, deferred: false };
   }
 
   /**
@@ -185,6 +211,10 @@ export function withNeighbours(venue: string, tf: Timeframe, fromMs: number, toM
 
 /** How far back a neighbour candle is looked for, in turn: the last reaches past any run of US market closures (a weekend plus holidays or an unscheduled closure). */
 const NEIGHBOUR_SEARCH_MS = [1, 4, 14].map((days) => days * 86_400_000);
+
+function overlaps(a: Interval, b: Interval): boolean {
+  return a.fromMs < b.toMs && a.toMs > b.fromMs;
+}
 
 function within(g: Interval, range: { fromMs?: number; toMs?: number }): boolean {
   return (range.fromMs === undefined || g.fromMs >= range.fromMs) && (range.toMs === undefined || g.toMs <= range.toMs);

@@ -1,4 +1,5 @@
 import { alignDown, calendarFor, timeframeMs, type Gap, type Timeframe, type TradingCalendar } from '@tickfleet/core';
+import { mergeRanges } from '@tickfleet/store';
 import type { DataReader, Interval } from './sink.js';
 
 export interface GapQuery {
@@ -53,19 +54,23 @@ export function expectedRuns(calendar: TradingCalendar, tf: Timeframe, hole: Int
 }
 
 /**
+ * The grid candles of `tf` whose open time lies in `part`, as runs `[first, last + length)`: a
+ * missing interval cut where a backfill or the live range begins or ends, made whole candles again
+ * (the ledger records whole candles; on a US-equity venue only those its calendar expects).
+ */
+export function gridRuns(venue: string, tf: Timeframe, part: Interval): Interval[] {
+  const calendar = calendarFor(venue);
+  if (calendar.name !== '24/7') return expectedRuns(calendar, tf, part);
+  const len = timeframeMs(tf);
+  const fromMs = alignDown(part.fromMs + len - 1, tf);
+  const toMs = alignDown(part.toMs + len - 1, tf);
+  return fromMs < toMs ? [{ fromMs, toMs }] : [];
+}
+
+/**
  * Open gaps that are worth fetching again (kind `missing`, not filled), merged where they
  * touch or overlap, oldest first: the ranges `backfill --gaps` turns into units.
  */
 export function gapsToRanges(gaps: readonly Gap[]): Interval[] {
-  const open = gaps
-    .filter((g) => g.kind === 'missing' && g.filledAt === null && g.toMs > g.fromMs)
-    .map((g) => ({ fromMs: g.fromMs, toMs: g.toMs }))
-    .sort((a, b) => a.fromMs - b.fromMs || a.toMs - b.toMs);
-  const out: Interval[] = [];
-  for (const r of open) {
-    const last = out[out.length - 1];
-    if (last && r.fromMs <= last.toMs) last.toMs = Math.max(last.toMs, r.toMs);
-    else out.push({ ...r });
-  }
-  return out;
+  return mergeRanges(gaps.filter((g) => g.kind === 'missing' && g.filledAt === null));
 }

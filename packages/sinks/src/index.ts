@@ -39,5 +39,6 @@ export {
 export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './replay-worker.js';
 export { PipelineMetrics } from './pipeline-metrics.js';
 export { Pipeline, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';
-export { expectedCandleCount, findGaps, gapsToRanges, type GapQuery } from './gaps.js';
-export { GapLedger, withNeighbours, type GapLedgerOptions, type ScanResult, type SpooledRecords } from './gap-ledger.js';
+export { expectedCandleCount, findGaps, gapsToRanges, gridRuns, type GapQuery } from './gaps.js';
+export { GapLedger, withNeighbours, type GapLedgerOptions, type LedgerStore, type ScanResult, type SpooledRecords } from './gap-ledger.js';
+export { splitByRequest, type CandleSeries, type RequestSources, type RequestSplit } from './requested-ranges.js';

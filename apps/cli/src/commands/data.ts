@@ -9,12 +9,21 @@ import {
   type SeriesObservation,
   SymbolName,
   TIMEFRAMES,
-  timeframeMs,
   ValidationError,
   VenueName,
   type Timeframe,
 } from '@tickfleet/core';
-import { expectedCandleCount, findGaps, migrateJsonlLayout, openSink, type DataReader, type Sink } from '@tickfleet/sinks';
+import {
+  expectedCandleCount,
+  findGaps,
+  gridRuns,
+  migrateJsonlLayout,
+  openSink,
+  splitByRequest,
+  type DataReader,
+  type Interval,
+  type Sink,
+} from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
@@ -81,7 +90,7 @@ export function registerData(program: Command): void {
     data
       .command('count <venue> [symbol]')
       .description(
-        'count stored candles of a series (count, expected by the venue trading calendar, first, last, open gaps, missing candles), or the records of another channel',
+        'count stored candles of a series (count; expected by the venue trading calendar in what was requested: backfills and the live range; first, last, open gaps, missing candles; and apart, what was never requested), or the records of another channel',
       )
       .option('--channel <channel>', CHANNEL_HELP, oneOf('--channel', DATA_CHANNELS), 'candles')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); required for candles`, oneOf('--timeframe', TIMEFRAMES))
@@ -99,20 +108,30 @@ export function registerData(program: Command): void {
       const summary = await reader.countCandles(q);
       // Missing = what the venue's trading calendar expects between stored candles (no nights, weekends or holidays on equity venues).
       const missing = await findGaps(reader, q);
-      const expected =
+      const span =
         summary.firstOpenTime === null && (q.fromMs === undefined || q.toMs === undefined)
-          ? 0
-          : expectedCandleCount(q.venue, q.timeframe, q.fromMs ?? summary.firstOpenTime!, q.toMs ?? summary.lastOpenTime! + 1);
+          ? []
+          : [{ fromMs: q.fromMs ?? summary.firstOpenTime!, toMs: q.toMs ?? summary.lastOpenTime! + 1 }];
       const id = jobId({ venue: q.venue, symbol: q.symbol, timeframe: q.timeframe, type: 'ohlcv' });
-      const gaps = await withStore(cmd, (store) => store.gaps.list({ jobId: id, open: true }));
+      // Split by what was requested (backfills, live range): a hole there is missing, the rest was never asked for.
+      const { gaps, holes, covered } = await withStore(cmd, async (store) => ({
+        gaps: await store.gaps.list({ jobId: id, open: true }),
+        holes: await splitByRequest(store, reader, q, missing),
+        covered: await splitByRequest(store, reader, q, span),
+      }));
       const inRange = gaps.filter((g) => (q.fromMs === undefined || g.toMs > q.fromMs) && (q.toMs === undefined || g.fromMs < q.toMs));
+      const candles = (parts: readonly Interval[]): number => parts.reduce((n, p) => n + expectedCandleCount(q.venue, q.timeframe, p.fromMs, p.toMs), 0);
+      const holeRuns = holes.requested.flatMap((part) => gridRuns(q.venue, q.timeframe, part));
+      const neverRequested = covered.neverRequested.map((r) => ({ ...r, candles: candles([r]) })).filter((r) => r.candles > 0);
       return {
         ...q,
         ...summary,
-        expected,
+        expected: candles(covered.requested),
         openGaps: inRange.length,
-        missingIntervals: missing.length,
-        missingCandles: missing.reduce((n, m) => n + (m.toMs - m.fromMs) / timeframeMs(q.timeframe), 0),
+        missingIntervals: holeRuns.length,
+        missingCandles: candles(holeRuns),
+        neverRequestedCandles: candles(neverRequested),
+        neverRequested,
       };
     });
     if (opts.json) return printJson(result);
@@ -132,6 +151,7 @@ export function registerData(program: Command): void {
         ],
       ],
     );
+    if (result.neverRequestedCandles > 0) process.stdout.write(`${neverRequestedLine(result.neverRequestedCandles, result.neverRequested)}\n`);
   });
 
   sinkOption(
@@ -187,6 +207,19 @@ export function registerData(program: Command): void {
     });
   });
 }
+
+/**
+ * `never requested: N candles (from to, …)`: stretches between stored candles outside every backfill
+ * and the live range, told apart from missing candles (never fetched is not lost).
+ */
+export function neverRequestedLine(candles: number, ranges: readonly Interval[]): string {
+  const shown = ranges.slice(0, NEVER_REQUESTED_SHOWN).map((r) => `${isoOrDash(r.fromMs)} to ${isoOrDash(r.toMs)}`);
+  const more = ranges.length > NEVER_REQUESTED_SHOWN ? `, and ${ranges.length - NEVER_REQUESTED_SHOWN} more ranges` : '';
+  return `never requested: ${candles} candles (${shown.join(', ')}${more}), outside every backfill and the live range: not missing; tickfleet backfill fetches them`;
+}
+
+/** Never-requested ranges a human-readable line names before it says how many more there are. */
+const NEVER_REQUESTED_SHOWN = 3;
 
 /** `data count --channel <not candles>`: the stored records of the channel, of one symbol or all of the venue's. */
 async function countEnvelopes(venue: string, symbol: string | undefined, opts: RangeOptions): Promise<void> {
