@@ -211,6 +211,14 @@ const CASES: Record<string, JsonCase> = {
     runs: () => [['units', 'retry-failed', 'binance']],
     check: (out) => expect(asObject(out)).toEqual({ venue: 'binance', queue: '{binance}', retried: 0, failedBefore: 0, failedAfter: 0 }),
   },
+  // No worker runs here: nothing is active, on one venue or on every connector's.
+  'units active': {
+    runs: () => [
+      ['units', 'active', 'binance'],
+      ['units', 'active'],
+    ],
+    check: (out) => expect(asArray(out)).toEqual([]),
+  },
   'units clean': {
     runs: () => [['units', 'clean', 'binance', '--older-than', '1d']],
     check: (out) => expect(asObject(out)).toMatchObject({ venue: 'binance', olderThanMs: 86_400_000, removed: { completed: 0, failed: 0 }, total: 0 }),

@@ -1,6 +1,6 @@
 export { FleetWorker, type FleetWorkerOptions } from './fleet-worker.js';
 export { runWorker } from './run-worker.js';
-export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutcome } from './unit-executor.js';
+export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutcome, type UnitProgress } from './unit-executor.js';
 export { VenueRunner, type VenueRunnerOptions, type RunnerCounters } from './venue-runner.js';
 export { WorkerEnv } from './worker-env.js';
 export { WorkerMetrics } from './worker-metrics.js';

@@ -51,7 +51,19 @@ export interface UnitContext {
   job?: Job;
   /** Renews the unit's job lock and BullMQ lock; call between pages of long units. */
   heartbeat(): Promise<void>;
+  /** Publishes how far a long unit is (BullMQ job progress: bull-board, `tickfleet units active`); never throws. */
+  progress?(progress: UnitProgress): Promise<void>;
   logger: Logger;
+}
+
+/** How far a daily-files unit is: files of the day's listing done (stored by this or an earlier run), and what this run downloaded. */
+export interface UnitProgress {
+  files: number;
+  filesTotal: number;
+  /** Bytes downloaded by this run, as they came (compressed). */
+  bytes: number;
+  /** Records this run stored. */
+  records: number;
 }
 
 export interface UnitOutcome {
@@ -80,6 +92,8 @@ export interface UnitExecutorOptions {
   activeSets: ActiveSets;
 }
 
+/** The least time between two progress writes of a long unit. */
+const PROGRESS_EVERY_MS = 1000;
 /** How far back a per-day unit's gap scan reaches: past a weekend and a holiday to the previous stored bar. */
 const SCAN_BACK_MS = 5 * 86_400_000;
 /**
@@ -487,17 +501,30 @@ export class UnitExecutor {
     const files = (await adapter.listFiles(date, { signal, markets: [job.symbol] }))
       .filter((f) => f.market === job.symbol)
       .sort((a, b) => (a.minuteMs ?? 0) - (b.minuteMs ?? 0) || a.name.localeCompare(b.name));
-    let records = 0;
-    for (const file of files) {
-      if (file.minuteMs !== undefined && job.cursor !== null && file.minuteMs <= job.cursor) continue;
-      const { envelopes } = await adapter.fetchFile(file, { signal });
+    // Files up to the cursor were stored by an earlier run: they count as done in the progress.
+    const owed = files.filter((f) => f.minuteMs === undefined || job.cursor === null || f.minuteMs > job.cursor);
+    const progress: UnitProgress = { files: files.length - owed.length, filesTotal: files.length, bytes: 0, records: 0 };
+    // One Redis write per PROGRESS_EVERY_MS at most (a paced day is ~1,800 files), plus the first and the last.
+    let reportedAtMs = Number.NEGATIVE_INFINITY;
+    const report = async (last: boolean): Promise<void> => {
+      const nowMs = this.options.clock.monotonic();
+      if (!last && nowMs - reportedAtMs < PROGRESS_EVERY_MS) return;
+      reportedAtMs = nowMs;
+      await ctx.progress?.({ ...progress });
+    };
+    await report(true);
+    for (const [i, file] of owed.entries()) {
+      const { envelopes, bytes } = await adapter.fetchFile(file, { signal });
       await this.persist(ctx, envelopes);
-      records += envelopes.length;
+      progress.records += envelopes.length;
+      progress.bytes += bytes;
+      progress.files += 1;
       if (file.minuteMs !== undefined) await this.options.store.jobs.advanceCursor(job.id, file.minuteMs);
       await ctx.heartbeat();
+      await report(i === owed.length - 1);
       signal.throwIfAborted();
     }
-    return { outcome: 'ok', records, detail: `${files.length} files listed for ${date}` };
+    return { outcome: 'ok', records: progress.records, detail: `${files.length} files listed for ${date}` };
   }
 
   /**

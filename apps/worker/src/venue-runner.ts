@@ -284,6 +284,7 @@ export class VenueRunner {
             progressed = true;
             if (lock?.lost) throw new JobLockLostError(unit.jobId);
           },
+          progress: (p) => job.updateProgress({ ...p }).catch((err: unknown) => logger.debug({ err }, 'unit progress not written')),
         });
         // The cursor of the run's last page, left to the completion by the executor (records durable).
         const cursor = result.cursor;

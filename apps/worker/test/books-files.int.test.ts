@@ -1,6 +1,5 @@
 import { alignDown, jobId } from '@tickfleet/core';
 import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, tradesInFile, xetraFileName } from '@tickfleet/mock-venue';
-import { createRedisConnection, VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness } from '@tickfleet/testkit/fleet';
 import { jitteredBackoffMs } from '@tickfleet/budget';
@@ -64,14 +63,7 @@ describe('fleet: order-book polling and daily files', () => {
     // Daily files: the half of the UTC day (today or yesterday) that the venue still lists fully.
     const now = Date.now();
     const dayMs = now - alignDown(now, '1d') >= 12 * 3_600_000 ? alignDown(now, '1d') : alignDown(now, '1d') - DAY;
-    const redis = createRedisConnection(fleet.redis.url, { blocking: false });
-    const queues = new VenueQueues(redis, { prefix: fleet.prefix });
-    try {
-      await queues.enqueue([{ kind: 'daily-files', venue: 'xetra', jobId: files.id, fromMs: dayMs, toMs: dayMs + DAY, dueAt: now, enqueuedAt: now }]);
-    } finally {
-      await queues.close();
-      redis.disconnect();
-    }
+    await fleet.enqueue([{ kind: 'daily-files', venue: 'xetra', jobId: files.id, fromMs: dayMs, toMs: dayMs + DAY, dueAt: now, enqueuedAt: now }]);
     const cursor = await waitFor(
       () =>
         fleet.withStore(async (s) => {

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { alignDown, type Backfill } from '@tickfleet/core';
 import { DEFAULT_SEED, expectedCandles, startMockVenue, type MockVenue, type MockVenueName, type VenueStats } from '@tickfleet/mock-venue';
+import { createRedisConnection, VenueQueues, type QueuedUnit } from '@tickfleet/queues';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { randomUUID } from 'node:crypto';
@@ -226,6 +227,18 @@ export class FleetHarness {
       )
       .slice(-8);
     return `backfill ${counts}${detail ? `; ${detail()}` : ''}; last warnings:\n${warnings.join('\n') || '(none)'}`;
+  }
+
+  /** Puts `units` on their venues' queues as the scheduler would (a unit no job plans now, for a test to run). */
+  async enqueue(units: QueuedUnit[]): Promise<void> {
+    const redis = createRedisConnection(this.redis.url, { blocking: false });
+    const queues = new VenueQueues(redis, { prefix: this.prefix });
+    try {
+      await queues.enqueue(units);
+    } finally {
+      await queues.close();
+      redis.disconnect();
+    }
   }
 
   /** Starts a long-running role (`worker`, `scheduler`) as a child process. */

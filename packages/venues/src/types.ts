@@ -117,7 +117,8 @@ export interface ListFilesOptions extends FetchOptions {
 
 export interface FileSource {
   listFiles(date: string, options?: ListFilesOptions): Promise<FileRef[]>;
-  fetchFile(ref: FileRef, options?: FetchOptions): Promise<{ trades: Trade[]; envelopes: Envelope[] }>;
+  /** One file's trades; `bytes`: the size of the download as it came (compressed), for progress. */
+  fetchFile(ref: FileRef, options?: FetchOptions): Promise<{ trades: Trade[]; envelopes: Envelope[]; bytes: number }>;
 }
 
 /** One option-chain snapshot of an underlier: every contract, and one envelope (channel `options`) per contract. */

@@ -1,7 +1,9 @@
 import { type Command } from 'commander';
-import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { formatDurationMs, parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import type { UnitProgress } from '@tickfleet/worker';
 import { duration, positiveInt } from '../args.js';
-import { jsonOption, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
+import { withStore } from '../store-context.js';
 import { withFleetRedis } from './queues.js';
 
 /** Unit states `units clean` may remove. Active units are never cleaned: a worker holds them. */
@@ -16,6 +18,22 @@ function states(value: string): Cleanable[] {
   return [...new Set(list)] as Cleanable[];
 }
 
+/** One unit a worker is running now, as `units active` shows it. */
+interface ActiveUnit {
+  venue: string;
+  unitId: string;
+  kind: string;
+  jobId: string;
+  /** When its worker took it (epoch ms). */
+  startedAt: number | null;
+  attempt: number;
+  /** What the unit published of its progress (daily files: files of the day's listing, bytes, records); null when none. */
+  progress: UnitProgress | null;
+}
+
+/** Active units listed per venue at most (a venue's cap is rarely above it). */
+const ACTIVE_LISTED = 200;
+
 interface CleanOptions {
   olderThan?: number;
   state: Cleanable[];
@@ -24,7 +42,7 @@ interface CleanOptions {
 }
 
 export function registerUnits(program: Command): void {
-  const units = program.command('units').description('act on the units in a venue queue (env: REDIS_URL)');
+  const units = program.command('units').description('list the running units and act on the units in a venue queue (env: REDIS_URL)');
 
   units
     .command('retry-failed <venue>')
@@ -42,6 +60,50 @@ export function registerUnits(program: Command): void {
       });
       if (opts.json) return printJson(result);
       printTable(['VENUE', 'RETRIED', 'FAILED BEFORE', 'FAILED NOW'], [[result.venue, result.retried, result.failedBefore, result.failedAfter]]);
+    });
+
+  units
+    .command('active [venue]')
+    .description(
+      "units running now (every connector's, or the venue's): kind, job, start and progress; a daily-files unit shows files of the day done of listed, bytes and records so far",
+    )
+    .addOption(jsonOption())
+    .action(async (venueArg: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+      const venues =
+        venueArg === undefined
+          ? await withStore(cmd, async (store) => (await store.connectors.list()).map((c) => c.venue).sort())
+          : [parseOrThrow(VenueName, venueArg, 'venue')];
+      const rows = await withFleetRedis(async ({ queues }) => {
+        const out: ActiveUnit[] = [];
+        for (const venue of venues) {
+          for (const unit of await queues.queue(venue).getJobs(['active'], 0, ACTIVE_LISTED - 1, true)) {
+            out.push({
+              venue,
+              unitId: unit.id ?? '-',
+              kind: unit.data.kind,
+              jobId: unit.data.jobId,
+              startedAt: unit.processedOn ?? null,
+              attempt: unit.attemptsMade + 1,
+              progress: unitProgress(unit.progress),
+            });
+          }
+        }
+        return out;
+      });
+      if (opts.json) return printJson(rows);
+      const now = Date.now();
+      printTable(
+        ['VENUE', 'UNIT', 'KIND', 'JOB', 'STARTED', 'RUNNING', 'PROGRESS'],
+        rows.map((r) => [
+          r.venue,
+          r.unitId,
+          r.kind,
+          r.jobId,
+          isoOrDash(r.startedAt),
+          r.startedAt === null ? '-' : formatDurationMs(Math.max(0, now - r.startedAt)),
+          r.progress ? `${r.progress.files}/${r.progress.filesTotal} files, ${r.progress.bytes} bytes, ${r.progress.records} records` : '-',
+        ]),
+      );
     });
 
   units
@@ -67,4 +129,15 @@ export function registerUnits(program: Command): void {
         Object.entries(result.removed).map(([state, n]) => [result.venue, state, n]),
       );
     });
+}
+
+/** A unit's BullMQ progress as a daily-files unit publishes it, or null (none yet, or another shape). */
+function unitProgress(value: unknown): UnitProgress | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const p = value as Record<string, unknown>;
+  const n = (key: string): number | null => (typeof p[key] === 'number' && Number.isFinite(p[key]) ? p[key] : null);
+  const files = n('files');
+  const filesTotal = n('filesTotal');
+  if (files === null || filesTotal === null) return null;
+  return { files, filesTotal, bytes: n('bytes') ?? 0, records: n('records') ?? 0 };
 }

@@ -30,7 +30,9 @@ describe('XetraAdapter against documented samples', () => {
         ? { body: gzipSync(fixture('xetra/posttrade.ndjson')), headers: { 'content-type': 'application/octet-stream' } }
         : undefined;
     const adapter = new XetraAdapter({ baseUrl: server.url });
-    const { trades, envelopes } = await adapter.fetchFile({ name: 'DETR-posttrade-2025-10-31T13_54.json.gz', market: 'DETR', date: '2025-10-31' });
+    const { trades, envelopes, bytes } = await adapter.fetchFile({ name: 'DETR-posttrade-2025-10-31T13_54.json.gz', market: 'DETR', date: '2025-10-31' });
+    // The download's size as it came (gzip), for a long unit's progress.
+    expect(bytes).toBe(gzipSync(fixture('xetra/posttrade.ndjson')).length);
     expect(trades).toEqual([
       {
         venue: 'xetra',

@@ -159,7 +159,7 @@ export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implemen
   }
 
   /** Downloads one file, gunzips it off the event loop (zlib thread pool) and parses it in chunks. */
-  async fetchFile(ref: FileRef, options: FetchOptions = {}): Promise<{ trades: Trade[]; envelopes: Envelope[] }> {
+  async fetchFile(ref: FileRef, options: FetchOptions = {}): Promise<{ trades: Trade[]; envelopes: Envelope[]; bytes: number }> {
     const res = await this.get('download', this.url(`/download/${encodeURIComponent(ref.name)}`), { signal: options.signal, scope: ref.market });
     let text: string;
     try {
@@ -182,7 +182,7 @@ export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implemen
         add(records[i]!);
         if ((i + 1) % this.parseChunkLines === 0) await yieldToLoop();
       }
-      return { trades, envelopes };
+      return { trades, envelopes, bytes: res.body.length };
     }
     // NDJSON, one record per line. Parsing, validation and envelope building run in chunks: big days
     // hold hundreds of thousands of records, and other units' I/O must keep flowing meanwhile.
@@ -197,7 +197,7 @@ export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implemen
       if (line) add(parsePayload(this.venue, `download ${ref.name} line ${lineNo}`, line, XetraTradeRecord));
       if (lineNo % this.parseChunkLines === 0) await yieldToLoop();
     }
-    return { trades, envelopes };
+    return { trades, envelopes, bytes: res.body.length };
   }
 
   /**
