@@ -1,7 +1,33 @@
-import { jobId } from '@tickfleet/core';
+import type { Env } from '@tickfleet/config';
+import { jobId, type StreamInput } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 
 const DAY = 86_400_000;
+/** How far back the demo's Polygon day-bar job starts (see seedDemo). */
+const POLYGON_DEMO_DAYS = 5;
+
+/**
+ * The demo's streams. Kraken has no connector in the demo: its sessions make no REST calls (a
+ * Kraken trade gap is not healed but goes on the gap ledger), so no budget or base URL is needed.
+ */
+const DEMO_STREAMS: readonly StreamInput[] = [
+  { name: 'demo-binance', venue: 'binance', symbols: ['BTC/USDT', 'ETH/USDT', 'SOL/USDT'], channels: ['trades', 'book'], bookDepth: 100 },
+  { name: 'demo-kraken', venue: 'kraken', symbols: ['BTC/USD', 'ETH/USD'], channels: ['trades', 'book'], bookDepth: 10 },
+];
+
+/**
+ * The demo emulation drops a stream message now and then (every Nth data message of a
+ * connection), so a new user sees within a minute what the streams do about it: Binance trade
+ * gaps healed from REST and books resynchronised, Kraken trade gaps recorded on the gap ledger.
+ * A mock-venue Scenario, type-checked where up.ts passes it (the emulation is loaded only for --demo).
+ */
+export const DEMO_SCENARIO = { streams: { binance: { gapEvery: 400 }, kraken: { gapEvery: 400 } } };
+
+/** The workers' WebSocket roots: the emulation's stream endpoints beside its REST ones. */
+export function demoStreamEnv(mockUrl: string): Env {
+  const ws = mockUrl.replace(/^http/, 'ws');
+  return { TICKFLEET_BINANCE_WS_URL: `${ws}/binance`, TICKFLEET_KRAKEN_WS_URL: `${ws}/kraken/v2` };
+}
 
 /** Keys the demo's emulations accept (FRED's must be 32 lower-case alphanumerics, Alpaca's id upper-case). */
 export const DEMO_KEYS = {
@@ -16,7 +42,9 @@ export const DEMO_KEYS = {
  * The demo fleet: each venue emulation with its real published limits, candle jobs that start a
  * few hours back (so history arrives at once, then live candles every minute), Polymarket and
  * Limitless discovery feeding order-book polling, Xetra's post-trade files, Alpaca day bars (per-day
- * units), Finnhub option chains over a small universe and FRED's Treasury curve.
+ * units), Finnhub option chains over a small universe and FRED's Treasury curve; and the WebSocket
+ * half: a Binance and a Kraken stream (trades and books) against the emulations' stream endpoints.
+ * What the user changed in an earlier run in the same directory (a job, a stream) is kept.
  */
 export async function seedDemo(
   store: StateStore,
@@ -40,7 +68,9 @@ export async function seedDemo(
     { venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1h', since: now - 30 * DAY },
     // Day bars: US-equity minutes exist only in sessions, day bars of past sessions whenever the demo starts.
-    { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d', since: now - 30 * DAY },
+    // Five days hold two to four past sessions: at Polygon's 5 requests a minute (one a session day)
+    // the job is caught up within a minute or two instead of starting weeks behind.
+    { venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d', since: now - POLYGON_DEMO_DAYS * DAY },
     { venue: 'polymarket', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'limitless', type: 'discovery', symbol: 'markets', timeframe: null, since: null },
     { venue: 'xetra', type: 'files', symbol: 'DETR', timeframe: null, since: null },
@@ -53,4 +83,5 @@ export async function seedDemo(
     if (existing) continue;
     await store.jobs.upsert({ ...j, nextRunAt: now });
   }
+  for (const s of DEMO_STREAMS) if (!(await store.streams.get(s.name))) await store.streams.upsert(s);
 }

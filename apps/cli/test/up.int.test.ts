@@ -4,6 +4,20 @@ import { createConnection } from 'node:net';
 import { DEFAULT_LIMITLESS_MARKETS, DEFAULT_SEED, limitlessBookSlugs, limitlessMarkets } from '@tickfleet/mock-venue';
 import { runCli, spawnCli, tempDir, waitFor, type TempDir } from '@tickfleet/testkit';
 
+const DAY = 86_400_000;
+
+/** The parts of `tickfleet status --json` this test reads. */
+interface DemoStatus {
+  venues: Array<{ venue: string; cursorLag: { maxMs: number | null } }>;
+  streams: Array<{
+    name: string;
+    venue: string;
+    holder: { worker: string } | null;
+    live: { messages: number; gapsHealed: number } | null;
+    unhealedGaps: number;
+  }>;
+}
+
 /** The README's first quick-start command: the whole fleet from nothing, data within seconds, Ctrl-C stops all. */
 describe('tickfleet up --demo', () => {
   let dir: TempDir;
@@ -24,7 +38,18 @@ describe('tickfleet up --demo', () => {
     try {
       await waitFor(() => out.includes('tickfleet is up') || up.exitCode !== null, 'tickfleet is up', { timeoutMs: 60_000 });
       expect(out).toContain('tickfleet is up');
-      const fleet = JSON.parse(readFileSync(join(dir.path, '.tickfleet/fleet.json'), 'utf8')) as { redisUrl: string; dashboardUrl: string };
+      // The banner says the demo's data is made up.
+      expect(out).toMatch(/emulations: \S+ +\(synthetic data, not real prices/);
+      const fleet = JSON.parse(readFileSync(join(dir.path, '.tickfleet/fleet.json'), 'utf8')) as {
+        redisUrl: string;
+        dashboardUrl: string;
+        mockVenueUrl: string;
+      };
+      const fleetStatus = async (): Promise<DemoStatus> => {
+        const r = await runCli(['status', '--json'], { cwd: dir.path, env: { REDIS_URL: undefined, TICKFLEET_STORE_URL: undefined } });
+        expect(r.code).toBe(0);
+        return JSON.parse(r.stdout) as DemoStatus;
+      };
 
       const count = async (): Promise<number> => {
         const r = await runCli(['data', 'count', 'binance', 'BTC/USDT', '--timeframe', '1m', '--json'], {
@@ -56,6 +81,16 @@ describe('tickfleet up --demo', () => {
       };
       const days = await waitFor(polygonDays, 'demo Polygon day bars in the sink', { timeoutMs: 60_000, intervalMs: 1000 });
       expect(days.count).toBe(days.expected);
+      // At 5 requests a minute (one a session day) the demo's Polygon job starts a few days back, not
+      // weeks: its cursor is days behind the clock, and it is caught up (lag under a day) soon after.
+      const jobs = await runCli(['jobs', 'list', '--json'], { cwd: dir.path, env: { TICKFLEET_STORE_URL: undefined } });
+      const polygonJob = (JSON.parse(jobs.stdout) as Array<{ id: string; cursor: number | null }>).find((j) => j.id === 'polygon:AAPL:1d:ohlcv')!;
+      expect(Date.now() - polygonJob.cursor!).toBeLessThan(7 * DAY);
+      await waitFor(
+        async () => (await fleetStatus()).venues.find((v) => v.venue === 'polygon')!.cursorLag.maxMs! < DAY,
+        'the demo Polygon job caught up (cursor lag under a day)',
+        { timeoutMs: 120_000, intervalMs: 2000 },
+      );
 
       // Alpaca day bars (per-day units), Finnhub option chains over a universe, FRED's Treasury curve.
       const records = async (args: string[]): Promise<number> => {
@@ -71,6 +106,48 @@ describe('tickfleet up --demo', () => {
       ] as const) {
         await waitFor(async () => (await records([...args])) > 0, `demo ${what} in the sink`, { timeoutMs: 60_000, intervalMs: 1000 });
       }
+
+      // The WebSocket half: a Binance and a Kraken stream, each held by a worker and counting
+      // messages; the emulation drops messages (ground truth: its stats), Binance's trade gaps are
+      // healed (stored `healed` stream events), Kraken's go on the gap ledger (trade-ids entries).
+      const mockStats = async (): Promise<{ streams: Record<'binance' | 'kraken', { gapsInjected: number }> }> =>
+        (await (await fetch(`${fleet.mockVenueUrl}/_mock/stats`)).json()) as { streams: Record<'binance' | 'kraken', { gapsInjected: number }> };
+      const streams = await waitFor(
+        async () => {
+          const list = (await fleetStatus()).streams;
+          const live = (name: string) => list.find((s) => s.name === name)?.live;
+          const binance = live('demo-binance');
+          const kraken = list.find((s) => s.name === 'demo-kraken');
+          return binance && binance.messages > 0 && binance.gapsHealed > 0 && kraken?.live && kraken.live.messages > 0 && kraken.unhealedGaps > 0
+            ? list
+            : undefined;
+        },
+        'demo streams with messages, healed gaps and ledger entries',
+        { timeoutMs: 90_000, intervalMs: 2000 },
+      );
+      expect(streams.map((s) => [s.name, s.venue, s.holder !== null])).toEqual([
+        ['demo-binance', 'binance', true],
+        ['demo-kraken', 'kraken', true],
+      ]);
+      const injected = (await mockStats()).streams;
+      expect(injected.binance.gapsInjected).toBeGreaterThan(0);
+      expect(injected.kraken.gapsInjected).toBeGreaterThan(0);
+      const cliData = async (args: string[]): Promise<string> => {
+        const r = await runCli(['data', ...args], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
+        expect(r.stderr).toBe('');
+        return r.stdout;
+      };
+      for (const venue of ['binance', 'kraken']) {
+        for (const channel of ['trades', 'book']) {
+          expect((JSON.parse(await cliData(['count', venue, '--channel', channel, '--json'])) as { count: number }).count).toBeGreaterThan(0);
+        }
+      }
+      const events = (await cliData(['export', 'binance', '--channel', 'stream_events', '--format', 'jsonl'])).split('\n').filter((l) => l !== '');
+      expect(events.map((l) => (JSON.parse(l) as { payload: { event: string } }).payload.event)).toContain('healed');
+      const ledger = await runCli(['gaps', '--json'], { cwd: dir.path, env: { TICKFLEET_STORE_URL: undefined } });
+      const tradeGaps = (JSON.parse(ledger.stdout) as Array<{ jobId: string; kind: string }>).filter((g) => g.kind === 'trade-ids');
+      expect(tradeGaps.length).toBeGreaterThan(0);
+      expect(tradeGaps.every((g) => /^kraken:(BTC|ETH)\/USD:-:trades$/.test(g.jobId))).toBe(true);
 
       const status = (await (await fetch(`${fleet.dashboardUrl}/api/status`)).json()) as { venues: Array<{ venue: string }> };
       expect(status.venues.map((v) => v.venue).sort()).toEqual(['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra']);

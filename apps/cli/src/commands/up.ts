@@ -8,7 +8,7 @@ import { ValidationError } from '@tickfleet/core';
 import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
 import { cliEnv } from '../cli-env.js';
-import { DEMO_KEYS, seedDemo } from '../demo-seed.js';
+import { DEMO_KEYS, DEMO_SCENARIO, demoStreamEnv, seedDemo } from '../demo-seed.js';
 import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
 import { freePort } from '@tickfleet/queues';
@@ -31,7 +31,7 @@ export function registerUp(program: Command): void {
   program
     .command('up')
     .description('run the whole fleet on this machine: Redis (private unless REDIS_URL), scheduler, workers, dashboard')
-    .option('--demo', 'also start the venue emulations and seed connectors and jobs, so data flows within seconds')
+    .option('--demo', 'also start the venue emulations (synthetic data) and seed connectors, jobs and streams, so data flows within seconds')
     .option('--workers <n>', 'worker processes', positiveInt('--workers'), 2)
     .option('--dashboard-port <n>', 'dashboard port (0: a free one)', integer('--dashboard-port'), DEFAULTS.dashboardPort)
     .option('--sink <url>', `sink URL (env TICKFLEET_SINK_URL, default ${DEFAULTS.sinkUrl})`)
@@ -103,7 +103,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     }
 
     info.redisUrl = redisUrl;
-    const env = envWith({
+    let env = envWith({
       REDIS_URL: redisUrl,
       TICKFLEET_PREFIX: prefix,
       TICKFLEET_STORE_URL: store,
@@ -120,9 +120,10 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
 
     if (opts.demo) {
       const { startMockVenue } = await import('@tickfleet/mock-venue');
-      const mock = await startMockVenue({});
+      const mock = await startMockVenue({ scenario: DEMO_SCENARIO });
       cleanups.push(() => mock.stop());
       info.mockVenueUrl = mock.url;
+      env = envWith(demoStreamEnv(mock.url), env);
       await withStore(cmd, (s) => seedDemo(s, (v) => mock.baseUrl(v)));
     }
 
@@ -181,7 +182,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  store:      ${store}`,
         `  sink:       ${sink}`,
         ...(prometheus ? [`  prometheus: ${prometheus.url}  (alerts: ${prometheus.alertsUrl}, targets: ${prometheus.targetsUrl})`] : []),
-        ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
+        ...(info.mockVenueUrl ? [`  emulations: ${info.mockVenueUrl}  (synthetic data, not real prices; stats: ${info.mockVenueUrl}/_mock/stats)`] : []),
         `  metrics:    ${Object.entries(info.metrics)
           .map(([name, url]) => `${name} ${url}`)
           .join(', ')}`,
