@@ -121,6 +121,17 @@ describe('tickfleet status / queues / units', () => {
     expect(table.stdout).toMatch(/polygon\s+active\s+0\/100\s+429 (9m\d+s|10m)\s+2\/2\s+2/);
   });
 
+  it('status prints a cursor lag of days with days, as the dashboard does', async () => {
+    const minute = 60_000;
+    const cursor = Math.floor((Date.now() - 12 * 86_400_000) / minute) * minute;
+    await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: cursor });
+    await store.jobs.advanceCursor('binance:BTC/USDT:1m:ohlcv', cursor);
+    const table = await cli('status');
+    expect(table.code).toBe(0);
+    // Lag = now - (cursor + 1m): just under 12 days, never 287h… as before.
+    expect(table.stdout).toMatch(/\nbinance .*\s11d23h5\dm(\d+s)?\s/);
+  });
+
   it('queues lists units by state, the rate-limit TTL and global concurrency per venue', async () => {
     await new FleetVenueControl(conn, { prefix }).freeze('polygon', Date.now() + 60_000, 'manual');
     const res = await cli('queues', '--json');

@@ -11,13 +11,18 @@ export function parseDurationMs(text: string): number | undefined {
   return Number.isFinite(value) ? Math.round(value) : undefined;
 }
 
-/** Formats milliseconds compactly: 1500 -> "1.5s", 90000 -> "1m30s". */
+/**
+ * Formats milliseconds compactly: 1500 -> "1.5s", 90000 -> "1m30s", and from a day on with days,
+ * 1_030_000_000 -> "11d22h6m40s" (the CLI and the dashboard print durations alike; the dashboard's
+ * page has its own copy, apps/dashboard/src/client/duration.ts, checked against this one).
+ */
 export function formatDurationMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)}s`;
   const totalS = Math.round(ms / 1000);
-  const h = Math.floor(totalS / 3600);
+  const d = Math.floor(totalS / 86_400);
+  const h = Math.floor((totalS % 86_400) / 3600);
   const m = Math.floor((totalS % 3600) / 60);
   const s = totalS % 60;
-  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s ? `${s}s` : ''}` || '0s';
+  return `${d ? `${d}d` : ''}${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s ? `${s}s` : ''}` || '0s';
 }

@@ -19,19 +19,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
-/** A duration as `1d2h3m4s` (zero parts left out), `250ms` under a second, `-` when unknown. */
-export function dur(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '-';
-  if (ms < 1000) return Math.round(ms) + 'ms';
-  let s = Math.round(ms / 1000);
-  const d = Math.floor(s / 86400);
-  s -= d * 86400;
-  const h = Math.floor(s / 3600);
-  s -= h * 3600;
-  const m = Math.floor(s / 60);
-  s -= m * 60;
-  return (d ? d + 'd' : '') + (h ? h + 'h' : '') + (m ? m + 'm' : '') + (s || !(d || h || m) ? s + 's' : '');
-}
+// The page's one duration format, the CLI's.
+export { dur } from './duration.js';
 
 export function bytes(n: number): string {
   if (n < 1024) return n + ' B';
