@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { type Command, Option } from 'commander';
 
 /**
  * `--json`, declared the same way by every command that prints a result (`.addOption(jsonOption())`):
@@ -28,4 +28,23 @@ export function printTable(columns: string[], rows: Array<Array<string | number 
 
 export function isoOrDash(ms: number | null | undefined): string {
   return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}
+
+/**
+ * A command group's help ends with examples and the whole help of its default subcommand, whose
+ * options the group's own help would not show (`tickfleet backfill --help` shows how to start one).
+ */
+export function withDefaultCommandHelp(group: Command, defaultCommand: Command, examples: readonly string[]): void {
+  const name = `${group.name()} ${defaultCommand.name()}`;
+  group.addHelpText('after', () =>
+    [
+      '',
+      'Examples:',
+      ...examples.map((e) => `  ${e}`),
+      '',
+      `The default command, ${defaultCommand.name()} (tickfleet ${group.name()} <args> is tickfleet ${name} <args>):`,
+      '',
+      defaultCommand.helpInformation(),
+    ].join('\n'),
+  );
 }

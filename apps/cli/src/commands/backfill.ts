@@ -26,7 +26,7 @@ import { preflightRedis } from '../role-guard.js';
 import { assertVenueSymbol } from '../venue-symbols.js';
 import { sinkOption, withSink } from './data.js';
 import { fleetRedis } from '../fleet-context.js';
-import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable, withDefaultCommandHelp } from '../output.js';
 import { ProgressBar } from '../progress-bar.js';
 import { withStore } from '../store-context.js';
 
@@ -49,7 +49,7 @@ export function registerBackfill(program: Command): void {
     .command('backfill')
     .description("collect a past range of candles or economic-series days (or a job's open gaps) as page-sized units below live work; status, list, cancel");
 
-  sinkOption(
+  const start = sinkOption(
     backfill
       // The default subcommand, so `tickfleet backfill <venue> <symbol> …` runs it: were it the
       // group's own action, its options would be the group's, and commander lets a group claim
@@ -105,6 +105,11 @@ export function registerBackfill(program: Command): void {
     // A script waiting on the backfill must see that it did not complete.
     if (final.status !== 'done') process.exitCode = 1;
   });
+  withDefaultCommandHelp(backfill, start, [
+    'tickfleet backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow',
+    'tickfleet backfill fred DGS10 --from 2024-01-01 --to 2024-02-01',
+    'tickfleet backfill --gaps binance:BTC/USDT:1m:ohlcv',
+  ]);
 
   backfill
     .command('status <id>')

@@ -26,6 +26,7 @@ import {
 } from '@tickfleet/sinks';
 import { isoDate, oneOf } from '../args.js';
 import { cliEnv } from '../cli-env.js';
+import { noMatchHint } from '../no-match-hint.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
@@ -134,6 +135,11 @@ export function registerData(program: Command): void {
         neverRequested,
       };
     });
+    // No-match hint: nothing stored and no job of the venue for the symbol as typed (BTCUSDT for BTC/USDT).
+    if (result.count === 0) {
+      const hint = await withStore(cmd, (store) => noMatchHint(store, q.venue, q.symbol));
+      if (hint !== undefined) process.stderr.write(`${hint}\n`);
+    }
     if (opts.json) return printJson(result);
     printTable(
       ['venue', 'symbol', 'timeframe', 'count', 'expected', 'first', 'last', 'open gaps', 'missing candles'],

@@ -45,6 +45,8 @@ export function registerGaps(program: Command): void {
       if (opts.neverRequested) return listNeverRequested(id, opts, cmd);
       const list = await withStore(cmd, (store) => store.gaps.list({ ...(id ? { jobId: id } : {}), ...(opts.all ? {} : { open: true }) }));
       if (opts.json) return printJson(list);
+      // Nothing to list: one line saying so, not a bare header.
+      if (list.length === 0) return void process.stdout.write(`no ${opts.all ? '' : 'open '}gaps on the ledger${id ? ` for ${id}` : ''}\n`);
       printGaps(list);
     });
   // --sink: read only with --never-requested.

@@ -82,6 +82,10 @@ export function registerStreams(program: Command): void {
       const venue = opts.venue === undefined ? undefined : parseOrThrow(VenueName, opts.venue, '--venue');
       const list = await withStore(cmd, (store) => store.streams.list(venue === undefined ? {} : { venue }));
       if (opts.json) printJson(list);
+      else if (list.length === 0)
+        process.stdout.write(
+          venue === undefined ? 'no streams defined (add one: tickfleet streams add <name> --venue binance --symbols BTC/USDT)\n' : `no streams of ${venue}\n`,
+        );
       else printStreams(list);
     });
 
