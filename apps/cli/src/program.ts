@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import type { Command } from 'commander';
 import { cliEnv } from './cli-env.js';
 import { registerCommands, type CommandGroup } from './commands/index.js';
+import { TickfleetCommand } from './tickfleet-command.js';
 
 /**
  * The `tickfleet` command tree, built without parsing anything: main.ts runs it, and
@@ -9,7 +10,7 @@ import { registerCommands, type CommandGroup } from './commands/index.js';
  * `only`, the tree holds that one command group (what main.ts needs to run one command).
  */
 export async function buildProgram(only?: CommandGroup): Promise<Command> {
-  const program = new Command('tickfleet')
+  const program = new TickfleetCommand('tickfleet')
     .description('tickfleet: a market-data collection fleet with fleet-wide rate budgets')
     .version(productVersion(), '-V, --version', 'print the tickfleet version')
     .option('--store <url>', 'state store URL (sqlite://path or mongodb://…)', cliEnv('TICKFLEET_STORE_URL').TICKFLEET_STORE_URL)

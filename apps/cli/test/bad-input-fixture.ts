@@ -67,6 +67,8 @@ export async function openBadInputFleet(): Promise<BadInputFleet> {
           jobs: await store.jobs.list(),
           backfills: await store.backfills.list(),
           gaps: await store.gaps.list(),
+          universes: await store.universes.list(),
+          streams: await store.streams.list(),
           redisKeys: keys,
         },
         null,

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { expectOneLine, inBatches, openBadInputFleet, type BadInputCase, type BadInputFleet } from './bad-input-fixture.js';
 
 /**
@@ -196,6 +197,75 @@ function cases(f: BadInputFleet): BadInputCase[] {
     { name: 'worker venues', args: ['worker', '--venues', 'A,b'], code: 2, message: /invalid --venues/ },
     { name: 'dashboard port', args: ['dashboard', '--port', '70000'], code: 2, message: /invalid --port/ },
     { name: 'mock-venue port', args: ['mock-venue', '--port', '99999'], code: 2, message: /invalid --port/ },
+    // A value left out is refused in the one-line style of every other bad value, not commander's `error: required option`.
+    {
+      name: 'streams add without --venue',
+      args: ['streams', 'add', 'majors', '--symbols', 'BTC/USDT'],
+      code: 2,
+      message: /^tickfleet: invalid --venue: expected a value; this command requires it: venue with streams \(binance, kraken\)/,
+    },
+    {
+      name: 'streams add without --symbols',
+      args: ['streams', 'add', 'majors', '--venue', 'binance'],
+      code: 2,
+      message: /^tickfleet: invalid --symbols: expected a value; this command requires it: comma-separated pairs/,
+    },
+    {
+      name: 'streams add with --venue and no value',
+      args: ['streams', 'add', 'majors', '--symbols', 'BTC/USDT', '--venue'],
+      code: 2,
+      message: /^tickfleet: invalid --venue: expected a value after it/,
+    },
+    {
+      name: 'streams add without a name',
+      args: ['streams', 'add', '--venue', 'binance', '--symbols', 'BTC/USDT'],
+      code: 2,
+      message: /^tickfleet: invalid name: expected a value \(usage: tickfleet streams add \[options\] <name>\)/,
+    },
+    {
+      name: 'data export without --format',
+      args: ['data', 'export', 'binance', 'BTC/USDT', '--timeframe', '1m'],
+      code: 2,
+      message: /^tickfleet: invalid --format: expected a value; this command requires it: csv \| jsonl/,
+    },
+    { name: 'mock-venue without --port', args: ['mock-venue'], code: 2, message: /^tickfleet: invalid --port: expected a value; this command requires it/ },
+    {
+      name: 'universes set without a name',
+      args: ['universes', 'set', 'binance'],
+      code: 2,
+      message: /^tickfleet: invalid name: expected a value \(usage: tickfleet universes set \[options\] <venue> <name> \[symbols\.\.\.\]\)/,
+    },
+    // Universes: only venues tickfleet collects from, and a symbol file read with a bound.
+    {
+      name: 'universes set of an unknown venue',
+      args: ['universes', 'set', 'nosuch', 'majors', 'BTC/USDT'],
+      code: 2,
+      message: /^tickfleet: invalid venue: expected a venue with an adapter or a connector \(alpaca, binance, .*xetra\), got "nosuch"/,
+    },
+    {
+      name: 'universes set of a stream venue without a connector',
+      args: ['universes', 'set', 'kraken', 'majors', 'BTC/USD'],
+      code: 2,
+      message: /invalid venue: expected a venue with an adapter or a connector/,
+    },
+    {
+      name: 'universes set --file /dev/zero',
+      args: ['universes', 'set', 'binance', 'majors', '--file', '/dev/zero'],
+      code: 2,
+      message: /^tickfleet: invalid --file: expected a symbol file of at most 1048576 bytes, got "\/dev\/zero"/,
+    },
+    {
+      name: 'universes set --file of a directory',
+      args: ['universes', 'set', 'binance', 'majors', '--file', f.dir.path],
+      code: 2,
+      message: /invalid --file: expected a symbol file this process can read \(EISDIR\)/,
+    },
+    {
+      name: 'mock-venue --scenario /dev/zero',
+      args: ['mock-venue', '--port', '0', '--scenario', '/dev/zero'],
+      code: 2,
+      message: /^tickfleet: invalid --scenario: expected a scenario JSON file of at most 1048576 bytes/,
+    },
   ];
 }
 
@@ -228,6 +298,41 @@ describe('bad command-line input', () => {
     expect(await fleet.dump()).toBe(baseline);
     expect(readFileSync(fleet.notADatabase).equals(notADatabase)).toBe(true);
   }, 600_000);
+
+  it('universes set --file stops reading at its bounds: 2 MB from a FIFO, the 5,001st distinct symbol', async () => {
+    // A FIFO has no size to check first: its writer offers 2 MB (repeated lines, so only the byte bound applies).
+    const fifo = fleet.dir.file('symbols.fifo');
+    execFileSync('mkfifo', [fifo]);
+    // The FIFO opened read-write does not block; the writer holds the only write end once it is closed here.
+    const fd = openSync(fifo, 'w+');
+    const writer = spawn(
+      process.execPath,
+      ['-e', `process.stdout.on('error', () => process.exit(0)); process.stdout.write('AAPL\\n'.repeat(${Math.ceil((2 << 20) / 5)}))`],
+      { stdio: ['ignore', fd, 'ignore'] },
+    );
+    closeSync(fd);
+    const writerDone = new Promise((r) => writer.once('exit', r));
+    const piped = await fleet.run(['universes', 'set', 'binance', 'majors', '--file', fifo]);
+    writer.kill();
+    await writerDone;
+    expect(piped.code).toBe(2);
+    expect(piped.stderr).toBe(`tickfleet: invalid --file: expected a symbol file of at most 1048576 bytes, got ${JSON.stringify(fifo)}\n`);
+
+    // 5,001 distinct symbols: refused at the cap (arguments count), 5,000 accepted.
+    const many = fleet.dir.file('many.txt');
+    writeFileSync(many, Array.from({ length: 4999 }, (_, i) => `S${i}\n`).join(''));
+    const over = await fleet.run(['universes', 'set', 'binance', 'majors', 'X1', 'X2', '--file', many]);
+    expect(over.code).toBe(2);
+    expect(over.stderr).toBe(
+      `tickfleet: invalid --file: expected at most 5000 distinct symbols per universe, arguments included, got ${JSON.stringify(many)}\n`,
+    );
+    expect(await fleet.dump()).toBe(baseline);
+    const atCap = await fleet.run(['universes', 'set', 'binance', 'majors', 'X1', 'S0', '--file', many, '--json']);
+    expect(atCap.stderr).toBe('');
+    expect((JSON.parse(atCap.stdout) as { symbols: string[] }).symbols).toHaveLength(5000);
+    expect((await fleet.run(['universes', 'remove', 'binance', 'majors'])).code).toBe(0);
+    expect(await fleet.dump()).toBe(baseline);
+  });
 
   it('an unknown command prints one line and a hint, not the help', async () => {
     const r = await fleet.run(['frobnicate']);

@@ -5,7 +5,6 @@ export {
   emulatedLimit,
   Holes,
   Latency,
-  loadScenarioFile,
   mergeScenario,
   MOCK_VENUES,
   MockVenueName,

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
@@ -190,23 +189,6 @@ export function parseScenario(value: unknown, what = 'scenario'): Scenario {
     expected = 'a known scenario field (see docs/mock-venue.md)';
   }
   throw new ValidationError(path.length > 0 ? `${what}.${path.join('.')}` : what, expected);
-}
-
-/** Reads and validates a scenario JSON file; errors name `argName` (the CLI's `--scenario`). */
-export function loadScenarioFile(path: string, argName = '--scenario'): Scenario {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ValidationError(argName, 'a readable scenario JSON file', `${path} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new ValidationError(argName, 'a file holding valid JSON', path);
-  }
-  return parseScenario(json, `${argName} ${path}: scenario`);
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { LISTEN_DEFAULTS, ValidationError } from '@tickfleet/core';
-import { DEFAULT_SEED, loadScenarioFile, MOCK_VENUES, startMockVenue, type MockVenueName, type Scenario } from '@tickfleet/mock-venue';
+import { DEFAULT_SEED, MOCK_VENUES, parseScenario, startMockVenue, type MockVenueName, type Scenario } from '@tickfleet/mock-venue';
 import { createLogger, onShutdown } from '@tickfleet/telemetry';
 import { cliEnv } from '../cli-env.js';
+import { readLinesBounded } from '../internal/read-lines-bounded.js';
 
 interface MockVenueCliOptions {
   port: string;
@@ -24,7 +25,7 @@ export function registerMockVenue(program: Command): void {
     .option('--scenario <file>', 'scenario JSON file (limits, latency, faults; see docs/mock-venue.md)')
     .action(async (opts: MockVenueCliOptions) => {
       const port = parsePort(opts.port);
-      const scenario: Scenario = opts.scenario ? loadScenarioFile(opts.scenario, '--scenario') : {};
+      const scenario: Scenario = opts.scenario ? loadScenarioFile(opts.scenario) : {};
       const logger = createLogger({ role: 'mock-venue', level: cliEnv('LOG_LEVEL').LOG_LEVEL, destination: process.stderr });
       const mv = await startMockVenue({ port, host: opts.host, scenario }).catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE' || err.code === 'EACCES') throw new ValidationError('--port', `a port free to bind on ${opts.host} (${err.code})`, port);
@@ -47,4 +48,20 @@ export function registerMockVenue(program: Command): void {
 function parsePort(text: string): number {
   if (!/^\d{1,5}$/.test(text) || Number(text) > 65_535) throw new ValidationError('--port', 'a TCP port number 0..65535', text);
   return Number(text);
+}
+
+/** A scenario is a small JSON object (the admin API takes at most 1 MiB a PATCH): a larger file, or a device, is refused. */
+const MAX_SCENARIO_FILE_BYTES = 1 << 20;
+
+/** Reads and validates `--scenario`, read with a bound; errors name `--scenario` and the bad field. */
+function loadScenarioFile(path: string): Scenario {
+  const lines: string[] = [];
+  readLinesBounded(path, { argName: '--scenario', what: 'a scenario JSON file', maxBytes: MAX_SCENARIO_FILE_BYTES }, (line) => lines.push(line));
+  let json: unknown;
+  try {
+    json = JSON.parse(lines.join('\n'));
+  } catch {
+    throw new ValidationError('--scenario', 'a file holding valid JSON', path);
+  }
+  return parseScenario(json, `--scenario ${path}: scenario`);
 }

@@ -1,6 +1,7 @@
-import { readFileSync, statSync } from 'node:fs';
 import { type Command } from 'commander';
 import { MAX_UNIVERSE_SYMBOLS, parseOrThrow, type Universe, universeKey, UniverseName, ValidationError, VenueName } from '@tickfleet/core';
+import type { StateStore } from '@tickfleet/store';
+import { readLinesBounded } from '../internal/read-lines-bounded.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
@@ -19,9 +20,12 @@ export function registerUniverses(program: Command): void {
     .addOption(jsonOption('print the universe as JSON'))
     .action(async (venue: string, name: string, symbols: string[], opts: { file?: string; json?: boolean }, cmd: Command) => {
       const key = parseKey(venue, name);
-      const all = [...symbols, ...(opts.file === undefined ? [] : readSymbolFile(opts.file))];
+      const all = opts.file === undefined ? symbols : withFileSymbols(symbols, opts.file);
       if (all.length === 0) throw new ValidationError('symbols', 'at least one symbol, as arguments or with --file <path>');
-      const universe = await withStore(cmd, (store) => store.universes.set(key.venue, key.name, all));
+      const universe = await withStore(cmd, async (store) => {
+        await assertKnownVenue(store, key.venue);
+        return store.universes.set(key.venue, key.name, all);
+      });
       if (opts.json) printJson(universe);
       else process.stdout.write(`${universeKey(universe.venue, universe.name)}: ${universe.symbols.length} symbols\n`);
     });
@@ -82,20 +86,33 @@ function parseKey(venue: string, name: string): { venue: string; name: string } 
   return { venue: parseOrThrow(VenueName, venue, 'venue'), name: parseOrThrow(UniverseName, name, 'universe name') };
 }
 
-/** The file's symbols, one per line; blank lines and `#` comments are skipped. */
-function readSymbolFile(path: string): string[] {
-  let text: string;
-  try {
-    if (statSync(path).size > MAX_SYMBOL_FILE_BYTES) throw new ValidationError('--file', `a symbol file of at most ${MAX_SYMBOL_FILE_BYTES} bytes`, path);
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if (err instanceof ValidationError) throw err;
-    throw new ValidationError('--file', `a readable file of symbols, one per line (${(err as Error).message})`, path);
-  }
-  return text
-    .split(/\r?\n/)
-    .map((line) => line.replace(/#.*/, '').trim())
-    .filter((line) => line !== '');
+/**
+ * The arguments' symbols, then the file's, one per line (blank lines and `#` comments skipped).
+ * Both bounds hold while reading: at most MAX_SYMBOL_FILE_BYTES read, and the read stops at the
+ * first distinct symbol past MAX_UNIVERSE_SYMBOLS (arguments included).
+ */
+function withFileSymbols(args: readonly string[], path: string): string[] {
+  const all = [...args];
+  const distinct = new Set(args.map((a) => a.trim()));
+  readLinesBounded(path, { argName: '--file', what: 'a symbol file', maxBytes: MAX_SYMBOL_FILE_BYTES }, (line) => {
+    const symbol = line.replace(/#.*/, '').trim();
+    if (symbol === '') return;
+    all.push(symbol);
+    distinct.add(symbol);
+    if (distinct.size > MAX_UNIVERSE_SYMBOLS)
+      throw new ValidationError('--file', `at most ${MAX_UNIVERSE_SYMBOLS} distinct symbols per universe, arguments included`, path);
+  });
+  return all;
+}
+
+/**
+ * A universe serves jobs of a venue tickfleet collects from: one with an adapter, or one an
+ * operator gave a connector. Any other name (a typo, a venue with no adapter) is refused naming them.
+ */
+async function assertKnownVenue(store: StateStore, venue: string): Promise<void> {
+  const { ADAPTER_VENUES } = await import('@tickfleet/venues');
+  const known = new Set<string>([...ADAPTER_VENUES, ...(await store.connectors.list()).map((c) => c.venue)]);
+  if (!known.has(venue)) throw new ValidationError('venue', `a venue with an adapter or a connector (${[...known].sort().join(', ')})`, venue);
 }
 
 function printUniverses(list: Universe[]): void {
