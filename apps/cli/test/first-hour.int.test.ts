@@ -48,6 +48,14 @@ describe('tickfleet, small things a user expects', () => {
     }
   });
 
+  it('gaps --help shows the examples and the options of its default command, gaps list', async () => {
+    const r = await runCli(['gaps', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('tickfleet gaps scan binance:BTC/USDT:1m:ohlcv');
+    expect(r.stdout).toContain('Usage: tickfleet gaps list [options] [jobId]');
+    for (const option of ['--all', '--never-requested', '--sink <url>', '--json']) expect(r.stdout).toContain(option);
+  });
+
   it('streams list and gaps with nothing to show say so in one line', async () => {
     expect(await cli('streams', 'list')).toMatchObject({
       code: 0,

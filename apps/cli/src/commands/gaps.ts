@@ -2,7 +2,7 @@ import { type Command } from 'commander';
 import { parseJobId, ValidationError, type Gap } from '@tickfleet/core';
 import { expectedCandleCount, findGaps, GapLedger, splitByRequest } from '@tickfleet/sinks';
 import { isoDate } from '../args.js';
-import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable, withDefaultCommandHelp } from '../output.js';
 import { withStore } from '../store-context.js';
 import { neverRequestedLine, readerOf, sinkOption, withSink } from './data.js';
 
@@ -51,6 +51,11 @@ export function registerGaps(program: Command): void {
     });
   // --sink: read only with --never-requested.
   sinkOption(listCommand);
+  withDefaultCommandHelp(gaps, listCommand, [
+    'tickfleet gaps                                    # open holes of every job',
+    'tickfleet gaps scan binance:BTC/USDT:1m:ohlcv     # look for holes now',
+    'tickfleet backfill --gaps binance:BTC/USDT:1m:ohlcv',
+  ]);
 
   sinkOption(
     gaps
