@@ -261,6 +261,47 @@ describe('Scheduler', () => {
     expect((await unitsIn(s, 'binance')).map((u) => u.id)).toEqual(before);
   });
 
+  it('ends the leases it took when it stops: a restarted fleet with a fresh Redis queues every job at once', async () => {
+    const f = await fixture();
+    const first = f.scheduler({ id: 'first' });
+    expect((await first.tick()).added).toBe(3);
+    const before = [...(await unitsIn(first, 'binance')), ...(await unitsIn(first, 'kraken'))].map((u) => u.id);
+    await first.stop();
+    for (const job of await f.store.jobs.list()) expect(job.lockedUntil).toBeNull();
+    expect(await f.store.jobs.leases(f.clock.now())).toEqual([]);
+    // `tickfleet up` stopped: its private Redis is gone with the units. The next fleet, at the same
+    // instant, claims every job and queues its unit again (same due times, same ids).
+    await loseRedis(f.prefix);
+    const next = f.scheduler({ id: 'next' });
+    expect(await next.tick()).toEqual({ leader: true, claimed: 3, added: 3, duplicates: 0, requeued: 0 });
+    expect([...(await unitsIn(next, 'binance')), ...(await unitsIn(next, 'kraken'))].map((u) => u.id)).toEqual(before);
+  });
+
+  it('as a new leader, ends the leases of units a lost Redis held and keeps those of units still queued', async () => {
+    const f = await fixture();
+    const dead = f.scheduler({ id: 'dead' });
+    expect((await dead.tick()).added).toBe(3);
+    const [lease] = await f.store.jobs.leases(f.clock.now());
+    expect(lease?.holder).toMatch(/^[0-9a-f]{16}\/dead$/);
+    // The leader dies without stopping (SIGKILL): its lock lapses, its leases stay.
+    await dead.election.resign();
+    // Another replica of the same Redis leads: the units are still queued there, so their leases stay.
+    const next = f.scheduler({ id: 'next' });
+    expect(await next.tick()).toEqual({ leader: true, claimed: 0, added: 0, duplicates: 0, requeued: 0 });
+    expect((await unitsIn(next, 'binance')).length + (await unitsIn(next, 'kraken')).length).toBe(3);
+    expect((await f.store.jobs.leases(f.clock.now())).map((l) => l.holder)).toEqual([lease!.holder, lease!.holder]);
+    // Redis loses everything (a restart without persistence, or the fresh private Redis of the next
+    // `tickfleet up`): the lead is lost with its lock, and the replica that takes it again ends the
+    // dead leases at once and queues every job again, at the same instant.
+    await loseRedis(f.prefix);
+    await next.election.resign();
+    const after = await next.tick();
+    expect(after).toEqual({ leader: true, claimed: 3, added: 3, duplicates: 0, requeued: 0 });
+    const holders = new Set((await f.store.jobs.leases(f.clock.now())).map((l) => l.holder));
+    expect([...holders]).toEqual([expect.stringMatching(/\/next$/)]);
+    expect(holders.has(lease!.holder)).toBe(false);
+  });
+
   it('re-creates the units of owed backfill chunks from the store and the missing global concurrency, idempotently', async () => {
     const f = await fixture();
     const s = f.scheduler();

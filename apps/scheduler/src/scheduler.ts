@@ -20,6 +20,7 @@ import type { StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry, type Logger, type Registry } from '@tickfleet/telemetry';
 import { dailyFilesRange, CADENCE_DEFAULTS, nextRunAt, unitKindFor, type CadenceOptions } from './cadence.js';
 import { LeaderElection } from './leader-election.js';
+import { LeaseHolder } from './lease-holder.js';
 import { SchedulerMetrics } from './scheduler-metrics.js';
 import { SCHEDULER_DEFAULTS } from './scheduler-defaults.js';
 
@@ -46,7 +47,8 @@ export interface SchedulerOptions {
    * Lease set on claimed jobs. The worker releases it (`store.jobs.complete`/`fail`) when the unit
    * ends; if it never does (the unit waits in a frozen queue, or its worker died), the job is
    * claimed again after the lease and the deterministic unit id turns that into a no-op while the
-   * unit is still queued. @defaultValue {@link SCHEDULER_DEFAULTS.leaseMs}
+   * unit is still queued. A stopping scheduler ends the leases it took, and a new leader those taken
+   * for another Redis epoch ({@link LeaseHolder}), so neither waits for this. @defaultValue {@link SCHEDULER_DEFAULTS.leaseMs}
    */
   leaseMs?: number;
   /** Leader lock TTL. @defaultValue {@link SCHEDULER_DEFAULTS.leaderTtlMs} */
@@ -132,6 +134,11 @@ export class Scheduler {
   private lastRepairMs: number | undefined;
   private readonly sessionDayStarts: SessionDayStarts;
   private readonly symbolsPerUnit: Readonly<Record<string, number>>;
+  private readonly leaseHolder: LeaseHolder;
+  /** Every holder this scheduler's claims named (one per Redis epoch it saw): what its stop releases. */
+  private readonly holders = new Set<string>();
+  /** Set when this replica gains the lead: the next tick ends leases taken for another Redis epoch. */
+  private staleLeasesDue = false;
 
   constructor(options: SchedulerOptions) {
     this.store = options.store;
@@ -164,12 +171,17 @@ export class Scheduler {
     this.connection.on('ready', () => {
       this.lastRepairMs = undefined;
     });
+    const id = options.id ?? `${hostname()}-${process.pid}`;
+    this.leaseHolder = new LeaseHolder(this.connection, `${prefix}:scheduler:epoch`, id);
     this.election = new LeaderElection(this.connection, {
       key: `${prefix}:scheduler:leader`,
-      id: options.id ?? `${hostname()}-${process.pid}`,
+      id,
       ttlMs: options.leaderTtlMs ?? SCHEDULER_DEFAULTS.leaderTtlMs,
       logger: this.logger,
-      onChange: (leader) => this.metrics.isLeader.set(leader ? 1 : 0),
+      onChange: (leader) => {
+        this.metrics.isLeader.set(leader ? 1 : 0);
+        this.staleLeasesDue = leader;
+      },
     });
   }
 
@@ -184,11 +196,17 @@ export class Scheduler {
     this.loopDone = this.loop();
   }
 
-  /** Stops ticking, waits for a running tick, resigns the lead, and closes the queues. */
+  /**
+   * Stops ticking, waits for a running tick, ends the leases this scheduler took (the next leader,
+   * or the next `tickfleet up`, claims those jobs at once instead of after the lease; a unit still
+   * queued gets the same deterministic id again, so nothing runs twice), resigns the lead, and
+   * closes the queues.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
     await this.loopDone;
+    await this.releaseOwnLeases();
     await this.election.resign();
     await this.queues.close();
     await this.connection.quit().catch(() => undefined);
@@ -220,9 +238,17 @@ export class Scheduler {
     let failure: { err: unknown } | undefined;
     try {
       result.leader = await this.election.tryLead();
+      // Redis not answering: claims name no holder (their leases only expire), and the enqueue
+      // that follows fails and frees them anyway.
+      const current = result.leader ? await this.leaseHolder.current().catch(() => undefined) : undefined;
+      if (current && this.staleLeasesDue) {
+        await this.releaseStaleLeases(current.epoch);
+        this.staleLeasesDue = false;
+      }
+      if (current) this.holders.add(current.holder);
       for (let batch = 0; result.leader && batch < this.maxBatchesPerTick && !failure; batch++) {
         const now = this.clock.now();
-        const jobs = await this.store.jobs.claimDue(now, this.batchSize, this.leaseMs);
+        const jobs = await this.store.jobs.claimDue(now, this.batchSize, this.leaseMs, current?.holder);
         this.metrics.claimed.inc(jobs.length);
         result.claimed += jobs.length;
         const chunks = this.chunksOf(jobs);
@@ -531,6 +557,36 @@ export class Scheduler {
       for (let i = 0; i < list.length; i += this.enqueueChunk) chunks.push(list.slice(i, i + this.enqueueChunk));
     }
     return chunks;
+  }
+
+  /**
+   * A new leader ends the leases claimed for another Redis epoch: their units went to queues this
+   * Redis does not hold (a restarted `tickfleet up`, a Redis restarted without persistence), so
+   * nothing will end them before they expire. Leases of this epoch stay: their units may be queued
+   * or running here. Unit locks stay too, so a run still under way keeps its job.
+   */
+  private async releaseStaleLeases(epoch: string): Promise<void> {
+    const stale = new Set<string>();
+    for (const { holder } of await this.store.jobs.leases(this.clock.now())) {
+      if (holder !== null && LeaseHolder.epochOf(holder) !== epoch) stale.add(holder);
+    }
+    for (const holder of stale) {
+      const released = await this.store.jobs.releaseLeases(holder);
+      this.logger.info({ holder, released }, 'released the leases of claims whose units went to another Redis');
+    }
+  }
+
+  /** On stop: ends the leases this scheduler's claims took (best effort: a lease that stays expires). */
+  private async releaseOwnLeases(): Promise<void> {
+    for (const holder of this.holders) {
+      try {
+        const released = await this.store.jobs.releaseLeases(holder);
+        this.holders.delete(holder);
+        if (released > 0) this.logger.info({ released }, 'released the leases of this scheduler’s claims');
+      } catch (err) {
+        this.logger.warn({ err }, 'could not release the leases of this scheduler’s claims; they expire on their own');
+      }
+    }
   }
 
   /** Frees the leases of claimed jobs whose units may not be queued (best effort: a lease that stays expires). */

@@ -12,6 +12,7 @@ export type {
   JobCompletion,
   UnitLockResult,
   JobFilter,
+  JobLeases,
   JobsRepo,
   JobStats,
   StateStore,

@@ -51,6 +51,17 @@ export function dueUnitToken(nextRunAt: number): string {
  */
 export const UNIT_LOCK_TTL_MS = 30_000;
 
+/** Unexpired leases of one venue taken by one holder ({@link JobsRepo.leases}). */
+export interface JobLeases {
+  venue: string;
+  /** The `holder` the claims named (a scheduler's `<redis epoch>/<id>`); null for claims that named none. */
+  holder: string | null;
+  /** Jobs whose lease has not ended. */
+  jobs: number;
+  /** When the latest of those leases ends (epoch ms). */
+  untilMs: number;
+}
+
 export interface JobFilter {
   venue?: string;
   enabled?: boolean;
@@ -78,9 +89,17 @@ export interface JobsRepo {
    * Two concurrent callers never receive the same job. In the same write each claimed job's unit
    * lock goes to the run it leases, token {@link dueUnitToken}(nextRunAt), for {@link UNIT_LOCK_TTL_MS}
    * (or the lease, when shorter), unless another unit holds the lock unexpired: the unit then takes
-   * it with a read (`lockUnit`).
+   * it with a read (`lockUnit`). `holder` is recorded with each lease ({@link leases}, {@link releaseLeases}).
    */
-  claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]>;
+  claimDue(nowMs: number, max: number, leaseMs: number, holder?: string): Promise<Job[]>;
+  /** The leases not ended at `nowMs`, counted per venue and holder, ordered by venue then holder (null first). */
+  leases(nowMs: number): Promise<JobLeases[]>;
+  /**
+   * Ends every lease `holder` took, ended or not, without recording a run: the jobs' due times and
+   * unit locks stay as they are (a unit under way keeps its job's lock, and claiming the job again
+   * gives its unit the same deterministic id). Returns how many leases it ended.
+   */
+  releaseLeases(holder: string): Promise<number>;
   /** Records a successful run: cursor = max(cursor, completion.cursor), releases the lease, bumps stats. */
   complete(id: string, completion: JobCompletion): Promise<Job>;
   /** Records a failed run: releases the lease, schedules `retryAtMs`, bumps failures and lastError. */

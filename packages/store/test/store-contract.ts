@@ -386,6 +386,64 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         expect(await other.jobs.lockUnit(id, 'queued-elsewhere', 60_000)).toMatchObject({ locked: true });
       });
 
+      it('records who took each lease, counts unended leases per venue and holder, and ends one holder’s leases only', async () => {
+        await store.connectors.upsert(connector('binance'));
+        await store.connectors.upsert(connector('kraken'));
+        // Due times around now: the unit lock a claim hands over expires on the store's clock.
+        const now = Date.now();
+        const ids = [];
+        for (const [venue, symbol] of [
+          ['binance', 'A/USDT'],
+          ['binance', 'B/USDT'],
+          ['kraken', 'C/USD'],
+          ['kraken', 'D/USD'],
+        ] as const) {
+          ids.push((await store.jobs.upsert(job(venue, symbol, { nextRunAt: now - 1000 }))).id);
+        }
+        const [a, b, c, d] = ids as [string, string, string, string];
+        expect(await store.jobs.leases(now)).toEqual([]);
+        expect((await store.jobs.claimDue(now, 2, 60_000, 'epoch-1/sched-a')).map((j) => j.id)).toEqual([a, b]);
+        expect((await store.jobs.claimDue(now + 1000, 1, 30_000, 'epoch-2/sched-b')).map((j) => j.id)).toEqual([c]);
+        // A claim naming no holder (an older scheduler) is counted apart.
+        expect((await store.jobs.claimDue(now + 2000, 1, 10_000)).map((j) => j.id)).toEqual([d]);
+        const other = await openAgain();
+        expect(await other.jobs.leases(now + 2000)).toEqual([
+          { venue: 'binance', holder: 'epoch-1/sched-a', jobs: 2, untilMs: now + 60_000 },
+          { venue: 'kraken', holder: null, jobs: 1, untilMs: now + 12_000 },
+          { venue: 'kraken', holder: 'epoch-2/sched-b', jobs: 1, untilMs: now + 31_000 },
+        ]);
+        // A lease that has ended is not counted.
+        expect(await store.jobs.leases(now + 31_000)).toEqual([{ venue: 'binance', holder: 'epoch-1/sched-a', jobs: 2, untilMs: now + 60_000 }]);
+
+        // A's run has started: its unit took the lock the claim handed over.
+        expect(await other.jobs.lockUnit(a, dueUnitToken(now - 1000), 60_000)).toMatchObject({ locked: true });
+        expect(await store.jobs.releaseLeases('epoch-1/sched-a')).toBe(2);
+        expect(await store.jobs.releaseLeases('epoch-1/sched-a')).toBe(0);
+        expect(await store.jobs.releaseLeases('nobody')).toBe(0);
+        // Ended: claimable at once, the due time unchanged; the other holders' leases stay.
+        expect(await store.jobs.get(a)).toMatchObject({ lockedUntil: null, nextRunAt: now - 1000 });
+        expect((await store.jobs.get(c))?.lockedUntil).toBe(now + 31_000);
+        expect((await store.jobs.get(d))?.lockedUntil).toBe(now + 12_000);
+        // The unit under way keeps its lock: no second run of the job can start.
+        expect(await other.jobs.lockUnit(a, 'another-unit', 60_000)).toMatchObject({ locked: false });
+        expect(await store.jobs.renewUnitLock(a, dueUnitToken(now - 1000), 60_000)).toBe(true);
+        // Claimed again (by the next leader), the job keeps that lock and its due time: the same unit id.
+        const again = await store.jobs.claimDue(now + 3000, 10, 60_000, 'epoch-1/sched-c');
+        expect(again.map((j) => [j.id, j.nextRunAt])).toEqual([
+          [a, now - 1000],
+          [b, now - 1000],
+        ]);
+        expect(await other.jobs.lockUnit(a, 'another-unit', 60_000)).toMatchObject({ locked: false });
+        expect(await store.jobs.leases(now + 3000)).toEqual([
+          { venue: 'binance', holder: 'epoch-1/sched-c', jobs: 2, untilMs: now + 63_000 },
+          { venue: 'kraken', holder: null, jobs: 1, untilMs: now + 12_000 },
+          { venue: 'kraken', holder: 'epoch-2/sched-b', jobs: 1, untilMs: now + 31_000 },
+        ]);
+        // A completed run ends its lease: the holder no longer counts it.
+        await store.jobs.complete(b, { nextRunAt: now + 60_000 });
+        expect(await store.jobs.releaseLeases('epoch-1/sched-c')).toBe(1);
+      });
+
       it('never gives one unit lock to two concurrent callers (same handle and two handles)', async () => {
         await store.connectors.upsert(connector('binance'));
         const { id } = await store.jobs.upsert(job('binance', 'ETH/USDT'));

@@ -20,8 +20,11 @@ export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'p
   bookCooldown?: Connector['bookCooldown'];
   pacing?: Connector['pacing'] | null;
 };
-/** `unitToken`/`unitUntil`: the job's unit lock (`JobsRepo.lockUnit`), absent on documents that never had one. */
-export type JobDoc = Job & { _id: string; unitToken?: string | null; unitUntil?: number | null };
+/**
+ * `unitToken`/`unitUntil`: the job's unit lock (`JobsRepo.lockUnit`), absent on documents that never had one;
+ * `leaseHolder`: who took the lease (`JobsRepo.claimDue`'s holder), absent on documents never claimed with one.
+ */
+export type JobDoc = Job & { _id: string; unitToken?: string | null; unitUntil?: number | null; leaseHolder?: string | null };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
 /** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */

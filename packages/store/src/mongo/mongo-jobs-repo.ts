@@ -1,6 +1,6 @@
 import type { Filter } from 'mongodb';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
-import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
+import { type JobCompletion, type JobFilter, type JobLeases, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { EMPTY_STATS, normalizeJob } from '../internal/inputs.js';
 import { type JobDoc, type MongoCollections, toJob } from './documents.js';
 
@@ -50,7 +50,7 @@ export class MongoJobsRepo implements JobsRepo {
    * job. Active venues are read first: a connector paused while a claim is running may still lose
    * that one claim's jobs, but never those of any later claim.
    */
-  async claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]> {
+  async claimDue(nowMs: number, max: number, leaseMs: number, holder?: string): Promise<Job[]> {
     if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
     if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
     if (max === 0) return [];
@@ -71,6 +71,7 @@ export class MongoJobsRepo implements JobsRepo {
           {
             $set: {
               lockedUntil: nowMs + leaseMs,
+              leaseHolder: holder ?? null,
               updatedAt: this.clock.now(),
               unitToken: { $cond: [lockFree(nowMs), DUE_TOKEN, '$unitToken'] },
               unitUntil: { $cond: [lockFree(nowMs), nowMs + Math.min(leaseMs, UNIT_LOCK_TTL_MS), '$unitUntil'] },
@@ -195,6 +196,23 @@ export class MongoJobsRepo implements JobsRepo {
     if (nextRunAt !== undefined) set.nextRunAt = nextRunAt;
     const r = await this.c.jobs.updateOne({ _id: id }, [{ $set: set }]);
     if (r.matchedCount === 0) throw new NotFoundError('job', id);
+  }
+
+  async leases(nowMs: number): Promise<JobLeases[]> {
+    const groups = await this.c.jobs
+      .aggregate<{ _id: { venue: string; holder: string | null }; jobs: number; untilMs: number }>([
+        { $match: { lockedUntil: { $gt: nowMs } } },
+        { $group: { _id: { venue: '$venue', holder: { $ifNull: ['$leaseHolder', null] } }, jobs: { $sum: 1 }, untilMs: { $max: '$lockedUntil' } } },
+        { $sort: { '_id.venue': 1, '_id.holder': 1 } },
+      ])
+      .toArray();
+    return groups.map((g) => ({ venue: g._id.venue, holder: g._id.holder, jobs: g.jobs, untilMs: g.untilMs }));
+  }
+
+  async releaseLeases(holder: string): Promise<number> {
+    // Only the lease: the due time and the unit lock (which a unit under way may hold) stay.
+    const r = await this.c.jobs.updateMany({ leaseHolder: holder, lockedUntil: { $ne: null } }, { $set: { lockedUntil: null, leaseHolder: null } });
+    return r.modifiedCount;
   }
 
   async remove(id: string): Promise<boolean> {

@@ -143,6 +143,10 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN unit_token TEXT;
   ALTER TABLE jobs ADD COLUMN unit_until INTEGER;
   `,
+  // Who took a job's lease (the claiming scheduler's holder string; null: a claim that named none).
+  `
+  ALTER TABLE jobs ADD COLUMN lease_holder TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

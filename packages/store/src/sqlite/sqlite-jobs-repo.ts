@@ -1,6 +1,6 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { type Clock, type Job, type JobInput, JobLockLostError, type KeptCall, NotFoundError, TurnGroup, ValidationError } from '@tickfleet/core';
-import { type JobCompletion, type JobFilter, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
+import { type JobCompletion, type JobFilter, type JobLeases, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
@@ -32,6 +32,8 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly memberStmt: Statement;
   private readonly dayDoneStmt: Statement;
   private readonly releaseStmt: Statement;
+  private readonly leasesStmt: Statement;
+  private readonly releaseLeasesStmt: Statement;
   private readonly removeStmt: Statement;
   private readonly lockUnitStmt: Statement;
   private readonly unitHolderStmt: Statement;
@@ -70,7 +72,7 @@ export class SqliteJobsRepo implements JobsRepo {
     // Read with all(), which steps it to its end (see prepareReturning).
     this.claimStmt = db.prepare(
       `
-      UPDATE jobs SET locked_until = :now + :leaseMs, updated_at = :clockNow,
+      UPDATE jobs SET locked_until = :now + :leaseMs, lease_holder = :holder, updated_at = :clockNow,
         unit_token = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN ${DUE_TOKEN} ELSE unit_token END,
         unit_until = CASE WHEN unit_token IS NULL OR unit_until <= :now THEN :now + :unitTtlMs ELSE unit_until END
       WHERE id IN (
@@ -149,6 +151,11 @@ export class SqliteJobsRepo implements JobsRepo {
         unit_token = CASE WHEN ${HANDED} THEN NULL ELSE unit_token END,
         unit_until = CASE WHEN ${HANDED} THEN NULL ELSE unit_until END
       WHERE id = :id`);
+    this.leasesStmt = db.prepare(`
+      SELECT venue, lease_holder AS holder, COUNT(*) AS jobs, MAX(locked_until) AS untilMs FROM jobs
+      WHERE locked_until > ? GROUP BY venue, lease_holder ORDER BY venue, lease_holder`);
+    // Only the lease: the due time and the unit lock (which a unit under way may hold) stay.
+    this.releaseLeasesStmt = db.prepare('UPDATE jobs SET locked_until = NULL, lease_holder = NULL WHERE lease_holder = ? AND locked_until IS NOT NULL');
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
     this.completeTurn = db.transaction((kept: KeptCompletion[], outcomes: CompletionOutcome[]) => {
       for (const { item } of kept) {
@@ -215,11 +222,18 @@ export class SqliteJobsRepo implements JobsRepo {
     return this.found(id, this.setEnabledStmt.get(bit(enabled), this.clock.now(), id));
   }
 
-  async claimDue(nowMs: number, max: number, leaseMs: number): Promise<Job[]> {
+  async claimDue(nowMs: number, max: number, leaseMs: number, holder?: string): Promise<Job[]> {
     if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
     if (!Number.isInteger(leaseMs) || leaseMs <= 0) throw new ValidationError('leaseMs', 'a positive integer', leaseMs);
     if (max === 0) return [];
-    const rows = this.claimStmt.all({ now: nowMs, leaseMs, max, clockNow: this.clock.now(), unitTtlMs: Math.min(leaseMs, UNIT_LOCK_TTL_MS) }) as unknown[][];
+    const rows = this.claimStmt.all({
+      now: nowMs,
+      leaseMs,
+      max,
+      holder: holder ?? null,
+      clockNow: this.clock.now(),
+      unitTtlMs: Math.min(leaseMs, UNIT_LOCK_TTL_MS),
+    }) as unknown[][];
     return rows.map((values) => toJob(this.jobRow(values))).sort(byClaimOrder);
   }
 
@@ -307,6 +321,14 @@ export class SqliteJobsRepo implements JobsRepo {
   async release(id: string, nextRunAt?: number): Promise<void> {
     const info = this.releaseStmt.run({ id, nextRunAt: nextRunAt ?? null, now: this.clock.now() });
     if (info.changes === 0) throw new NotFoundError('job', id);
+  }
+
+  async leases(nowMs: number): Promise<JobLeases[]> {
+    return this.leasesStmt.all(nowMs) as JobLeases[];
+  }
+
+  async releaseLeases(holder: string): Promise<number> {
+    return this.releaseLeasesStmt.run(holder).changes;
   }
 
   async remove(id: string): Promise<boolean> {
