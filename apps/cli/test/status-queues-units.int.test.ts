@@ -132,6 +132,30 @@ describe('tickfleet status / queues / units', () => {
     expect(table.stdout).toMatch(/\nbinance .*\s11d23h5\dm(\d+s)?\s/);
   });
 
+  it('status and jobs list say how many jobs a scheduler lease holds and until when', async () => {
+    const now = Date.now();
+    for (const symbol of ['BTC/USDT', 'ETH/USDT']) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1m', nextRunAt: now - 1000 });
+    await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: 'AAPL', timeframe: '1d', nextRunAt: now + 3_600_000 });
+    const until = now + 3_600_000;
+    expect(await store.jobs.claimDue(now, 10, 3_600_000, 'epoch/scheduler-1')).toHaveLength(2);
+
+    const json = JSON.parse((await cli('status', '--json')).stdout) as { venues: Array<{ venue: string; leases: unknown }> };
+    expect(json.venues.map((v) => [v.venue, v.leases])).toEqual([
+      ['binance', { jobs: 2, untilMs: until }],
+      ['polygon', { jobs: 0, untilMs: null }],
+    ]);
+    const table = await cli('status');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('jobs held by a scheduler lease');
+    expect(table.stdout).toMatch(new RegExp(`\\nbinance\\s+2\\s+${new Date(until).toISOString()} \\(in [0-9dhms]+\\)\\n`));
+    expect(table.stdout).not.toMatch(/\npolygon\s+0\s/);
+
+    const jobs = await cli('jobs', 'list');
+    expect(jobs.stdout).toMatch(/^ID\s+ENABLED\s+PRIORITY\s+NEXT RUN\s+LEASED UNTIL\s+CURSOR/);
+    expect(jobs.stdout).toMatch(new RegExp(`binance:BTC/USDT:1m:ohlcv\\s+yes\\s+0\\s+\\S+\\s+${new Date(until).toISOString()}\\s`));
+    expect(jobs.stdout).toMatch(/polygon:AAPL:1d:ohlcv\s+yes\s+0\s+\S+\s+-\s/);
+  });
+
   it('queues lists units by state, the rate-limit TTL and global concurrency per venue', async () => {
     await new FleetVenueControl(conn, { prefix }).freeze('polygon', Date.now() + 60_000, 'manual');
     const res = await cli('queues', '--json');

@@ -1,7 +1,7 @@
 import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
 import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
-import type { StateStore } from '@tickfleet/store';
+import type { JobLeases, StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
 import { collectStreamStatus, type StreamStatus, type StreamStatusSource } from './stream-status.js';
 
@@ -88,6 +88,19 @@ export interface VenueStatus {
   openGaps: number;
   /** Workers that beat for this venue recently; null when no heartbeat source was given. */
   liveWorkers: number | null;
+  // Scheduler leases (see VenueLeases): filled from one grouped store read by collectFleetStatus.
+  leases: VenueLeases;
+}
+
+/**
+ * Jobs of a venue held by a scheduler lease: claimed, their unit not ended yet. A held job is not
+ * claimed again before its lease ends (a restarted fleet's scheduler ends a stopped one's at once).
+ */
+export interface VenueLeases {
+  /** Jobs whose lease has not ended. */
+  jobs: number;
+  /** When the latest of those leases ends (epoch ms); null without any. */
+  untilMs: number | null;
 }
 
 export interface FleetStatus {
@@ -181,7 +194,18 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
     cursorLag: cursorLag(jobs, now),
     openGaps,
     liveWorkers: live,
+    leases: { jobs: 0, untilMs: null },
   };
+}
+
+/** Sets each venue's scheduler leases from the store's per-venue and holder counts. */
+function addLeases(venues: VenueStatus[], leases: readonly JobLeases[]): void {
+  const byVenue = new Map(venues.map((v) => [v.venue, v]));
+  for (const l of leases) {
+    const v = byVenue.get(l.venue);
+    if (!v) continue;
+    v.leases = { jobs: v.leases.jobs + l.jobs, untilMs: Math.max(v.leases.untilMs ?? 0, l.untilMs) };
+  }
 }
 
 /**
@@ -215,6 +239,7 @@ export async function collectFleetStatus(sources: FleetStatusSources): Promise<F
     Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now))),
     sources.streams ? collectStreamStatus(streamDefs, gaps, sources.streams) : Promise.resolve(null),
   ]);
+  addLeases(venues, await sources.store.jobs.leases(now));
   const sum = (f: (v: VenueStatus) => number): number => venues.reduce((n, v) => n + f(v), 0);
   return {
     atMs: now,

@@ -6,6 +6,7 @@ export {
   type VenueBudgetStatus,
   type VenueCursorLag,
   type VenueFreezeStatus,
+  type VenueLeases,
   type VenueStatus,
 } from './fleet-status.js';
 export type { StreamGapEntry, StreamStatus, StreamStatusSource } from './stream-status.js';

@@ -82,6 +82,8 @@ describe('collectFleetStatus', () => {
     const { btcCursor } = await seed();
     const { now } = fleet;
     const spoolBytes = writeSpoolSegment(`${fleet.spoolDir}/worker-0`, now - 5000, 3);
+    // A scheduler claimed two binance jobs: held by its lease until it ends.
+    expect((await fleet.store.jobs.claimDue(now, 2, 300_000, 'epoch/scheduler-1')).map((j) => j.venue)).toEqual(['binance', 'binance']);
     const status = await collectFleetStatus({ ...fleet, spoolDir: fleet.spoolDir, now });
 
     expect(status.atMs).toBe(now);
@@ -111,7 +113,9 @@ describe('collectFleetStatus', () => {
       },
       openGaps: 1,
       liveWorkers: 2,
+      leases: { jobs: 2, untilMs: now + 300_000 },
     });
+    expect(byVenue.polygon?.leases).toEqual({ jobs: 0, untilMs: null });
     expect(byVenue.coinbase).toMatchObject({
       budget: { ...window, used: 1, limit: 3, remaining: 2 },
       freeze: null,

@@ -185,13 +185,16 @@ async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string
 }
 
 function printJobs(list: Job[]): void {
+  const now = Date.now();
   printTable(
-    ['ID', 'ENABLED', 'PRIORITY', 'NEXT RUN', 'CURSOR', 'RUNS', 'FAILURES', 'LAST ERROR'],
+    ['ID', 'ENABLED', 'PRIORITY', 'NEXT RUN', 'LEASED UNTIL', 'CURSOR', 'RUNS', 'FAILURES', 'LAST ERROR'],
     list.map((j) => [
       j.id,
       j.enabled ? 'yes' : 'no',
       j.priority,
       isoOrDash(j.nextRunAt || null),
+      // Claimed by the scheduler, its unit not ended: not claimed again before then.
+      isoOrDash(j.lockedUntil !== null && j.lockedUntil > now ? j.lockedUntil : null),
       // An options job's cursor over a universe is its round-robin position, not a time; a sliced
       // per-day universe job shows the last member stored of the day it is collecting.
       universeOf(j.symbol) === null || j.type !== 'options'

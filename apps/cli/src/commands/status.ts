@@ -2,7 +2,7 @@ import { type Command } from 'commander';
 import { formatDurationMs } from '@tickfleet/core';
 import type { FleetStatus, StreamStatus, VenueStatus } from '@tickfleet/dashboard';
 import { cliEnv } from '../cli-env.js';
-import { jsonOption, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 import { withFleetRedis } from './queues.js';
 import { printStreams } from './streams.js';
@@ -39,6 +39,20 @@ function printStatus(status: FleetStatus): void {
     ]),
   );
   if (status.spool) process.stdout.write(`spool ${status.spool.dir}: ${status.spool.segments} segments, ${status.spool.bytes} bytes\n`);
+}
+
+/**
+ * Jobs held by a scheduler lease, per venue: claimed, their unit not ended yet, so not claimed
+ * again before the latest lease ends. Under the venue table, only venues holding any.
+ */
+function printLeases(status: FleetStatus): void {
+  const rows = status.venues.filter((v) => v.leases.jobs > 0);
+  if (rows.length === 0) return;
+  process.stdout.write('\njobs held by a scheduler lease (claimed, unit not ended)\n');
+  printTable(
+    ['VENUE', 'JOBS', 'LATEST LEASE ENDS'],
+    rows.map((v) => [v.venue, v.leases.jobs, `${isoOrDash(v.leases.untilMs)} (in ${dur(Math.max(0, (v.leases.untilMs ?? status.atMs) - status.atMs))})`]),
+  );
 }
 
 /** Holder and live state of the streams someone holds or published lately: a second table under the definitions. */
@@ -99,6 +113,7 @@ export function registerStatus(program: Command): void {
       );
       if (opts.json) return printJson(status);
       printStatus(status);
+      printLeases(status);
       const streams = status.streams ?? [];
       if (streams.length > 0) {
         process.stdout.write('\nstreams\n');

@@ -97,6 +97,7 @@ describe('HistoryCollector', () => {
     cursorLag: { maxMs: 90_000, jobId: null, maxCadenceRatio: null, jobs: 0, withoutCursor: 0 },
     openGaps: 0,
     liveWorkers: null,
+    leases: { jobs: 0, untilMs: null },
   });
 
   it('keeps an hour of samples per venue and serves rates and totals from counter deltas, resets included', async () => {
