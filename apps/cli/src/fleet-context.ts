@@ -44,7 +44,8 @@ export function readFleetInfo(): FleetInfo | undefined {
   }
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (one of another user's counts). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

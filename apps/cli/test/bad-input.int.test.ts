@@ -193,6 +193,7 @@ function cases(f: BadInputFleet): BadInputCase[] {
     { name: 'spool unknown option', args: ['spool', 'replay', '--bogus'], code: 2, message: /unknown option '--bogus'/ },
     { name: 'up workers', args: ['up', '--workers', '0'], code: 2, message: /invalid --workers/ },
     { name: 'up too many workers', args: ['up', '--workers', '100'], code: 2, message: /invalid --workers: expected at most 32/ },
+    { name: 'up log size', args: ['up', '--log-max-bytes', '0'], code: 2, message: /invalid --log-max-bytes/ },
     { name: 'scheduler tick', args: ['scheduler', '--tick', '0'], code: 2, message: /invalid --tick/ },
     { name: 'worker venues', args: ['worker', '--venues', 'A,b'], code: 2, message: /invalid --venues/ },
     { name: 'dashboard port', args: ['dashboard', '--port', '70000'], code: 2, message: /invalid --port/ },

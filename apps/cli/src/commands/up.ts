@@ -9,7 +9,9 @@ import { createLogger } from '@tickfleet/telemetry';
 import { integer, positiveInt } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { DEMO_KEYS, DEMO_SCENARIO, demoStreamEnv, seedDemo } from '../demo-seed.js';
-import { FLEET_FILE, type FleetInfo } from '../fleet-context.js';
+import { FLEET_FILE, readFleetInfo, type FleetInfo } from '../fleet-context.js';
+import { FleetLock, FleetRunningError } from '../fleet-lock.js';
+import { ROLE_LOG_DEFAULTS, RoleLogs } from '../role-logs.js';
 import { PARENT_PID_ENV } from '../role-guard.js';
 import { freePort } from '@tickfleet/queues';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../embedded-redis.js';
@@ -22,10 +24,12 @@ interface UpOptions {
   dashboardPort: number;
   sink?: string;
   prometheus?: true | number;
+  logMaxBytes: number;
 }
 
 const CLI_ENTRY = fileURLToPath(new URL('../../bin/tickfleet.mjs', import.meta.url));
 const WATCHDOG = fileURLToPath(new URL('../internal/fleet-watchdog.mjs', import.meta.url));
+const LOG_DIR = '.tickfleet/logs';
 
 export function registerUp(program: Command): void {
   program
@@ -39,6 +43,12 @@ export function registerUp(program: Command): void {
       '--prometheus [port]',
       'also run Prometheus (apt install prometheus) scraping every role, with the alert rules (port 9090 or a free one)',
       prometheusPort,
+    )
+    .option(
+      '--log-max-bytes <n>',
+      `rotate a role's log in ${LOG_DIR} past this size, keeping ${ROLE_LOG_DEFAULTS.keep} older files`,
+      positiveInt('--log-max-bytes'),
+      ROLE_LOG_DEFAULTS.maxBytes,
     )
     .action(async (opts: UpOptions, cmd: Command) => {
       if (opts.workers > 32) throw new ValidationError('--workers', 'at most 32 worker processes on one machine', opts.workers);
@@ -63,7 +73,17 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   const store = storeUrl(cmd);
   const sink = opts.sink ?? config.TICKFLEET_SINK_URL;
   const prefix = config.TICKFLEET_PREFIX ?? DEFAULTS.prefix;
-  mkdirSync('.tickfleet/logs', { recursive: true });
+  // One `up` per directory, refused before anything is started or written: a second one would
+  // share the store, sink and logs, and take fleet.json from the first.
+  mkdirSync(LOG_DIR, { recursive: true });
+  const lock = await FleetLock.acquire();
+  if (!(lock instanceof FleetLock)) {
+    const running = readFleetInfo();
+    throw new FleetRunningError(lock, running?.pid === lock.pid ? running.dashboardUrl : undefined);
+  }
+  const logs = new RoleLogs(LOG_DIR, { maxBytes: opts.logMaxBytes });
+  logs.startRun();
+  logs.start();
 
   const cleanups: Array<() => Promise<void>> = [];
   const children: ChildProcess[] = [];
@@ -81,6 +101,8 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     await Promise.all(children.map((c) => terminate(c, 30_000)));
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => logger.warn({ err }, 'cleanup failed'));
     rmSync(FLEET_FILE, { force: true });
+    logs.stop();
+    lock.release();
     process.stderr.write('fleet stopped\n');
     tellWatchdog({ type: 'done' });
     watchdog.disconnect();
@@ -134,7 +156,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     for (const name of roles) {
       const port = await freePort();
       info.metrics[name] = `http://127.0.0.1:${port}/metrics`;
-      const child = startRole(name, [name === 'scheduler' ? 'scheduler' : 'worker'], { ...env, TICKFLEET_HEALTH_PORT: String(port) });
+      const child = startRole(logs.path(name), [name === 'scheduler' ? 'scheduler' : 'worker'], { ...env, TICKFLEET_HEALTH_PORT: String(port) });
       children.push(child);
       if (child.pid !== undefined) {
         rolePids[name] = child.pid;
@@ -145,7 +167,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     const { runDashboard } = await import('@tickfleet/dashboard');
     const dashboardOptions = {
       handleSignals: false,
-      logger: createLogger({ role: 'dashboard', level: config.LOG_LEVEL, destination: createWriteStream('.tickfleet/logs/dashboard.log', { flags: 'a' }) }),
+      logger: createLogger({ role: 'dashboard', level: config.LOG_LEVEL, destination: createWriteStream(logs.path('dashboard'), { flags: 'a' }) }),
     };
     const dashboard = await runDashboard(
       { ...env, TICKFLEET_DASHBOARD_PORT: String(opts.dashboardPort), TICKFLEET_DASHBOARD_HOST: '127.0.0.1' },
@@ -166,7 +188,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
     for (const c of children) {
       c.once('exit', (code, signal) => {
         if (!stopping) {
-          process.stderr.write(`${c.spawnargs.slice(2).join(' ')} exited (${code ?? signal}); see .tickfleet/logs\n`);
+          process.stderr.write(`${c.spawnargs.slice(2).join(' ')} exited (${code ?? signal}); see ${LOG_DIR}\n`);
           void stopAll(1);
         }
       });
@@ -186,7 +208,7 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
         `  metrics:    ${Object.entries(info.metrics)
           .map(([name, url]) => `${name} ${url}`)
           .join(', ')}`,
-        `  logs:       .tickfleet/logs/{scheduler,worker-N,dashboard${prometheus ? ',prometheus' : ''}}.log`,
+        `  logs:       ${LOG_DIR}/{scheduler,worker-N,dashboard${prometheus ? ',prometheus' : ''}}.log (rotated past ${formatBytes(logs.maxBytes)}, ${logs.keep} older kept)`,
         `  try:        ${cli} status`,
         `              ${cli} data count binance BTC/USDT --timeframe 1m`,
         `              ${cli} backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow`,
@@ -200,16 +222,22 @@ async function runUp(opts: UpOptions, cmd: Command): Promise<void> {
   }
 }
 
-/** Starts `tickfleet <args>` as a child process logging to `.tickfleet/logs/<name>.log`. */
-function startRole(name: string, args: string[], env: Env): ChildProcess {
+/** Starts `tickfleet <args>` as a child process logging to `logFile` (appending: RoleLogs rotates it in place). */
+function startRole(logFile: string, args: string[], env: Env): ChildProcess {
   // The role writes its log file itself (not through a pipe to `up`), so it keeps logging, and
   // can say why it stops, when `up` is gone.
-  const log = openSync(`.tickfleet/logs/${name}.log`, 'a');
+  const log = openSync(logFile, 'a');
   // Own process group: a terminal's Ctrl-C reaches only `up`, which stops the roles in order
   // (a second signal would make a role exit at once instead of finishing its units).
   const child = spawn(process.execPath, [CLI_ENTRY, ...args], { env, stdio: ['ignore', log, log], detached: true });
   closeSync(log);
   return child;
+}
+
+/** `10 MiB`, `64 KiB`, `512 B`. */
+function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${+(n / (1024 * 1024)).toFixed(1)} MiB`;
+  return n >= 1024 ? `${+(n / 1024).toFixed(1)} KiB` : `${n} B`;
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
