@@ -21,6 +21,7 @@ import {
   aimdLimitsFor,
   type BudgetGate,
   type ControlStep,
+  type FailureCause,
   type FleetVenueControl,
   freezeEscalationFor,
   jitteredBackoffMs,
@@ -135,6 +136,11 @@ export class VenueRunner {
 
   get cap(): number {
     return this.connector.maxInflight;
+  }
+
+  /** The connector's status as this runner last read it (refreshed every connector poll). */
+  get status(): Connector['status'] {
+    return this.connector.status;
   }
 
   /**
@@ -426,8 +432,9 @@ export class VenueRunner {
         'malformed venue payload (sampled: one line per kind per minute)',
       );
     }
-    this.outcomes.record({ ok: false, latencyMs });
     const message = err instanceof Error ? err.message : String(err);
+    // The cause and message feed the venue's health (the control keeps the message sanitized).
+    this.outcomes.record({ ok: false, latencyMs, cause, message });
     const retryable = err instanceof TickfleetError ? err.retryable : true;
     if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause))
       return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
@@ -572,9 +579,6 @@ function finishStatus(err: unknown): string {
   return 'error';
 }
 
-/** Why a unit attempt failed, for `tickfleet_unit_failures_total{cause}` and the retry policy. */
-export type FailureCause = 'server_error' | 'timeout' | 'connection' | 'malformed' | 'store_unavailable' | 'unrecoverable' | 'other';
-
 /** Causes that pass by themselves: retried without limit after a capped backoff. */
 const TRANSIENT_CAUSES: ReadonlySet<FailureCause> = new Set(['server_error', 'timeout', 'connection', 'malformed', 'store_unavailable']);
 
@@ -587,6 +591,8 @@ export interface UnitRetryState {
 }
 
 /**
+ * Why a unit attempt failed (one of the venue control's FAILURE_CAUSES), for
+ * `tickfleet_unit_failures_total{cause}`, the retry policy and the venue's health window.
  * Classifies a failure by type, never by message. A TransientError without a status or an
  * underlying transport error is one of our own consistency checks (a unit without range, a job
  * without timeframe): that is `other`, which spends attempts, rather than a fault to outwait.

@@ -10,7 +10,9 @@
  *   cooldown: `FleetVenueControl` (Redis, one Lua script per change), watched per worker by
  *   `FreezeWatch`, fed by `OutcomeReporter` and `WorkerHeartbeat`;
  * - what a connector's status (`active`, `paused`, `disabled`) lets a venue do: `STATUS_EFFECTS`
- *   and `venueHold` ("may this venue send now, and if not, why and until when").
+ *   and `venueHold` ("may this venue send now, and if not, why and until when");
+ * - how a venue is doing (healthy, degraded, failing, frozen, paused, disabled, idle): `venueHealth`
+ *   over the fleet-wide outcome record the AIMD reports keep, read by `FleetVenueControl.health`.
  */
 export type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 export {
@@ -58,3 +60,11 @@ export { BOOK_BACKOFF_DEFAULTS, BOOK_BACKOFF_JITTER, jitteredBackoffMs } from '.
 export { FreezeWatch, type FreezeWatchOptions } from './venue-control/freeze-watch.js';
 export { OutcomeReporter, type OutcomeReporterOptions } from './venue-control/outcome-reporter.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './venue-control/worker-heartbeat.js';
+export {
+  EMPTY_OUTCOME_RECORD,
+  VENUE_HEALTH_DEFAULTS,
+  VENUE_HEALTH_STATES,
+  venueHealth,
+  type FailureCause,
+  type VenueHealth,
+} from './venue-control/venue-health.js';

@@ -34,7 +34,7 @@
     ARGV[10] limiter value (at least any rate-limit max, so the limiter reads as full)
     ARGV[11] rate-limit max installed when the queue has none (never reached by counting)
     ARGV[12] rate-limit duration ms installed with that max
-    ARGV[13] start concurrency: the value of a venue without one (see reportOutcome-2.lua)
+    ARGV[13] start concurrency: the value of a venue without one (see reportOutcome-3.lua)
 
   Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving, l4 last 429/418,
   fu frozen until, fc freeze cause, el escalation level, ee end of the last rate-limit freeze.

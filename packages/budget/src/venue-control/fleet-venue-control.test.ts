@@ -453,3 +453,77 @@ describe('fleet restart', () => {
     expect(await control.concurrency('binance')).toBe(4);
   });
 });
+
+describe('venue health', () => {
+  it('keeps every worker’s outcomes by cause in one fleet-wide record: N reporting at once never lose a count', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1, 12, 0, 30));
+    const controls = fleet(clock);
+    // 8 workers x 5 batches: 3 successes then 2 failures each (connection, then timeout).
+    await Promise.all(
+      controls.flatMap((c) =>
+        [0, 1, 2, 3, 4].map(() =>
+          c.reportOutcomes('binance', [
+            { ok: true, latencyMs: 10 },
+            { ok: true, latencyMs: 10 },
+            { ok: true, latencyMs: 10 },
+            { ok: false, latencyMs: 10, cause: 'connection', message: 'binance klines request failed: ECONNREFUSED' },
+            { ok: false, latencyMs: 10, cause: 'timeout', message: 'GET https://api.example.com/v1/k?apiKey=SECRET&x=1 timed out' },
+          ]),
+        ),
+      ),
+    );
+    const health = await controls[0]!.health('binance', 'active');
+    expect(health.window).toEqual({ ms: 300_000, ok: 120, failed: 80, byCause: { connection: 40, timeout: 40 } });
+    // Each batch ends with two failures after successes: the streak is the batch's tail.
+    expect(health.failureStreak).toBe(2);
+    expect(health.successStreak).toBe(0);
+    expect(health.lastError).toEqual({ cause: 'timeout', atMs: clock.now(), message: 'GET https://api.example.com/v1/k timed out' });
+    expect(health.lastSuccessAtMs).toBe(clock.now());
+    expect(health.state).toBe('degraded');
+    expect(health.reason).toBe('80 of 200 units failed in the last 5m (connection 40, timeout 40)');
+  });
+
+  it('reads failing after failures in a row, healthy once the venue answers again, and forgets buckets that left the window', async () => {
+    const clock = new ManualClock(Date.UTC(2024, 0, 1, 12, 0, 0));
+    const [a, b] = fleet(clock) as [FleetVenueControl, FleetVenueControl];
+    expect((await a.health('binance', 'active')).state).toBe('idle');
+    for (let i = 0; i < 20; i++) await a.reportOutcome('binance', { ok: true, latencyMs: 10 });
+    expect((await a.health('binance', 'active')).state).toBe('healthy');
+
+    clock.advance(60_000);
+    const refused = { ok: false, latencyMs: 3, cause: 'connection', message: 'binance klines request failed: ECONNREFUSED' } as const;
+    for (let i = 0; i < 4; i++) await (i % 2 ? a : b).reportOutcome('binance', refused);
+    expect((await a.health('binance', 'active')).state).toBe('degraded');
+    await b.reportOutcomes('binance', [refused]);
+    const failing = await a.health('binance', 'active');
+    expect(failing).toMatchObject({
+      state: 'failing',
+      failureStreak: 5,
+      lastError: { cause: 'connection', atMs: clock.now(), message: 'binance klines request failed: ECONNREFUSED' },
+      window: { ok: 20, failed: 5, byCause: { connection: 5 } },
+    });
+    expect(failing.reason).toBe('the last 5 units failed, none succeeded since (last: connection)');
+    // The connector's status and a freeze outrank what the units do.
+    expect((await a.health('binance', 'paused')).state).toBe('paused');
+    await a.freeze('binance', clock.now() + 10_000, 'manual');
+    expect((await a.health('binance', 'active')).state).toBe('frozen');
+    clock.advance(10_001);
+
+    // Back: successes break the streak; with 5 of 34 failed the window still reads degraded, until
+    // the 10th success in a row outweighs it.
+    clock.advance(30_000);
+    for (let i = 0; i < 9; i++) await b.reportOutcome('binance', { ok: true, latencyMs: 10 });
+    expect(await a.health('binance', 'active')).toMatchObject({ state: 'degraded', failureStreak: 0, successStreak: 9 });
+    await a.reportOutcome('binance', { ok: true, latencyMs: 10 });
+    const recovered = await a.health('binance', 'active');
+    expect(recovered).toMatchObject({ state: 'healthy', successStreak: 10, window: { ok: 30, failed: 5 } });
+    expect(recovered.reason).toBe('the last 10 units succeeded (5 failed earlier in the last 5m)');
+
+    // Five minutes on, every bucket left the window; a slot written again starts over.
+    clock.advance(300_000);
+    const idle = await a.health('binance', 'active');
+    expect(idle).toMatchObject({ state: 'idle', window: { ok: 0, failed: 0 }, lastError: { cause: 'connection' } });
+    await a.reportOutcome('binance', { ok: true, latencyMs: 10 });
+    expect((await b.health('binance', 'active')).window).toEqual({ ms: 300_000, ok: 1, failed: 0, byCause: {} });
+  });
+});

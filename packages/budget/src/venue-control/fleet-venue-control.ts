@@ -1,9 +1,18 @@
-import { type BookCooldownSettings, systemClock, type Clock, type Connector, ValidationError } from '@tickfleet/core';
+import { type BookCooldownSettings, systemClock, type Clock, type Connector, type ConnectorStatus, ValidationError } from '@tickfleet/core';
 import { QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { budgetCommand } from '../internal/commands.js';
 import { DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 import { BOOK_BACKOFF_DEFAULTS } from './book-backoff.js';
 import { VenueCooldown } from './venue-cooldown.js';
+import {
+  type FailureCause,
+  parseOutcomeRecord,
+  sanitizeErrorMessage,
+  VENUE_HEALTH_DEFAULTS,
+  venueHealth,
+  type VenueHealth,
+  type VenueHealthSettings,
+} from './venue-health.js';
 
 /** The pub/sub channel on which changes of a venue's freeze or fallback mark are announced (message: the venue). */
 export function venueMarksChannel(prefix: string): string {
@@ -26,6 +35,10 @@ export interface AimdOutcome {
   latencyMs: number;
   /** Records a successful unit stored (added to the venue's fleet-wide total). @defaultValue 0 */
   records?: number;
+  /** Why a failed unit failed (counted by cause in the venue's health window). @defaultValue 'other' */
+  cause?: FailureCause;
+  /** A failed unit's error message; kept sanitized ({@link sanitizeErrorMessage}) as the venue's last error. */
+  message?: string;
 }
 
 /** Per-instrument backoff of a failed book snapshot. */
@@ -51,6 +64,8 @@ export interface FleetVenueControlOptions {
   clock?: Clock;
   /** Limits of venues not given to {@link FleetVenueControl.configure}. @defaultValue DEFAULT_AIMD_LIMITS */
   defaults?: AimdLimits;
+  /** The health window a reporting worker keeps, and the thresholds of the health it judges. @defaultValue VENUE_HEALTH_DEFAULTS */
+  health?: Partial<VenueHealthSettings>;
 }
 
 /** Shortest freeze after a 429 whatever the connector says (its `freezeMs` may be 0). */
@@ -130,6 +145,7 @@ export class FleetVenueControl {
   private readonly prefix: string;
   private readonly clock: Clock;
   private readonly defaults: AimdLimits;
+  private readonly healthSettings: VenueHealthSettings;
   private readonly limits = new Map<string, AimdLimits>();
   private readonly freezeCmd: LuaCommand;
   private readonly rateLimitedCmd: LuaCommand;
@@ -143,9 +159,10 @@ export class FleetVenueControl {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.defaults = options.defaults ?? DEFAULT_AIMD_LIMITS;
+    this.healthSettings = { ...VENUE_HEALTH_DEFAULTS, ...options.health };
     this.freezeCmd = budgetCommand(redis, 'freezeVenue-3.lua');
     this.rateLimitedCmd = budgetCommand(redis, 'rateLimitedVenue-4.lua');
-    this.outcomeCmd = budgetCommand(redis, 'reportOutcome-2.lua');
+    this.outcomeCmd = budgetCommand(redis, 'reportOutcome-3.lua');
     this.cooldown = new VenueCooldown(redis, this.prefix, this.clock);
   }
 
@@ -246,7 +263,8 @@ export class FleetVenueControl {
 
   /**
    * Records a batch of outcomes (a worker's units since its last report; see `OutcomeReporter`)
-   * and applies AIMD once over the window they leave. At most {@link MAX_OUTCOME_BATCH} per call.
+   * and applies AIMD once over the window they leave; in the same script, adds them to the venue's
+   * health record ({@link outcomeRecord}). At most {@link MAX_OUTCOME_BATCH} per call.
    */
   async reportOutcomes(venue: string, outcomes: readonly AimdOutcome[]): Promise<ControlStep> {
     if (outcomes.length === 0 || outcomes.length > MAX_OUTCOME_BATCH)
@@ -256,7 +274,7 @@ export class FleetVenueControl {
     const latencies = outcomes.map((o) => Math.max(0, Math.round(o.latencyMs)));
     const records = outcomes.reduce((n, o) => n + (o.ok ? Math.max(0, Math.floor(o.records ?? 0)) : 0), 0);
     const [c, change] = (await this.outcomeCmd(
-      [this.key(venue, 'control'), this.key(venue, 'latency')],
+      [this.key(venue, 'control'), this.key(venue, 'latency'), this.key(venue, 'health')],
       [
         this.clock.now(),
         failures,
@@ -271,10 +289,39 @@ export class FleetVenueControl {
         l.lowP95LatencyMs,
         l.stableMs,
         startConcurrency(l),
+        JSON.stringify(this.healthReport(outcomes)),
         ...latencies,
       ],
     )) as [number, number];
     return { concurrency: Number(c), change: change === 1 ? 'increase' : change === -1 ? 'decrease' : 'none' };
+  }
+
+  /** A batch as the health record takes it (see reportOutcome-3.lua's ARGV[14]). */
+  private healthReport(outcomes: readonly AimdOutcome[]): Record<string, unknown> {
+    const now = this.clock.now();
+    const last = outcomes[outcomes.length - 1]!;
+    let run = 0;
+    while (run < outcomes.length && outcomes[outcomes.length - 1 - run]!.ok === last.ok) run++;
+    const causes: Partial<Record<FailureCause, number>> = {};
+    let lastFailure: AimdOutcome | undefined;
+    for (const o of outcomes) {
+      if (o.ok) continue;
+      causes[o.cause ?? 'other'] = (causes[o.cause ?? 'other'] ?? 0) + 1;
+      lastFailure = o;
+    }
+    return {
+      bms: this.healthSettings.bucketMs,
+      nb: this.healthSettings.buckets,
+      ttl: this.healthSettings.recordTtlMs,
+      causes,
+      tail: last.ok ? 'o' : 'f',
+      run,
+      uniform: run === outcomes.length,
+      ...(outcomes.some((o) => o.ok) ? { okAt: now } : {}),
+      ...(lastFailure
+        ? { err: { t: now, c: lastFailure.cause ?? 'other', m: sanitizeErrorMessage(lastFailure.message ?? '', this.healthSettings.messageMaxChars) } }
+        : {}),
+    };
   }
 
   /** The venue's current fleet-wide concurrency (its start value until AIMD has acted). */
@@ -299,6 +346,26 @@ export class FleetVenueControl {
       unitsOk: Number(tu ?? 0),
       records: Number(tr ?? 0),
     };
+  }
+
+  /**
+   * The venue's health: its fleet-wide outcome record judged with the connector's `status` (null:
+   * no connector), its freeze and its order-book cooldown by {@link venueHealth}. Three reads of
+   * the venue's keys (one hash slot), sent together: cheap enough for `/healthz` and `status`.
+   */
+  async health(venue: string, status: ConnectorStatus | null): Promise<VenueHealth> {
+    const [fields, [fu, fc, l4], cooldownUntilMs] = await Promise.all([
+      this.redis.hgetall(this.key(venue, 'health')),
+      this.redis.hmget(this.key(venue, 'control'), 'fu', 'fc', 'l4'),
+      this.cooldown.untilMs(venue),
+    ]);
+    const now = this.clock.now();
+    const untilMs = Number(fu ?? 0);
+    return venueHealth(
+      parseOutcomeRecord(fields, l4 === null ? null : Number(l4), now),
+      { status, freeze: untilMs > now ? { untilMs, cause: fc ?? 'manual' } : null, bookCooldownUntilMs: cooldownUntilMs, nowMs: now },
+      this.healthSettings,
+    );
   }
 
   /** The venue's fleet-wide totals (units that succeeded, records they stored): counters that only grow. */

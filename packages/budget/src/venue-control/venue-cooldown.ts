@@ -47,12 +47,16 @@ export class VenueCooldown {
   /** Remaining cooldown of the venue in ms (0: none), read from Redis at most every 500 ms per venue. */
   async remainingMs(venue: string): Promise<number> {
     const now = this.clock.now();
-    let entry = this.known.get(venue);
-    if (!entry || this.clock.monotonic() - entry.checkedAtMs >= CHECK_MS) {
-      entry = { untilMs: Number((await this.redis.get(this.keys(venue)[1])) ?? 0), checkedAtMs: this.clock.monotonic() };
-      this.known.set(venue, entry);
-    }
-    return Math.max(0, entry.untilMs - now);
+    const entry = this.known.get(venue);
+    const untilMs = !entry || this.clock.monotonic() - entry.checkedAtMs >= CHECK_MS ? await this.untilMs(venue) : entry.untilMs;
+    return Math.max(0, untilMs - now);
+  }
+
+  /** The end of the venue's cooldown as Redis holds it now (0: never started; past: over). */
+  async untilMs(venue: string): Promise<number> {
+    const untilMs = Number((await this.redis.get(this.keys(venue)[1])) ?? 0);
+    this.known.set(venue, { untilMs, checkedAtMs: this.clock.monotonic() });
+    return untilMs;
   }
 
   /** The last known remaining cooldown, without I/O (for telemetry). */

@@ -17,9 +17,17 @@
     over a longer window, never over a few outcomes, and never loses the outcomes a decrease
     needs (a window closed every interval with 10 of 20 outcomes never reached the decrease).
 
+  In the same step it records the batch in the venue's health record (KEYS[3]), which
+  venueHealth() judges: a ring of `nb` buckets of `bms` ms each (fields b<i> bucket number, o<i>
+  successes, f<i> failures, c<i> failures by cause as JSON), the streaks of failures (fs) and of
+  successes (ss) in a row fleet-wide, the last success (okt) and the last error (let time, lec
+  cause, lem message, already sanitized by the caller). A slot whose bucket number is not the
+  current one holds an older bucket and starts over; readers sum the slots still in the window.
+
   Input:
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
     KEYS[2] venue latency list (<prefix>:venue:{<venue>}:latency)
+    KEYS[3] venue health hash (<prefix>:venue:{<venue>}:health)
     ARGV[1] now, epoch ms
     ARGV[2] failures among the batch's outcomes
     ARGV[3] min concurrency
@@ -34,7 +42,11 @@
     ARGV[12] stableMs
     ARGV[13] start concurrency: the value of a venue without one (a new venue, or one whose fleet
              restarted: see heartbeatWorker-3.lua)
-    ARGV[14..] one latency in ms per outcome of the batch (at least one)
+    ARGV[14] the batch's health report, JSON: { bms, nb, ttl (ms the record lives unreported),
+             causes: { <cause>: failures }, tail: "o" | "f" (the batch's last outcome), run
+             (outcomes of that kind at the batch's end), uniform (the whole batch is that kind),
+             okAt?: last success ms, err?: { t, c, m } the batch's last failure }
+    ARGV[15..] one latency in ms per outcome of the batch (at least one)
 
   Besides the window, the hash keeps two fleet-wide totals that only grow (the dashboard's units/s
   and records/s): "tu" units that succeeded, "tr" records they stored.
@@ -49,7 +61,7 @@ local maxC = tonumber(ARGV[4])
 local c = tonumber(redis.call("HGET", KEYS[1], "c") or ARGV[13])
 c = math.min(maxC, math.max(minC, c))
 local cs = tonumber(redis.call("HGET", KEYS[1], "cs") or ARGV[1])
-local count = #ARGV - 13
+local count = #ARGV - 14
 local n = redis.call("HINCRBY", KEYS[1], "n", count)
 redis.call("HINCRBY", KEYS[1], "tu", count - tonumber(ARGV[2]))
 redis.call("HINCRBY", KEYS[1], "tr", tonumber(ARGV[10]))
@@ -59,7 +71,7 @@ if ARGV[2] == "0" then
 else
   f = redis.call("HINCRBY", KEYS[1], "f", tonumber(ARGV[2]))
 end
-redis.call("RPUSH", KEYS[2], unpack(ARGV, 14))
+redis.call("RPUSH", KEYS[2], unpack(ARGV, 15))
 redis.call("LTRIM", KEYS[2], -tonumber(ARGV[9]), -1)
 
 local function p95()
@@ -99,4 +111,40 @@ else
   end
 end
 redis.call("HSET", KEYS[1], "c", c)
+
+local h = cjson.decode(ARGV[14])
+local bms = tonumber(h.bms)
+local nb = tonumber(h.nb)
+local stored = redis.call("HMGET", KEYS[3], "bms", "nb")
+local storedNb = tonumber(stored[2]) or 0
+if tonumber(stored[1]) ~= bms or storedNb ~= nb then
+  -- Another bucket size or count: the stored slots mean nothing under it.
+  for i = 0, storedNb - 1 do redis.call("HDEL", KEYS[3], "b" .. i, "o" .. i, "f" .. i, "c" .. i) end
+  redis.call("HSET", KEYS[3], "bms", bms, "nb", nb)
+end
+local bucket = math.floor(now / bms)
+local slot = bucket % nb
+local cur = redis.call("HMGET", KEYS[3], "b" .. slot, "o" .. slot, "f" .. slot, "c" .. slot)
+local okN, failN, causes = 0, 0, {}
+if tonumber(cur[1]) == bucket then
+  okN = tonumber(cur[2]) or 0
+  failN = tonumber(cur[3]) or 0
+  if cur[4] then causes = cjson.decode(cur[4]) end
+end
+local failures = tonumber(ARGV[2])
+for cause, n in pairs(h.causes) do causes[cause] = (causes[cause] or 0) + n end
+redis.call("HSET", KEYS[3], "b" .. slot, bucket, "o" .. slot, okN + count - failures, "f" .. slot, failN + failures, "c" .. slot, cjson.encode(causes))
+local streak, other = "ss", "fs"
+if h.tail == "f" then streak, other = "fs", "ss" end
+if h.uniform then
+  redis.call("HINCRBY", KEYS[3], streak, h.run)
+else
+  redis.call("HSET", KEYS[3], streak, h.run)
+end
+redis.call("HSET", KEYS[3], other, 0)
+if h.okAt and h.okAt > (tonumber(redis.call("HGET", KEYS[3], "okt")) or 0) then redis.call("HSET", KEYS[3], "okt", h.okAt) end
+if h.err and h.err.t >= (tonumber(redis.call("HGET", KEYS[3], "let")) or 0) then
+  redis.call("HSET", KEYS[3], "let", h.err.t, "lec", h.err.c, "lem", h.err.m)
+end
+redis.call("PEXPIRE", KEYS[3], h.ttl)
 return { c, change }
