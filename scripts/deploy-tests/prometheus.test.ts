@@ -48,6 +48,7 @@ describe('prometheus rules', () => {
     for (const required of [
       'TickfleetVenueBanned',
       'TickfleetVenueFrozen',
+      'TickfleetVenueFailing',
       'TickfleetBudgetExhausted',
       'TickfleetStaleData',
       'TickfleetRunnableBacklogGrowing',

@@ -1,5 +1,5 @@
 import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
-import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
+import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type VenueHealth, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { JobLeases, StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
@@ -88,7 +88,13 @@ export interface VenueStatus {
   openGaps: number;
   /** Workers that beat for this venue recently; null when no heartbeat source was given. */
   liveWorkers: number | null;
-  // Scheduler leases (see VenueLeases): filled from one grouped store read by collectFleetStatus.
+  /**
+   * How the venue is doing, judged from the fleet's recent unit outcomes, its status and freeze
+   * (`venueHealth` of @tickfleet/budget): state, one-line reason, the window's outcomes by cause and
+   * the last error's cause, time and message.
+   */
+  health: VenueHealth;
+  /** Jobs held by a scheduler lease, filled from one grouped store read by collectFleetStatus. */
   leases: VenueLeases;
 }
 
@@ -150,12 +156,13 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
   // The dashboard may run without any worker having configured this venue's limits in memory;
   // the connector is the source of the AIMD floor and ceiling.
   control.configure(venue, aimdLimitsFor(connector));
-  const [snapshot, usage, counts, globalConcurrency, live] = await Promise.all([
+  const [snapshot, usage, counts, globalConcurrency, live, health] = await Promise.all([
     control.snapshot(venue),
     store.budgets.usage(venue),
     queues.counts(venue),
     queues.globalConcurrency(venue),
     liveness ? liveness.liveWorkers(venue) : Promise.resolve(null),
+    control.health(venue, connector.status),
   ]);
 
   // The venue's one freeze record (the queue limiter BullMQ obeys is derived from it by
@@ -194,6 +201,7 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
     cursorLag: cursorLag(jobs, now),
     openGaps,
     liveWorkers: live,
+    health,
     leases: { jobs: 0, untilMs: null },
   };
 }
@@ -210,9 +218,9 @@ function addLeases(venues: VenueStatus[], leases: readonly JobLeases[]): void {
 
 /**
  * One snapshot of the fleet for the dashboard, `tickfleet status` and the autoscaling gauges:
- * per venue (every connector in the store, by name) its status, budget window, freeze, AIMD
- * concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps and
- * live workers; plus the spool depth on this machine and, given a stream source, every stream
+ * per venue (every connector in the store, by name) its status, health, budget window, freeze,
+ * AIMD concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps
+ * and live workers; plus the spool depth on this machine and, given a stream source, every stream
  * with its holder and live state.
  */
 export async function collectFleetStatus(sources: FleetStatusSources): Promise<FleetStatus> {

@@ -550,6 +550,41 @@ describe('dashboard in a real browser', () => {
     await page.close();
   });
 
+  it('shows each venue’s health and last error in the venue table as the fleet reports unit outcomes', async () => {
+    await fleet.store.connectors.upsert(connector('kraken', 100, { maxInflight: 2 }));
+    const page = await context.newPage();
+    const errors = pageErrors(page);
+    await page.goto(`${server.url}/`);
+    await waitFor(async () => (await cell(page, 'kraken', 'health').textContent()) === 'idle', 'kraken idle on the page', { timeoutMs: 30_000 });
+    expect(await cell(page, 'kraken', 'last-error').textContent()).toBe('');
+
+    // Every kraken unit is refused, as a worker reports them: the row turns failing, its connector still active.
+    const refused = { ok: false, latencyMs: 3, cause: 'connection', message: 'kraken ohlc request failed: connect ECONNREFUSED 127.0.0.1:1' } as const;
+    await fleet.control.reportOutcomes(
+      'kraken',
+      Array.from({ length: 6 }, () => refused),
+    );
+    await waitFor(async () => (await cell(page, 'kraken', 'health').textContent()) === 'failing', 'kraken failing on the page', { timeoutMs: 30_000 });
+    expect(await cell(page, 'kraken', 'status').textContent()).toBe('active');
+    expect(await cell(page, 'kraken', 'last-error').textContent()).toMatch(/^connection \d[\d.dhms]* ago$/);
+    expect(await cell(page, 'kraken', 'health').getAttribute('class')).toBe('pill frozen');
+    const title = (await cell(page, 'kraken', 'health-line').getAttribute('title')) ?? '';
+    expect(title).toMatch(
+      /^the last 6 units failed, none succeeded since \(last: connection\)\nlast error \d{4}-\d\d-\d\dT[\d:.]+Z: kraken ohlc request failed/,
+    );
+
+    // It answers again: ten successes in a row and it reads healthy, the last error still shown.
+    await fleet.control.reportOutcomes(
+      'kraken',
+      Array.from({ length: 10 }, () => ({ ok: true, latencyMs: 5 })),
+    );
+    await waitFor(async () => (await cell(page, 'kraken', 'health').textContent()) === 'healthy', 'kraken healthy on the page', { timeoutMs: 30_000 });
+    expect(await cell(page, 'kraken', 'health').getAttribute('class')).toBe('pill active');
+    expect(await cell(page, 'kraken', 'last-error').textContent()).toMatch(/^connection .+ ago$/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('opens the bull-board page of a venue queue from the overview', async () => {
     const page = await context.newPage();
     await page.goto(`${server.url}/`);

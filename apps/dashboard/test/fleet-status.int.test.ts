@@ -31,6 +31,8 @@ afterEach(async () => {
  * - polygon: banned (418) with the budget spent: nothing runnable;
  * - kraken: frozen for its budget: cause `budget`;
  * - okx: paused connector: its units are blocked.
+ * Health: binance idle (no unit reported), coinbase degraded (3 of 4 units timed out), polygon and
+ * kraken frozen, okx paused.
  */
 async function seed(): Promise<{ btcCursor: number }> {
   const { store, queues, control, now } = fleet;
@@ -72,6 +74,8 @@ async function seed(): Promise<{ btcCursor: number }> {
   await control.freeze('polygon', now + 120_000, '418');
   await control.freeze('kraken', now + 30_000, 'budget');
   await queues.setGlobalConcurrency('binance', 8);
+  const timedOut = { ok: false, latencyMs: 10_000, cause: 'timeout', message: 'coinbase candles timed out after 10000 ms' } as const;
+  await control.reportOutcomes('coinbase', [{ ok: true, latencyMs: 50 }, timedOut, timedOut, timedOut]);
 
   for (const id of ['w1', 'w2']) await new WorkerHeartbeat(fleet.redis, id, { prefix: fleet.prefix, clock: fixedClock(now) }).beat('binance');
   return { btcCursor };
@@ -114,6 +118,33 @@ describe('collectFleetStatus', () => {
       openGaps: 1,
       liveWorkers: 2,
       leases: { jobs: 2, untilMs: now + 300_000 },
+      health: {
+        state: 'idle',
+        reason: 'no unit finished in the last 5m',
+        window: { ms: 300_000, ok: 0, failed: 0, byCause: {} },
+        failureStreak: 0,
+        successStreak: 0,
+        lastError: null,
+        lastSuccessAtMs: null,
+        lastRateLimitAtMs: null,
+      },
+    });
+    expect(byVenue.coinbase!.health).toEqual({
+      state: 'degraded',
+      reason: '3 of 4 units failed in the last 5m (timeout 3)',
+      window: { ms: 300_000, ok: 1, failed: 3, byCause: { timeout: 3 } },
+      failureStreak: 3,
+      successStreak: 0,
+      lastError: { cause: 'timeout', atMs: now, message: 'coinbase candles timed out after 10000 ms' },
+      lastSuccessAtMs: now,
+      lastRateLimitAtMs: null,
+    });
+    expect(Object.fromEntries(status.venues.map((v) => [v.venue, v.health.state]))).toEqual({
+      binance: 'idle',
+      coinbase: 'degraded',
+      kraken: 'frozen',
+      okx: 'paused',
+      polygon: 'frozen',
     });
     expect(byVenue.polygon?.leases).toEqual({ jobs: 0, untilMs: null });
     expect(byVenue.coinbase).toMatchObject({
@@ -192,17 +223,27 @@ describe('collectFleetStatus', () => {
     );
     expect(await values('tickfleet_venue_budget_blocked_units')).toContainEqual({ labels: { venue: 'polygon' }, value: 3 });
     expect(await values('tickfleet_queue_units')).toContainEqual({ labels: { venue: 'binance', state: 'prioritized' }, value: 5 });
-    const frozen = await values('tickfleet_venue_frozen');
-    expect(
-      frozen
+    /** The label sets of the series at 1, by venue. */
+    const ones = (series: Array<{ labels: Record<string, unknown>; value: number }>) =>
+      series
         .filter((v) => v.value === 1)
         .map((v) => v.labels)
-        .sort((a, b) => String(a.venue).localeCompare(String(b.venue))),
-    ).toEqual([
+        .sort((a, b) => String(a.venue).localeCompare(String(b.venue)));
+    const frozen = await values('tickfleet_venue_frozen');
+    expect(ones(frozen)).toEqual([
       { venue: 'kraken', cause: 'budget' },
       { venue: 'polygon', cause: '418' },
     ]);
     expect(frozen).toHaveLength(5 * 4);
+    const health = await values('tickfleet_venue_health');
+    expect(health).toHaveLength(5 * 7);
+    expect(ones(health)).toEqual([
+      { venue: 'binance', state: 'idle' },
+      { venue: 'coinbase', state: 'degraded' },
+      { venue: 'kraken', state: 'frozen' },
+      { venue: 'okx', state: 'paused' },
+      { venue: 'polygon', state: 'frozen' },
+    ]);
     expect(await values('tickfleet_gaps_open')).toContainEqual({ labels: { venue: 'binance' }, value: 1 });
     expect(await values('tickfleet_live_workers')).toContainEqual({ labels: { venue: 'binance' }, value: 2 });
     const lag = await values('tickfleet_job_cursor_lag_max_seconds');

@@ -476,6 +476,14 @@ export const METRIC_CATALOG = {
     ],
     cardinality: 'cause is one of four values; every cause is exported for every venue so a freeze ending reads 0, not a vanished series',
   },
+  tickfleet_venue_health: {
+    type: 'gauge',
+    help: "1 for the venue's health state now (healthy, degraded, failing, frozen, paused, disabled, idle: judged from the fleet's unit outcomes of the last minutes, its status and freeze), 0 for the other states",
+    labelNames: ['venue', 'state'],
+    roles: ['dashboard'],
+    usedBy: ['alert:TickfleetVenueFailing'],
+    cardinality: 'state is one of seven values; every state is exported for every venue so a state that ends reads 0, not a vanished series',
+  },
   tickfleet_gaps_open: {
     type: 'gauge',
     help: 'Open gaps in the gap ledger (holes in collected history not yet filled)',

@@ -18,9 +18,44 @@ function freezeCell(v: VenueStatus): string {
   return v.freeze ? `${v.freeze.cause} ${formatDurationMs(v.freeze.remainingMs)}` : '-';
 }
 
+// -- venue health (issue 37, point 1) --
+/** `connection 12s ago`: the cause of the venue's last failed unit and how long ago it failed. */
+function lastErrorCell(v: VenueStatus, atMs: number): string {
+  const e = v.health.lastError;
+  return e ? `${e.cause} ${formatDurationMs(Math.max(0, atMs - e.atMs))} ago` : '-';
+}
+
+/** One line per venue that is failing or degraded: why, and its last error's message. */
+function printHealthNotes(status: FleetStatus): void {
+  const troubled = status.venues.filter((v) => v.health.state === 'failing' || v.health.state === 'degraded');
+  for (const v of troubled) {
+    const e = v.health.lastError;
+    const last = e ? `; last error ${lastErrorCell(v, status.atMs)} (${new Date(e.atMs).toISOString()}): ${e.message}` : '';
+    process.stdout.write(`${v.venue} ${v.health.state}: ${v.health.reason}${last}\n`);
+  }
+}
+// -- end venue health --
+
 function printStatus(status: FleetStatus): void {
   printTable(
-    ['VENUE', 'STATE', 'BUDGET', 'FREEZE', 'CONC/CAP', 'WAITING', 'ACTIVE', 'DELAYED', 'FAILED', 'RUNNABLE', 'BLOCKED', 'CURSOR LAG', 'GAPS', 'WORKERS'],
+    [
+      'VENUE',
+      'STATE',
+      'BUDGET',
+      'FREEZE',
+      'CONC/CAP',
+      'WAITING',
+      'ACTIVE',
+      'DELAYED',
+      'FAILED',
+      'RUNNABLE',
+      'BLOCKED',
+      'CURSOR LAG',
+      'GAPS',
+      'WORKERS',
+      'HEALTH',
+      'LAST ERROR',
+    ],
     status.venues.map((v) => [
       v.venue,
       v.status,
@@ -36,8 +71,11 @@ function printStatus(status: FleetStatus): void {
       dur(v.cursorLag.maxMs),
       v.openGaps,
       v.liveWorkers,
+      v.health.state,
+      lastErrorCell(v, status.atMs),
     ]),
   );
+  printHealthNotes(status);
   if (status.spool) process.stdout.write(`spool ${status.spool.dir}: ${status.spool.segments} segments, ${status.spool.bytes} bytes\n`);
 }
 
@@ -83,7 +121,7 @@ export function registerStatus(program: Command): void {
   program
     .command('status')
     .description(
-      'fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag; the streams: definitions, holders and live state (env: REDIS_URL)',
+      'fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag, health and last error; the streams: definitions, holders and live state (env: REDIS_URL)',
     )
     .option('--spool-dir <dir>', 'spool base directory', cliEnv('TICKFLEET_SPOOL_DIR').TICKFLEET_SPOOL_DIR)
     .addOption(jsonOption('print the full status as JSON'))

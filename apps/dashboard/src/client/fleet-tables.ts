@@ -17,6 +17,31 @@ function breakable(id: string): Child[] {
   return id.split(':').flatMap((part, i) => (i ? [':', el('wbr'), part] : [part]));
 }
 
+// -- venue health (issue 37, point 1) --
+/** The page's tone of each health state: the pill colours the status column already has (overview.css). */
+const HEALTH_TONE: Record<VenueStatus['health']['state'], string> = {
+  healthy: 'active',
+  degraded: 'paused',
+  failing: 'frozen',
+  frozen: 'frozen',
+  paused: 'paused',
+  disabled: 'disabled',
+  idle: 'disabled',
+};
+
+/** Under the status pill: the health state's pill, the last error's cause and age, the reason and message on hover. */
+function healthLine(v: VenueStatus, now: number): HTMLElement {
+  const h = v.health;
+  const e = h.lastError;
+  const title = h.reason + (e ? '\nlast error ' + new Date(e.atMs).toISOString() + ': ' + e.message : '');
+  return el('small', { 'data-field': 'health-line', title }, [
+    el('span', { class: 'pill ' + HEALTH_TONE[h.state], 'data-field': 'health' }, [h.state]),
+    ' ',
+    el('span', { 'data-field': 'last-error' }, [e ? e.cause + ' ' + dur(Math.max(0, now - e.atMs)) + ' ago' : '']),
+  ]);
+}
+// -- end venue health --
+
 function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRowElement {
   const b = v.budget;
   const budget = b
@@ -41,7 +66,7 @@ function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRow
   const lag = v.cursorLag;
   return el('tr', { 'data-venue': v.venue }, [
     el('td', {}, [el('a', { class: 'q', href: queueHref(queuesPath, v.venue), 'data-field': 'venue' }, [v.venue])]),
-    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status])]),
+    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status]), healthLine(v, now)]),
     el('td', { 'data-field': 'budget' }, budget),
     el('td', { 'data-field': 'freeze' }, freeze),
     el('td', { 'data-field': 'concurrency' }, [

@@ -1,3 +1,4 @@
+import { EMPTY_OUTCOME_RECORD, venueHealth } from '@tickfleet/budget';
 import { ValidationError } from '@tickfleet/core';
 import { counterIncrease, counterRates, RingBuffer } from './ring-buffer.js';
 import { freezeMarks, historyRange, HistoryCollector, type VenueSample } from '../fleet-history.js';
@@ -98,6 +99,7 @@ describe('HistoryCollector', () => {
     openGaps: 0,
     liveWorkers: null,
     leases: { jobs: 0, untilMs: null },
+    health: venueHealth(EMPTY_OUTCOME_RECORD, { status: 'active', freeze: null, bookCooldownUntilMs: 0, nowMs: 0 }),
   });
 
   it('keeps an hour of samples per venue and serves rates and totals from counter deltas, resets included', async () => {
