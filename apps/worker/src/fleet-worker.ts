@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
-import { type Clock, type Connector, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
+import { type Clock, type Connector, type ConnectorStatus, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
 import {
   aimdLimitsFor,
   BudgetGate,
   FleetVenueControl,
   FreezeWatch,
+  type VenueFreeze,
+  type VenueHealth,
   ScopedBudgets,
   startConcurrency,
   STATUS_EFFECTS,
@@ -53,6 +55,27 @@ export interface FleetWorkerOptions {
   streams?: { endpoints: StreamEndpoints; leaseTtlMs?: number; pollMs?: number; silenceTimeoutMs?: number };
 }
 
+/** What the fleet's Redis and the budget store say about a served venue, as `/healthz` reports it (null: not read). */
+interface VenueSharedState {
+  /** The fleet-wide AIMD concurrency. */
+  concurrency: number | null;
+  health: VenueHealth | null;
+  freeze: VenueFreeze | null;
+  budget: { used: number; limit: number } | null;
+  /** What could not be read, and why (never an error's message: it may quote a URL). */
+  unread: string[];
+}
+
+/** One served venue in `/healthz`: this worker's share and units, and the venue's fleet-wide state. */
+export interface VenueHealthz extends Omit<VenueSharedState, 'unread'> {
+  venue: string;
+  status: ConnectorStatus;
+  cap: number;
+  localConcurrency: number;
+  inflight: number;
+  unread?: string[];
+}
+
 /**
  * A worker process: one VenueRunner per served venue, sharing one RedisClient connection, the state
  * store, the sink pipeline and the budget gate. New connectors are picked up without a restart.
@@ -78,6 +101,8 @@ export class FleetWorker {
   private stopping = false;
   private refreshing: Promise<void> | undefined;
   private streamRunner: StreamRunner | undefined;
+  /** The last read of the served venues' shared state for `/healthz`, reused for `healthzCacheMs`. */
+  private shared: { atMs: number; value: Promise<Map<string, VenueSharedState>> } | undefined;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.clock = options.clock ?? systemClock;
@@ -101,6 +126,45 @@ export class FleetWorker {
    */
   venueShares(): Array<{ venue: string; cap: number; localConcurrency: number; inflight: number }> {
     return [...this.runners.values()].map((r) => ({ venue: r.venue, cap: r.cap, localConcurrency: r.localConcurrency(), inflight: r.inflightUnits }));
+  }
+
+  /**
+   * Per served venue, what `/healthz` reports: the connector's status, cap, this worker's share
+   * and in-flight units (in memory), and the venue's health (state, reason, last error's cause,
+   * time and message), freeze, AIMD concurrency and budget used/limit, read from Redis (one hash
+   * slot per venue, its reads sent together) and the budget store at most once per
+   * `healthzCacheMs` however often it is polled. A read that does not answer within
+   * `healthzReadTimeoutMs` leaves its fields null and names itself in `unread`: a liveness probe
+   * never waits on Redis or the store.
+   */
+  async venueHealthz(): Promise<VenueHealthz[]> {
+    const now = this.clock.monotonic();
+    if (!this.shared || now - this.shared.atMs >= WORKER_DEFAULTS.healthzCacheMs) this.shared = { atMs: now, value: this.readShared() };
+    const shared = await this.shared.value;
+    return this.venueShares().map((share) => {
+      const runner = this.runners.get(share.venue)!;
+      const { unread, ...state } = shared.get(share.venue) ?? { concurrency: null, health: null, freeze: null, budget: null, unread: ['not read yet'] };
+      return { ...share, status: runner.status, ...state, ...(unread.length > 0 ? { unread } : {}) };
+    });
+  }
+
+  private async readShared(): Promise<Map<string, VenueSharedState>> {
+    const control = this.control;
+    const timeoutMs = WORKER_DEFAULTS.healthzReadTimeoutMs;
+    const entries = await Promise.all(
+      [...this.runners.values()].map(async (runner): Promise<[string, VenueSharedState]> => {
+        const venue = runner.venue;
+        const unread: string[] = [];
+        const [fromRedis, usage] = await Promise.all([
+          within(control ? Promise.all([control.health(venue, runner.status), control.snapshot(venue)]) : null, timeoutMs, 'redis', unread),
+          within(this.options.store.budgets.usage(venue), timeoutMs, 'budget store', unread),
+        ]);
+        const [health, snapshot] = fromRedis ?? [null, null];
+        const budget = usage ? { used: usage.used, limit: usage.limit } : null;
+        return [venue, { concurrency: snapshot?.concurrency ?? null, health, freeze: snapshot?.frozen ?? null, budget, unread }];
+      }),
+    );
+    return new Map(entries);
   }
 
   async start(): Promise<void> {
@@ -312,5 +376,30 @@ export class FleetWorker {
     await this.queues?.close();
     await this.freezeWatch?.stop();
     this.connection?.disconnect();
+  }
+}
+
+/** `promise`'s value, or null when it fails or takes longer than `timeoutMs` (then `what` and why go to `unread`). */
+async function within<T>(promise: Promise<T> | null, timeoutMs: number, what: string, unread: string[]): Promise<T | null> {
+  if (promise === null) {
+    unread.push(`${what}: not connected`);
+    return null;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  let settled = false;
+  const note = (why: string): null => {
+    if (!settled) unread.push(`${what}: ${why}`);
+    settled = true;
+    return null;
+  };
+  const timedOut = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(note(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.catch((err: unknown) => note(err instanceof Error ? err.name : 'error')), timedOut]);
+  } finally {
+    settled = true;
+    clearTimeout(timer);
   }
 }

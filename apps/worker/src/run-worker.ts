@@ -5,7 +5,7 @@ import { openStore } from '@tickfleet/store';
 import { createLogger, createRegistry, HealthServer, onShutdown } from '@tickfleet/telemetry';
 import { FleetWorker } from './fleet-worker.js';
 import { WorkerEnv } from './worker-env.js';
-import { openWorkerSpool } from './worker-spool.js';
+import { openWorkerSpool, spoolHealthz } from './worker-spool.js';
 
 /**
  * The worker process: parses its environment once, opens the store, the sink pipeline (with a
@@ -93,14 +93,15 @@ export async function runWorker(env?: Env): Promise<void> {
     port: config.TICKFLEET_HEALTH_PORT,
     host: config.TICKFLEET_HEALTH_HOST,
     liveness: { process: () => true },
-    // Per served venue: the cap and this worker's share of it; per held stream: state, counters,
-    // time quality; and the persistence side every stream writes through.
-    details: () => ({
-      venues: worker.venueShares(),
+    // Per served venue: its status, health, freeze, AIMD value, budget, the cap and this worker's
+    // share of it; per held stream: state, counters, time quality; and the persistence side every
+    // unit and stream writes through, with what the spool holds for replay.
+    details: async () => ({
+      venues: await worker.venueHealthz(),
       streams: worker.streamHealth(),
       persistence: {
         sink: pipeline.sink.state,
-        spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, onFull: spool.onFull },
+        ...spoolHealthz(spool, pipeline.replay?.running ?? false),
         dedup: 'by message id: the sink keeps one record per key; a stream counts what it skipped (streams[].duplicates)',
       },
     }),

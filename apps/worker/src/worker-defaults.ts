@@ -24,4 +24,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   pollLatencyWindow: 512,
   /** Poll error records kept per venue and interval; the rest are only counted. */
   pollMaxErrorsPerInterval: 10,
+  /** `/healthz` reuses its per-venue read of Redis and the budget store for this long, however often it is polled. */
+  healthzCacheMs: 1000,
+  /** `/healthz` waits this long for that read, then answers with what the process knows without it (a liveness probe must not hang on Redis). */
+  healthzReadTimeoutMs: 1000,
 });

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, SpoolFullError } from '@tickfleet/core';
 import { PipelineMetrics } from '@tickfleet/sinks';
 import { tempDir, type TempDir } from '@tickfleet/testkit';
-import { openWorkerSpool } from './worker-spool.js';
+import { openWorkerSpool, spoolHealthz } from './worker-spool.js';
 import { trades } from '../../../packages/sinks/test/fixtures/envelopes.js';
 import { mountTmpfs, tmpfsUnsupported } from '../../../packages/sinks/test/fixtures/tmpfs.js';
 
@@ -58,6 +58,32 @@ describe('openWorkerSpool', () => {
       expect(existsSync(join(fs.path, 'spool', 'worker-0', 'spool.lock'))).toBe(false);
     } finally {
       fs.unmount();
+    }
+  });
+});
+
+describe('spoolHealthz', () => {
+  let dir: TempDir;
+  beforeEach(() => (dir = tempDir('worker-spool-')));
+  afterEach(() => dir.remove());
+
+  it('counts the segments holding records and the replay backlog, and says how old its oldest record is', async () => {
+    const spool = openWorkerSpool(dir.path, { maxSegmentBytes: 1024 });
+    try {
+      expect(spoolHealthz(spool, true)).toEqual({
+        spool: { dir: spool.dir, bytes: 0, maxBytes: spool.maxTotalBytes, onFull: spool.onFull, segments: 0 },
+        replay: { running: true, backlogSegments: 0, backlogBytes: 0, oldestAgeMs: null },
+      });
+      // Enough records to rotate through several 1 KiB segments.
+      for (let i = 0; i < 6; i++) await spool.append(trades(5));
+      const onDisk = readdirSync(spool.dir).filter((f) => f.endsWith('.dat') && statSync(join(spool.dir, f)).size > 0).length;
+      expect(onDisk).toBeGreaterThan(1);
+      const health = spoolHealthz(spool, false);
+      expect(health.spool).toMatchObject({ bytes: spool.totalBytes, segments: onDisk });
+      expect(health.replay).toMatchObject({ running: false, backlogSegments: onDisk, backlogBytes: spool.totalBytes });
+      expect(health.replay.oldestAgeMs).toBeGreaterThanOrEqual(0);
+    } finally {
+      await spool.close();
     }
   });
 });

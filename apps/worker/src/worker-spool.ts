@@ -34,6 +34,21 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
   throw new ConfigError('TICKFLEET_SPOOL_DIR', `a spool directory with a free slot (${baseDir}: ${MAX_SLOTS} live workers hold every worker-<n> slot)`);
 }
 
+/**
+ * The spool and its replay as `/healthz` reports them: the segments holding records (sealed ones
+ * and the one being written), and the replay's backlog (everything spooled waits to be replayed
+ * into the sink; the replay seals the current segment once nothing older waits) with the age of
+ * its oldest record. Memory reads plus, when the spool holds records, one read of the oldest
+ * segment's head.
+ */
+export function spoolHealthz(spool: Spool, replayRunning: boolean) {
+  const segments = spool.completeSegments().filter((s) => s.bytes > 0).length + (spool.currentBytes > 0 ? 1 : 0);
+  return {
+    spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, onFull: spool.onFull, segments },
+    replay: { running: replayRunning, backlogSegments: segments, backlogBytes: spool.totalBytes, oldestAgeMs: spool.oldestAgeMs() },
+  };
+}
+
 function usableBase(baseDir: string): void {
   let notADirectory = false;
   try {

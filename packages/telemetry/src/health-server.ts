@@ -15,8 +15,11 @@ export interface HealthServerOptions {
   liveness?: Record<string, HealthCheck>;
   /** Readiness: dependencies reachable and the role accepting work. */
   readiness?: Record<string, HealthCheck>;
-  /** Runtime state added to the `/healthz` body under its keys (the worker's streams, spool and dedup); never secrets. */
-  details?: () => Record<string, unknown>;
+  /**
+   * Runtime state added to the `/healthz` body under its keys (the worker's venues, streams, spool
+   * and dedup); never secrets. May read (a promise): it must bound its own wait, since liveness probes poll it.
+   */
+  details?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Extra routes served beside the health endpoints (e.g. a JSON status). */
   routes?: Record<string, (req: IncomingMessage, res: ServerResponse) => void | Promise<void>>;
 }
@@ -75,7 +78,7 @@ export class HealthServer {
       if (path === '/readyz' && this.draining) results.draining = 'shutting down';
       const ok = Object.values(results).every((r) => r === 'ok');
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      const details = path === '/healthz' ? this.options.details?.() : undefined;
+      const details = path === '/healthz' ? await this.options.details?.() : undefined;
       res.end(JSON.stringify({ status: ok ? 'ok' : 'fail', checks: results, ...details }));
       return;
     }
