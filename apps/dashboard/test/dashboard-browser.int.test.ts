@@ -572,6 +572,15 @@ describe('dashboard in a real browser', () => {
     expect(title).toMatch(
       /^the last 6 units failed, none succeeded since \(last: connection\)\nlast error \d{4}-\d\d-\d\dT[\d:.]+Z: kraken ohlc request failed/,
     );
+    // The failing row with its last error still fits a laptop's 1,280 px: no scroll bar on the page or around the tables.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const overflow = await page.evaluate(() => {
+      const { document } = globalThis as unknown as PageGlobals;
+      const main = document.querySelector('main')!;
+      return { page: document.documentElement.scrollWidth - document.documentElement.clientWidth, main: main.scrollWidth - main.clientWidth };
+    });
+    expect(overflow).toEqual({ page: 0, main: 0 });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-health.png') });
 
     // It answers again: ten successes in a row and it reads healthy, the last error still shown.
     await fleet.control.reportOutcomes(

@@ -29,16 +29,15 @@ const HEALTH_TONE: Record<VenueStatus['health']['state'], string> = {
   idle: 'disabled',
 };
 
-/** Under the status pill: the health state's pill, the last error's cause and age, the reason and message on hover. */
-function healthLine(v: VenueStatus, now: number): HTMLElement {
+/** Under the status pill: the health state's pill (the reason and last error's message on hover), then the last error's cause and age. */
+function healthLines(v: VenueStatus, now: number): HTMLElement[] {
   const h = v.health;
   const e = h.lastError;
   const title = h.reason + (e ? '\nlast error ' + new Date(e.atMs).toISOString() + ': ' + e.message : '');
-  return el('small', { 'data-field': 'health-line', title }, [
-    el('span', { class: 'pill ' + HEALTH_TONE[h.state], 'data-field': 'health' }, [h.state]),
-    ' ',
-    el('span', { 'data-field': 'last-error' }, [e ? e.cause + ' ' + dur(Math.max(0, now - e.atMs)) + ' ago' : '']),
-  ]);
+  return [
+    el('small', { 'data-field': 'health-line', title }, [el('span', { class: 'pill ' + HEALTH_TONE[h.state], 'data-field': 'health' }, [h.state])]),
+    el('small', { 'data-field': 'last-error', title }, [e ? e.cause + ' ' + dur(Math.max(0, now - e.atMs)) + ' ago' : '']),
+  ];
 }
 // -- end venue health --
 
@@ -66,7 +65,7 @@ function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRow
   const lag = v.cursorLag;
   return el('tr', { 'data-venue': v.venue }, [
     el('td', {}, [el('a', { class: 'q', href: queueHref(queuesPath, v.venue), 'data-field': 'venue' }, [v.venue])]),
-    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status]), healthLine(v, now)]),
+    el('td', {}, [el('span', { class: 'pill ' + v.status, 'data-field': 'status' }, [v.status]), ...healthLines(v, now)]),
     el('td', { 'data-field': 'budget' }, budget),
     el('td', { 'data-field': 'freeze' }, freeze),
     el('td', { 'data-field': 'concurrency' }, [
