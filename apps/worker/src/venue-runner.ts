@@ -97,7 +97,7 @@ export class VenueRunner {
   private readonly bookBackoff: { baseMs?: number; maxMs?: number };
   /** Bounded logging of repeated failures: one line per kind per minute, with a suppressed count. */
   private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
-  /** Unit outcomes for the venue's fleet-wide AIMD, batched (never awaited by a unit). */
+  /** Unit outcomes for the venue's fleet-wide AIMD and health record, batched (never awaited by a unit). */
   private readonly outcomes: OutcomeReporter;
   /**
    * Budget weight each running unit has spent, keyed by the abort signal the unit hands its

@@ -19,9 +19,10 @@ export interface OutcomeReporterOptions {
 }
 
 /**
- * One worker's AIMD outcome reports for one venue, batched: successes are held for up to
- * `intervalMs` and sent together in one script call; a failure is sent at once with whatever is
- * held (a venue going bad should slow the fleet down now, not a quarter of a second later).
+ * One worker's outcome reports for one venue (AIMD and the health record), batched: successes
+ * are held for up to `intervalMs` and sent together in one script call; a failure is sent at once
+ * with whatever is held (a venue going bad should slow the fleet down now, not a quarter of a
+ * second later).
  * Reports go out one at a time, in order. `record` never waits for Redis: the unit that finished
  * is not held up by the bookkeeping of its outcome.
  */
