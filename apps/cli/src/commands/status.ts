@@ -18,7 +18,6 @@ function freezeCell(v: VenueStatus): string {
   return v.freeze ? `${v.freeze.cause} ${formatDurationMs(v.freeze.remainingMs)}` : '-';
 }
 
-// -- venue health (issue 37, point 1) --
 /** `connection 12s ago`: the cause of the venue's last failed unit and how long ago it failed. */
 function lastErrorCell(v: VenueStatus, atMs: number): string {
   const e = v.health.lastError;
@@ -34,7 +33,6 @@ function printHealthNotes(status: FleetStatus): void {
     process.stdout.write(`${v.venue} ${v.health.state}: ${v.health.reason}${last}\n`);
   }
 }
-// -- end venue health --
 
 function printStatus(status: FleetStatus): void {
   printTable(

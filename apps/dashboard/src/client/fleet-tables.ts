@@ -17,7 +17,6 @@ function breakable(id: string): Child[] {
   return id.split(':').flatMap((part, i) => (i ? [':', el('wbr'), part] : [part]));
 }
 
-// -- venue health (issue 37, point 1) --
 /** The page's tone of each health state: the pill colours the status column already has (overview.css). */
 const HEALTH_TONE: Record<VenueStatus['health']['state'], string> = {
   healthy: 'active',
@@ -39,7 +38,6 @@ function healthLines(v: VenueStatus, now: number): HTMLElement[] {
     el('small', { 'data-field': 'last-error', title }, [e ? e.cause + ' ' + dur(Math.max(0, now - e.atMs)) + ' ago' : '']),
   ];
 }
-// -- end venue health --
 
 function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRowElement {
   const b = v.budget;
