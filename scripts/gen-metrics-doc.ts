@@ -43,7 +43,7 @@ export function renderMetricsDoc(): string {
     '',
     '**Cardinality.** Labels are small closed sets: `venue`, `kind`, `outcome`, `endpoint` (an adapter endpoint name),',
     '`status` (a status class), `channel`, `adapter`, `state` (a BullMQ state) and `cause` (a freeze cause). No series carries a',
-    'symbol. The one per-job series is `tickfleet_cursor_lag_seconds{job}`, a gauge bounded by the number of enabled candle jobs;',
+    'symbol. The one per-job series is `tickfleet_cursor_lag_seconds{job_id}`, a gauge bounded by the number of enabled candle jobs;',
     'alerts read the per-venue `tickfleet_job_cursor_lag_*` gauges instead.',
     '',
     '**Autoscaling signal.** `tickfleet_venue_runnable_units{venue}` counts waiting units that could run now (venue not frozen',

@@ -40,7 +40,7 @@ function populate(registry: Registry): void {
     const spec = METRIC_CATALOG[name];
     const labels: Record<string, string> = {};
     for (const l of spec.labelNames)
-      labels[l] = l === 'venue' ? 'binance' : l === 'job' ? 'binance:BTC/USDT:1m:ohlcv' : l === 'cause' ? '429' : l === 'status' ? '429' : 'x';
+      labels[l] = l === 'venue' ? 'binance' : l === 'job_id' ? 'binance:BTC/USDT:1m:ohlcv' : l === 'cause' ? '429' : l === 'status' ? '429' : 'x';
     const metric = registerMetric(registry, name) as unknown as {
       observe?: (l: object, v: number) => void;
       set?: (l: object, v: number) => void;

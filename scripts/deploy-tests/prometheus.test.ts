@@ -102,7 +102,7 @@ describe('metric exposition from the catalog', () => {
   function observeAll(registry: ReturnType<typeof createRegistry>, role?: MetricRole): void {
     for (const name of registerRoleMetrics(registry, role)) {
       const spec = METRIC_CATALOG[name];
-      const labels = Object.fromEntries(spec.labelNames.map((l) => [l, l === 'job' ? 'binance:BTC/USDT:1m:ohlcv' : 'x']));
+      const labels = Object.fromEntries(spec.labelNames.map((l) => [l, l === 'job_id' ? 'binance:BTC/USDT:1m:ohlcv' : 'x']));
       const metric = registerMetric(registry, name);
       if ('observe' in metric) (metric as { observe(l: object, v: number): void }).observe(labels, 0.3);
       else if ('set' in metric) (metric as { set(l: object, v: number): void }).set(labels, 2);

@@ -152,7 +152,7 @@ describe('tickfleet up --prometheus', () => {
       const lagging = promqlUses().find((u) => u.user.startsWith('panel:') && u.expr.includes('tickfleet_cursor_lag_seconds'));
       expect(lagging).toBeDefined();
       const lag = await waitFor(
-        async () => (await query(url, lagging!.expr.replace(/\$venue/g, 'binance')))?.result.find((s) => s.metric.job === 'binance:BTC/USDT:1m:ohlcv'),
+        async () => (await query(url, lagging!.expr.replace(/\$venue/g, 'binance')))?.result.find((s) => s.metric.job_id === 'binance:BTC/USDT:1m:ohlcv'),
         'the lagging-jobs panel answering for the binance job',
         FLEET_WAIT,
       );

@@ -97,14 +97,7 @@ function renderConfig(targets: Record<string, string>): string {
     const job = `tickfleet-${role.replace(/-\d+$/, '')}`;
     const { host, pathname } = new URL(metricsUrl);
     if (!jobs.has(job)) {
-      jobs.set(job, [
-        `  - job_name: ${JSON.stringify(job)}`,
-        `    metrics_path: ${JSON.stringify(pathname)}`,
-        // tickfleet_cursor_lag_seconds carries its own `job` label (the tickfleet job id, read by
-        // the drill-down's lagging-jobs panel): honoured, it is not renamed to exported_job.
-        '    honor_labels: true',
-        '    static_configs:',
-      ]);
+      jobs.set(job, [`  - job_name: ${JSON.stringify(job)}`, `    metrics_path: ${JSON.stringify(pathname)}`, '    static_configs:']);
     }
     jobs.get(job)!.push(`      - targets: [${JSON.stringify(host)}]`, `        labels: { instance: ${JSON.stringify(role)} }`);
   }

@@ -323,7 +323,7 @@ export class UnitExecutor {
     if (newest !== null) {
       // Age of the next candle the venue's calendar expects (newest + timeframe on 24/7 venues).
       const lagMs = this.options.clock.now() - calendarFor(job.venue).nextExpectedOpen(tf, newest);
-      this.options.metrics.cursorLagSeconds.set({ job: job.id }, Math.max(0, lagMs) / 1000);
+      this.options.metrics.cursorLagSeconds.set({ job_id: job.id }, Math.max(0, lagMs) / 1000);
     }
     // The last page's cursor goes with the job's completion (see UnitOutcome.cursor).
     return { outcome: 'ok', records, ...(lastOpenTime === null ? {} : { cursor: lastOpenTime }) };

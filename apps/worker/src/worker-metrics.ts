@@ -5,7 +5,7 @@ import { registerMetric, type Counter, type Gauge, type Histogram, type Registry
  * The worker's metrics, registered from the telemetry metric catalog (names, help, labels and
  * buckets live there; docs/metrics.md is generated from it). Labels are venue, endpoint, kind,
  * outcome and status class: bounded sets. The one per-job series,
- * `tickfleet_cursor_lag_seconds{job}`, is bounded by the number of candle jobs a fleet runs.
+ * `tickfleet_cursor_lag_seconds{job_id}`, is bounded by the number of candle jobs a fleet runs.
  * The budget gate writes its series through the {@link BudgetGateMetrics} part.
  */
 export class WorkerMetrics implements BudgetGateMetrics {
@@ -24,7 +24,7 @@ export class WorkerMetrics implements BudgetGateMetrics {
   readonly concurrencyCap: Gauge<'venue'>;
   readonly inflight: Gauge<'venue'>;
   readonly records: Counter<'venue' | 'channel'>;
-  readonly cursorLagSeconds: Gauge<'job'>;
+  readonly cursorLagSeconds: Gauge<'job_id'>;
   readonly unitFailures: Counter<'venue' | 'cause'>;
   readonly malformedPayloads: Counter<'venue'>;
   readonly budgetClockOffset: Gauge<'venue'>;

@@ -42,12 +42,12 @@ describe('metric catalog', () => {
     }
   });
 
-  it('keeps cardinality bounded: no symbol label anywhere, a job label only on the documented per-job gauge', () => {
-    const perJob = catalogEntries().filter((e) => e.labelNames.includes('job'));
+  it('keeps cardinality bounded: no symbol label anywhere, a job_id label only on the documented per-job gauge', () => {
+    const perJob = catalogEntries().filter((e) => e.labelNames.includes('job_id'));
     expect(perJob.map((e) => e.name)).toEqual(['tickfleet_cursor_lag_seconds']);
     expect(perJob[0]?.cardinality).toMatch(/per-job/);
     // stream: a stream definition's name, bounded by the streams an operator defines (each row says so).
-    const allowed = new Set(['venue', 'kind', 'outcome', 'endpoint', 'status', 'channel', 'adapter', 'state', 'cause', 'job', 'stream']);
+    const allowed = new Set(['venue', 'kind', 'outcome', 'endpoint', 'status', 'channel', 'adapter', 'state', 'cause', 'job_id', 'stream']);
     for (const e of catalogEntries()) {
       for (const label of e.labelNames) expect({ metric: e.name, label, allowed: allowed.has(label) }).toEqual({ metric: e.name, label, allowed: true });
     }

@@ -36,7 +36,7 @@ const SCHEDULER_TICK_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
  * Cardinality rule: labels are venue, kind, outcome, endpoint, status class, channel, adapter,
  * queue state and freeze cause, all small closed sets, and `stream` (a stream definition's name,
  * bounded by the streams an operator defines). No symbol and no job id appears on a high-rate
- * series; the one per-job gauge, `tickfleet_cursor_lag_seconds{job}`, is a gauge set
+ * series; the one per-job gauge, `tickfleet_cursor_lag_seconds{job_id}`, is a gauge set
  * once per unit and bounded by the number of enabled candle jobs.
  */
 export const METRIC_CATALOG = {
@@ -217,7 +217,8 @@ export const METRIC_CATALOG = {
   tickfleet_cursor_lag_seconds: {
     type: 'gauge',
     help: "Age of the next candle a job waits for: now minus the open time of the first candle the venue's trading calendar expects after the cursor (now - cursor - timeframe on 24/7 venues)",
-    labelNames: ['job'],
+    // Not `job`: Prometheus's own target label, which would rename it exported_job on scrape.
+    labelNames: ['job_id'],
     roles: ['worker'],
     usedBy: ['panel:tickfleet-venue-drilldown/Most lagging jobs'],
     cardinality:
