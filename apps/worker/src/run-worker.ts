@@ -24,7 +24,12 @@ export async function runWorker(env?: Env): Promise<void> {
   // with one line naming it and the cause, before any connection is opened.
   const spool = openWorkerSpool(
     config.TICKFLEET_SPOOL_DIR,
-    { onFull: config.TICKFLEET_SPOOL_ON_FULL, maxTotalBytes: config.TICKFLEET_SPOOL_MAX_BYTES, blockTimeoutMs: config.TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS },
+    {
+      onFull: config.TICKFLEET_SPOOL_ON_FULL,
+      maxTotalBytes: config.TICKFLEET_SPOOL_MAX_BYTES,
+      maxSegmentBytes: config.TICKFLEET_SPOOL_MAX_SEGMENT_BYTES,
+      blockTimeoutMs: config.TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS,
+    },
     pipelineMetrics,
   );
   if (spool.recovery.truncatedBytes > 0 || spool.totalBytes > 0) {
@@ -41,13 +46,25 @@ export async function runWorker(env?: Env): Promise<void> {
     throw err;
   });
   const store = budgets.store;
-  const sink = await openSink(config.TICKFLEET_SINK_URL).catch(async (err: unknown) => {
+  const sink = await openSink(config.TICKFLEET_SINK_URL, {
+    retry: {
+      maxRetries: config.TICKFLEET_SINK_MAX_RETRIES,
+      retryBaseMs: config.TICKFLEET_SINK_RETRY_BASE_MS,
+      failuresForDegraded: config.TICKFLEET_SINK_FAILURES_FOR_DEGRADED,
+    },
+  }).catch(async (err: unknown) => {
     await budgets.close();
     await store.close();
     await spool.close();
     throw err;
   });
-  const pipeline = new Pipeline({ sink, spool, metrics: pipelineMetrics, logger });
+  const pipeline = new Pipeline({
+    sink,
+    spool,
+    metrics: pipelineMetrics,
+    logger,
+    dedup: config.TICKFLEET_DEDUP === 'on' ? { windowMs: config.TICKFLEET_DEDUP_WINDOW_MS, maxKeys: config.TICKFLEET_DEDUP_MAX_KEYS } : false,
+  });
   const worker = new FleetWorker({
     redisUrl: config.REDIS_URL,
     store,
@@ -95,14 +112,16 @@ export async function runWorker(env?: Env): Promise<void> {
     liveness: { process: () => true },
     // Per served venue: its status, health, freeze, AIMD value, budget, the cap and this worker's
     // share of it; per held stream: state, counters, time quality; and the persistence side every
-    // unit and stream writes through, with what the spool holds for replay.
+    // unit and stream writes through: the sink's state and retries, what the spool holds for
+    // replay, and the dedup window as it is (off, or its bounds, keys held and drops).
     details: async () => ({
       venues: await worker.venueHealthz(),
       streams: worker.streamHealth(),
       persistence: {
         sink: pipeline.sink.state,
+        sinkRetry: pipeline.sink.retry,
         ...spoolHealthz(spool, pipeline.replay?.running ?? false),
-        dedup: 'by message id: the sink keeps one record per key; a stream counts what it skipped (streams[].duplicates)',
+        dedup: pipeline.dedupStatus(),
       },
     }),
     readiness: {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { duration, matching, oneOf, positiveInt, SHARED } from '@tickfleet/config';
-import { ON_FULL_POLICIES, SPOOL_DEFAULTS } from '@tickfleet/sinks';
+import { duration, integer, matching, oneOf, positiveInt, SHARED } from '@tickfleet/config';
+import { ON_FULL_POLICIES, PIPELINE_DEFAULTS, SINK_DEFAULTS, SPOOL_DEFAULTS } from '@tickfleet/sinks';
 import { STREAM_DEFAULTS } from '@tickfleet/streams';
 import { WORKER_DEFAULTS } from './worker-defaults.js';
 
@@ -17,6 +17,23 @@ export const WorkerEnv = z.object({
   TICKFLEET_SPOOL_MAX_BYTES: positiveInt().default(SPOOL_DEFAULTS.maxTotalBytes),
   /** A blocked spool append gives up after this long; its unit returns to the queue without burning an attempt. */
   TICKFLEET_SPOOL_BLOCK_TIMEOUT_MS: duration().default(SPOOL_DEFAULTS.blockTimeoutMs),
+  /** A spool segment rotates when the next record would take it past this size, in bytes. */
+  TICKFLEET_SPOOL_MAX_SEGMENT_BYTES: positiveInt().default(SPOOL_DEFAULTS.maxSegmentBytes),
+  /**
+   * Retries of a failed sink batch before it goes to the spool. Bounded: the pipeline writes one
+   * batch at a time, so a long ladder holds every unit's records instead of spooling them.
+   */
+  TICKFLEET_SINK_MAX_RETRIES: integer(0, 10, 'a whole number of retries from 0 to 10').default(SINK_DEFAULTS.maxRetries),
+  /** First backoff of a failed sink batch; retry n waits this times 2^n. */
+  TICKFLEET_SINK_RETRY_BASE_MS: duration({ allowZero: true }).default(SINK_DEFAULTS.retryBaseMs),
+  /** Consecutive batches that exhaust their retries before the sink reads `degraded` (`unavailable` before). */
+  TICKFLEET_SINK_FAILURES_FOR_DEGRADED: positiveInt().default(SINK_DEFAULTS.failuresForDegraded),
+  /** The pipeline's in-memory dedup window in front of the sink (docs/sinks.md, "Dedup window"): `off` (default) or `on`. */
+  TICKFLEET_DEDUP: oneOf(['on', 'off'] as const).default('off'),
+  /** How long the dedup window remembers a stored key. */
+  TICKFLEET_DEDUP_WINDOW_MS: duration().default(PIPELINE_DEFAULTS.dedupWindowMs),
+  /** Keys the dedup window holds at most (the oldest go first): its memory bound. */
+  TICKFLEET_DEDUP_MAX_KEYS: positiveInt().default(PIPELINE_DEFAULTS.dedupMaxKeys),
   /** Comma-separated venues to serve; unset or empty serves every connector with an adapter. */
   TICKFLEET_VENUES: matching(
     /^[a-z][a-z0-9_-]{1,31}(,[a-z][a-z0-9_-]{1,31})*$/,

@@ -71,7 +71,7 @@ describe('spoolHealthz', () => {
     const spool = openWorkerSpool(dir.path, { maxSegmentBytes: 1024 });
     try {
       expect(spoolHealthz(spool, true)).toEqual({
-        spool: { dir: spool.dir, bytes: 0, maxBytes: spool.maxTotalBytes, onFull: spool.onFull, segments: 0 },
+        spool: { dir: spool.dir, bytes: 0, maxBytes: spool.maxTotalBytes, maxSegmentBytes: 1024, onFull: spool.onFull, segments: 0 },
         replay: { running: true, backlogSegments: 0, backlogBytes: 0, oldestAgeMs: null },
       });
       // Enough records to rotate through several 1 KiB segments.

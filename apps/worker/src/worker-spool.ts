@@ -44,7 +44,7 @@ export function openWorkerSpool(baseDir: string, options: Omit<SpoolOptions, 'di
 export function spoolHealthz(spool: Spool, replayRunning: boolean) {
   const segments = spool.completeSegments().filter((s) => s.bytes > 0).length + (spool.currentBytes > 0 ? 1 : 0);
   return {
-    spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, onFull: spool.onFull, segments },
+    spool: { dir: spool.dir, bytes: spool.totalBytes, maxBytes: spool.maxTotalBytes, maxSegmentBytes: spool.maxSegmentBytes, onFull: spool.onFull, segments },
     replay: { running: replayRunning, backlogSegments: segments, backlogBytes: spool.totalBytes, oldestAgeMs: spool.oldestAgeMs() },
   };
 }

@@ -23,4 +23,14 @@ describe('DedupWindow', () => {
     expect(w.has('k9900')).toBe(true);
     expect(w.has('k9899')).toBe(false);
   });
+
+  it('counts only the keys still inside the window', () => {
+    const clock = new ManualClock();
+    const w = new DedupWindow({ windowMs: 1000, clock });
+    w.add('a');
+    w.add('b');
+    expect(w.size).toBe(2);
+    clock.advance(1000);
+    expect(w.size).toBe(0);
+  });
 });

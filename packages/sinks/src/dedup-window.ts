@@ -26,7 +26,9 @@ export class DedupWindow {
     this.clock = options.clock ?? systemClock;
   }
 
+  /** Keys remembered now (expired ones are let go first). */
   get size(): number {
+    this.evictExpired();
     return this.seen.size;
   }
 

@@ -8,8 +8,10 @@ export {
   type ErrorSample,
   type Interval,
   type RejectedRecord,
+  type RetrySettings,
   type Sink,
   type SinkAdapter,
+  type SinkRetry,
   type SinkState,
   type StoredCandle,
   type WriteOptions,
@@ -25,7 +27,7 @@ export { Batcher, type BatcherOptions } from './batcher.js';
 export { DedupWindow, type DedupWindowOptions } from './dedup-window.js';
 export { ErrorSampler, type ErrorSamplerOptions } from './error-sampler.js';
 export { ON_FULL_POLICIES, type OnFullPolicy, type SpoolOptions } from './spool-options.js';
-export { SPOOL_DEFAULTS } from './sink-defaults.js';
+export { PIPELINE_DEFAULTS, SINK_DEFAULTS, SPOOL_DEFAULTS } from './sink-defaults.js';
 export {
   Spool,
   inspectSpool,
@@ -38,7 +40,7 @@ export {
 } from './spool.js';
 export { ReplayWorker, type DrainResult, type ReplayWorkerOptions } from './replay-worker.js';
 export { PipelineMetrics } from './pipeline-metrics.js';
-export { Pipeline, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';
+export { Pipeline, type DedupStatus, type PipelineOptions, type PushResult, type RecordOutcome } from './pipeline.js';
 export { expectedCandleCount, findGaps, gapsToRanges, gridRuns, type GapQuery } from './gaps.js';
 export { GapLedger, withNeighbours, type GapLedgerOptions, type LedgerStore, type ScanResult, type SpooledRecords } from './gap-ledger.js';
 export { splitByRequest, type CandleSeries, type RequestSources, type RequestSplit } from './requested-ranges.js';

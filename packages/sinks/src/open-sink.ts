@@ -3,9 +3,12 @@ import { ValidationError } from '@tickfleet/core';
 import { JsonlSink, type JsonlSinkOptions } from './adapters/jsonl-sink.js';
 import type { MongoSinkOptions } from './adapters/mongo-sink.js';
 import { SqliteSink, type SqliteSinkOptions } from './adapters/sqlite-sink.js';
+import type { RetryOptions } from './internal/sink-health.js';
 import type { Sink } from './sink.js';
 
 export interface OpenSinkOptions {
+  /** Retries and degraded threshold of whichever adapter the URL names (its own options below win). */
+  retry?: RetryOptions;
   sqlite?: SqliteSinkOptions;
   mongodb?: MongoSinkOptions;
   jsonl?: JsonlSinkOptions;
@@ -21,19 +24,19 @@ export async function openSink(url: string, options: OpenSinkOptions = {}): Prom
   const scheme = /^([a-z+]+):\/\//.exec(url)?.[1];
   switch (scheme) {
     case 'sqlite':
-      return new SqliteSink(localPath(url, 'sqlite://'), options.sqlite);
+      return new SqliteSink(localPath(url, 'sqlite://'), { ...options.retry, ...options.sqlite });
     case 'mongodb':
     case 'mongodb+srv': {
       // Loaded only for a MongoDB sink: the driver costs every other process ~0.25 s of startup.
       const { MongoSink } = await import('./adapters/mongo-sink.js');
       try {
-        return new MongoSink(url, options.mongodb);
+        return new MongoSink(url, { ...options.retry, ...options.mongodb });
       } catch (err) {
         throw new ValidationError('sinkUrl', `a MongoDB connection string (${(err as Error).message})`, url);
       }
     }
     case 'jsonl':
-      return new JsonlSink(localPath(url, 'jsonl://'), options.jsonl);
+      return new JsonlSink(localPath(url, 'jsonl://'), { ...options.retry, ...options.jsonl });
     default:
       throw new ValidationError('sinkUrl', 'a URL starting with sqlite://, mongodb:// or jsonl://', url);
   }

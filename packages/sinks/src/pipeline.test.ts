@@ -33,6 +33,16 @@ describe('Pipeline', () => {
     expect(text).toMatch(/tickfleet_sink_batch_write_seconds_count\{adapter="sqlite"\} \d+/);
   });
 
+  it('reports the dedup window: off without one; with one its bounds, the keys it holds and the records it dropped', async () => {
+    pipeline = new Pipeline({ sink, batch: { maxBatchAgeMs: 5 } });
+    expect(pipeline.dedupStatus()).toEqual({ enabled: false });
+    await pipeline.close();
+    pipeline = new Pipeline({ sink, dedup: { windowMs: 60_000, maxKeys: 8 } });
+    await pipeline.push(trades(5));
+    await pipeline.push(trades(7));
+    expect(pipeline.dedupStatus()).toEqual({ enabled: true, windowMs: 60_000, maxKeys: 8, keys: 7, dropped: 5 });
+  });
+
   it('pushValidated stores envelopes built from validated payloads under the same keys as push, and dedups against them', async () => {
     pipeline = new Pipeline({ sink, dedup: { windowMs: 60_000, maxKeys: 1000 } });
     const batch = [...trades(10), ...candles([0, 1, 2]), ...books(2)];

@@ -10,6 +10,20 @@ export type SinkState = 'ok' | 'unavailable' | 'degraded';
 
 export type SinkAdapter = 'sqlite' | 'mongodb' | 'jsonl';
 
+/** The retry settings a sink runs with: its `RetryOptions` over `SINK_DEFAULTS`. */
+export interface RetrySettings {
+  readonly maxRetries: number;
+  readonly retryBaseMs: number;
+  readonly failuresForDegraded: number;
+}
+
+/** One backoff a sink is about to wait: after failed attempt `attempt` (0 = the first) it waits `delayMs`. */
+export interface SinkRetry {
+  attempt: number;
+  delayMs: number;
+  error: unknown;
+}
+
 export interface RejectedRecord {
   /** Index of the record in the batch given to `write`. */
   index: number;
@@ -109,6 +123,8 @@ export interface Sink {
   readonly state: SinkState;
   /** Consecutive batches whose retries were exhausted. */
   readonly consecutiveFailures: number;
+  /** Retries per batch, first backoff and the exhausted batches that make it `degraded`. */
+  readonly retry: RetrySettings;
   /**
    * Validates and stores `records`. Malformed ones are returned in `rejected`, the rest stored.
    * Throws SinkUnavailableError when the sink failed `maxRetries + 1` times.
@@ -126,5 +142,7 @@ export interface Sink {
   readonly reader: DataReader | undefined;
   /** Called with each state change. */
   onStateChange(listener: (state: SinkState) => void): void;
+  /** Called before each backoff wait of a failed attempt (`delayMs` = `retryBaseMs * 2^attempt`). */
+  onRetry(listener: (retry: SinkRetry) => void): void;
   close(): Promise<void>;
 }

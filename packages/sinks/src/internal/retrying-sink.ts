@@ -1,5 +1,5 @@
 import type { KeyedEnvelope } from '../records.js';
-import type { SinkAdapter, SinkState, WriteOptions, WriteResult } from '../sink.js';
+import type { RetrySettings, SinkAdapter, SinkRetry, SinkState, WriteOptions, WriteResult } from '../sink.js';
 import { SinkHealth, type RetryOptions } from './sink-health.js';
 import { validateBatch } from './validate-batch.js';
 
@@ -23,8 +23,16 @@ export abstract class RetryingSink {
     return this.health.consecutiveFailures;
   }
 
+  get retry(): RetrySettings {
+    return this.health.settings;
+  }
+
   onStateChange(listener: (state: SinkState) => void): void {
     this.health.onStateChange(listener);
+  }
+
+  onRetry(listener: (retry: SinkRetry) => void): void {
+    this.health.onRetry(listener);
   }
 
   async write(records: readonly unknown[], options: WriteOptions = {}): Promise<WriteResult> {

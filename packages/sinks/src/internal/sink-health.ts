@@ -1,5 +1,5 @@
-import { SinkUnavailableError } from '@tickfleet/core';
-import type { SinkState } from '../sink.js';
+import { SinkUnavailableError, ValidationError } from '@tickfleet/core';
+import type { RetrySettings, SinkRetry, SinkState } from '../sink.js';
 import { sleep } from './sleep.js';
 import { SINK_DEFAULTS } from '../sink-defaults.js';
 
@@ -17,6 +17,7 @@ export class SinkHealth {
   private current: SinkState = 'ok';
   private failures = 0;
   private readonly listeners: Array<(state: SinkState) => void> = [];
+  private readonly retryListeners: Array<(retry: SinkRetry) => void> = [];
   readonly maxRetries: number;
   readonly retryBaseMs: number;
   readonly failuresForDegraded: number;
@@ -28,6 +29,12 @@ export class SinkHealth {
     this.maxRetries = options.maxRetries ?? SINK_DEFAULTS.maxRetries;
     this.retryBaseMs = options.retryBaseMs ?? SINK_DEFAULTS.retryBaseMs;
     this.failuresForDegraded = options.failuresForDegraded ?? SINK_DEFAULTS.failuresForDegraded;
+    if (!Number.isSafeInteger(this.maxRetries) || this.maxRetries < 0)
+      throw new ValidationError('maxRetries', 'a whole number of retries, 0 or more', this.maxRetries);
+    if (!Number.isFinite(this.retryBaseMs) || this.retryBaseMs < 0) throw new ValidationError('retryBaseMs', 'a backoff of 0 ms or more', this.retryBaseMs);
+    if (!Number.isSafeInteger(this.failuresForDegraded) || this.failuresForDegraded < 1) {
+      throw new ValidationError('failuresForDegraded', 'a whole number of batches, 1 or more', this.failuresForDegraded);
+    }
   }
 
   get state(): SinkState {
@@ -38,8 +45,17 @@ export class SinkHealth {
     return this.failures;
   }
 
+  get settings(): RetrySettings {
+    return { maxRetries: this.maxRetries, retryBaseMs: this.retryBaseMs, failuresForDegraded: this.failuresForDegraded };
+  }
+
   onStateChange(listener: (state: SinkState) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Called before each backoff wait, with the failed attempt and how long the wait is. */
+  onRetry(listener: (retry: SinkRetry) => void): void {
+    this.retryListeners.push(listener);
   }
 
   async run<T>(attempt: () => Promise<T> | T, maxRetries = this.maxRetries): Promise<T> {
@@ -52,7 +68,11 @@ export class SinkHealth {
         return result;
       } catch (err) {
         lastError = err;
-        if (n < maxRetries) await sleep(this.retryBaseMs * 2 ** n);
+        if (n < maxRetries) {
+          const delayMs = this.retryBaseMs * 2 ** n;
+          for (const l of this.retryListeners) l({ attempt: n, delayMs, error: err });
+          await sleep(delayMs);
+        }
       }
     }
     this.failures += 1;
