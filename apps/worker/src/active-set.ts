@@ -25,6 +25,13 @@ export interface ActiveSet {
 
 const COMMANDS = new URL('./commands/', import.meta.url);
 
+/**
+ * The file a venue's active set is copied to on disk after each swap, as the order-book design
+ * names it: `<jsonl root>/<venue>/state/active_instruments.snapshot.json`. Redis holds the set in
+ * force (every worker on every host reads it there); the file is for users' tools.
+ */
+export const ACTIVE_SET_SNAPSHOT = 'active_instruments.snapshot.json';
+
 /** How long a poller trusts its copy of a set before asking Redis for the version again. */
 const VERSION_CHECK_MS = 1000;
 

@@ -72,6 +72,8 @@ export interface LifecycleDeps {
   activeSets: ActiveSets;
   /** Persists records durably (the unit's pipeline), before the set is swapped. */
   persist(envelopes: Envelope[]): Promise<void>;
+  /** Keeps a copy of the set just swapped in where users' tools read it (a JSONL sink's `state/`). */
+  snapshot?(set: ActiveSet): Promise<void>;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function refreshActiveSet(deps: LifecycleDeps, job: Job, listing: r
   ];
   await deps.persist(records);
   await activeSets.swap(venue, prev?.version ?? 0, change.next);
+  await deps.snapshot?.(change.next);
 
   for (const inst of Object.values(change.next.instruments)) {
     const id = makeJobId({ venue, type: 'book', symbol: inst.symbol });

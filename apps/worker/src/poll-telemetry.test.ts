@@ -1,7 +1,7 @@
 import { MalformedPayloadError, POLL_ERROR_MESSAGE_MAX, RateLimitedError, TransientError, UnrecoverableError } from '@tickfleet/core';
 import { pollErrorClass, PollTelemetry } from './poll-telemetry.js';
 
-const STATE = { activeInstruments: 3, activeVersion: 7, cooldownRemainingMs: 0, inflightLimit: 4 };
+const STATE = { activeInstruments: 3, activeVersion: 7, cooldownRemainingMs: 0, inflightLimit: 4, poolSize: 2 };
 
 describe('PollTelemetry', () => {
   it('classifies failures: 429 apart from other 4xx, 5xx, timeouts, the rest', () => {

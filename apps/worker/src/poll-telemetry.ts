@@ -147,7 +147,7 @@ export class PollTelemetry {
   flush(
     fromMs: number,
     toMs: number,
-    state: { activeInstruments: number; activeVersion: number; cooldownRemainingMs: number; inflightLimit: number },
+    state: { activeInstruments: number; activeVersion: number; cooldownRemainingMs: number; inflightLimit: number; poolSize: number },
   ): PollInterval {
     const { p50, p95 } = this.percentiles();
     const stats: PollStatsRecord = {

@@ -32,7 +32,7 @@ import {
   isSeriesSource,
   type VenueAdapter,
 } from '@tickfleet/venues';
-import type { ActiveSets } from './active-set.js';
+import { ACTIVE_SET_SNAPSHOT, type ActiveSet, type ActiveSets } from './active-set.js';
 import { refreshActiveSet } from './instrument-lifecycle.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 import { WORKER_DEFAULTS } from './worker-defaults.js';
@@ -477,7 +477,12 @@ export class UnitExecutor {
     if (!isBookSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no instrument discovery`);
     const instruments = await adapter.listInstruments({ signal });
     const result = await refreshActiveSet(
-      { store: this.options.store, activeSets: this.options.activeSets, persist: (envelopes) => this.persist(ctx, envelopes) },
+      {
+        store: this.options.store,
+        activeSets: this.options.activeSets,
+        persist: (envelopes) => this.persist(ctx, envelopes),
+        snapshot: (set) => this.snapshotActiveSet(ctx, set),
+      },
       job,
       instruments,
       this.options.clock.now(),
@@ -576,6 +581,18 @@ export class UnitExecutor {
       }
     }
     return { records, newest, detail: `${ids.length} series, ${fromDate}..${toDate}` };
+  }
+
+  /**
+   * Copies the active set just swapped in to the sink's `<venue>/state/` (JSONL sinks only). The set
+   * in force is Redis's, so a failed copy is logged, not a failed discovery; the next one writes it.
+   */
+  private async snapshotActiveSet(ctx: UnitContext, set: ActiveSet): Promise<void> {
+    try {
+      await this.options.pipeline.sink.writeState?.(set.venue, ACTIVE_SET_SNAPSHOT, set);
+    } catch (err) {
+      ctx.logger.warn({ err, venue: set.venue, version: set.version }, 'could not write the active set snapshot');
+    }
   }
 
   /** Hands records to the pipeline and waits until they are durable; refuses to go past dropped ones. */

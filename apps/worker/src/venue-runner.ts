@@ -553,6 +553,8 @@ export class VenueRunner {
       activeVersion: set?.version ?? 0,
       cooldownRemainingMs,
       inflightLimit: this.inflightLimit,
+      // The design's pool size: this worker's slots for the venue.
+      poolSize: this.localConcurrency(),
     });
     const { metrics } = this.options;
     metrics.bookActiveInstruments.set({ venue: this.venue }, stats.activeInstruments);

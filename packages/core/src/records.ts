@@ -185,6 +185,11 @@ export const PollStatsRecord = z.object({
   p95LatencyMs: z.number().nonnegative().nullable(),
   cooldownRemainingMs: z.number().int().nonnegative(),
   inflightLimit: z.number().int().nonnegative(),
+  /**
+   * This worker's unit slots for the venue, its share of the cap (`ceil(cap / live workers)`): the
+   * design's pool size (`workers`). Optional: records stored before it was kept have none.
+   */
+  poolSize: z.number().int().positive().optional(),
   errorsSampled: z.number().int().nonnegative(),
   errorsSuppressed: z.number().int().nonnegative(),
 });

@@ -138,6 +138,12 @@ export interface Sink {
   writeKeyed(records: readonly KeyedEnvelope[], options?: WriteOptions): Promise<WriteResult>;
   /** Appends samples to the errors stream (best effort: failures are swallowed and counted by the caller). */
   writeErrors(samples: readonly ErrorSample[]): Promise<void>;
+  /**
+   * JSONL only (the sink with a directory tree): keeps a venue's state snapshot as the file
+   * `<root>/<venue>/state/<name>`, replaced atomically, never by an older `version`; false when a
+   * later version is already there. The databases have no such file: their records say the same.
+   */
+  writeState?(venue: string, name: string, doc: { version: number }): Promise<boolean>;
   /** Reader over the stored data; undefined for JSONL (a raw append-only sink has no index to read). */
   readonly reader: DataReader | undefined;
   /** Called with each state change. */

@@ -125,4 +125,20 @@ describe('tickfleet data', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('already in the per-venue layout, nothing to move');
   });
+
+  it("migrate-jsonl moves <venue>/book/ to the design's <venue>/orderbooks/, then has nothing to move", async () => {
+    const { existsSync, mkdirSync, writeFileSync, readdirSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const root = dir.file('book-jsonl');
+    const part = join(root, 'polymarket', 'book', 'date=2024-01-01');
+    mkdirSync(part, { recursive: true });
+    writeFileSync(join(part, 'part-1-1.jsonl'), '{"key":"mid:book:polymarket:T:1","venue":"polymarket"}\n');
+    const first = await runCli(['data', 'migrate-jsonl', root], { env });
+    expect(first.stderr).toBe('');
+    expect(first.stdout).toContain(`${root}: moved 1 order-book files from polymarket/book into <venue>/orderbooks/`);
+    expect(readdirSync(join(root, 'polymarket'))).toEqual(['orderbooks']);
+    expect(existsSync(join(root, 'polymarket', 'orderbooks', 'date=2024-01-01', 'part-1-1.jsonl'))).toBe(true);
+    const again = await runCli(['data', 'migrate-jsonl', root, '--json'], { env });
+    expect(JSON.parse(again.stdout)).toMatchObject({ files: 0, bookFiles: 0, bookDirs: [] });
+  });
 });

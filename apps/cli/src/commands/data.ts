@@ -248,7 +248,9 @@ async function countEnvelopes(venue: string, symbol: string | undefined, opts: R
 function registerMigrateJsonl(data: Command): void {
   data
     .command('migrate-jsonl <dir>')
-    .description('move a JSONL sink root (a dir or jsonl://dir) from <stream>/date=… to the per-venue <venue>/<stream>/date=… layout; idempotent')
+    .description(
+      'move a JSONL sink root (a dir or jsonl://dir) from <stream>/date=… to the per-venue <venue>/<stream>/date=… layout, and <venue>/book/ to <venue>/orderbooks/; idempotent',
+    )
     .addOption(jsonOption())
     .action((dir: string, opts: { json?: boolean }) => {
       const root = dir.startsWith('jsonl://') ? dir.slice('jsonl://'.length) : dir;
@@ -256,15 +258,20 @@ function registerMigrateJsonl(data: Command): void {
       const result = migrateJsonlLayout(root);
       if (opts.json) return printJson(result);
       const venues = Object.entries(result.records);
-      if (result.files === 0) {
+      if (result.files === 0 && result.bookFiles === 0) {
         process.stdout.write(`${root}: already in the per-venue layout, nothing to move\n`);
         return;
       }
-      printTable(
-        ['venue', 'records'],
-        venues.map(([venue, n]) => [venue, n]),
-      );
-      process.stdout.write(`${root}: moved ${result.files} files of ${result.streams.join(', ')} into <venue>/<stream>/date=…\n`);
+      if (result.files > 0) {
+        printTable(
+          ['venue', 'records'],
+          venues.map(([venue, n]) => [venue, n]),
+        );
+        process.stdout.write(`${root}: moved ${result.files} files of ${result.streams.join(', ')} into <venue>/<stream>/date=…\n`);
+      }
+      if (result.bookFiles > 0) {
+        process.stdout.write(`${root}: moved ${result.bookFiles} order-book files from ${result.bookDirs.join(', ')} into <venue>/orderbooks/\n`);
+      }
     });
 }
 

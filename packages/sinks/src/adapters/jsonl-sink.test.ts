@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ValidationError } from '@tickfleet/core';
 import { tempDir, type TempDir, ManualClock, waitFor } from '@tickfleet/testkit';
 import { JsonlSink } from '../index.js';
-import { trades, T0 } from '../../test/fixtures/envelopes.js';
+import { books, trades, T0 } from '../../test/fixtures/envelopes.js';
 import { fixture, runTs } from '../../test/fixtures/processes.js';
 
 const DAY = 86_400_000;
@@ -115,6 +115,47 @@ describe('JsonlSink files', () => {
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as Error).message).toContain(`tickfleet data migrate-jsonl ${dir.path}`);
     expect((err as Error).message).toContain('trades/date=…');
+  });
+
+  it("writes book snapshots under the design's <venue>/orderbooks/, markets and poll statistics under their channel", async () => {
+    const sink = new JsonlSink(dir.path);
+    expect(await sink.write(books(3))).toMatchObject({ inserted: 3 });
+    await sink.close();
+    expect(readdirSync(join(dir.path, 'polymarket')).sort()).toEqual(['orderbooks']);
+    const part = join(dir.path, 'polymarket', 'orderbooks', 'date=2024-01-01');
+    const lines = readdirSync(part).flatMap((f) => readFileSync(join(part, f), 'utf8').trim().split('\n'));
+    expect(lines.map((l) => (JSON.parse(l) as { channel: string }).channel)).toEqual(['book', 'book', 'book']);
+    // The key set of the partition finds them again there.
+    const again = new JsonlSink(dir.path);
+    expect(await again.write(books(3))).toMatchObject({ inserted: 0, duplicates: 3 });
+    await again.close();
+  });
+
+  it('refuses a root that still holds books under <venue>/book/, naming the command that moves them', () => {
+    mkdirSync(join(dir.path, 'polymarket', 'book', 'date=2024-01-01'), { recursive: true });
+    expect(() => new JsonlSink(dir.path)).toThrow(ValidationError);
+    expect(() => new JsonlSink(dir.path)).toThrow(`tickfleet data migrate-jsonl ${dir.path}`);
+    expect(() => new JsonlSink(dir.path)).toThrow('polymarket/book/date=…');
+  });
+
+  it('keeps a state snapshot per venue, replaced atomically and never by an older version', async () => {
+    const sink = new JsonlSink(dir.path);
+    const path = join(dir.path, 'polymarket', 'state', 'active_instruments.snapshot.json');
+    const read = (): unknown => JSON.parse(readFileSync(path, 'utf8'));
+    expect(await sink.writeState('polymarket', 'active_instruments.snapshot.json', { version: 2, instruments: { a: 1 } } as { version: number })).toBe(true);
+    expect(read()).toEqual({ version: 2, instruments: { a: 1 } });
+    expect(await sink.writeState('polymarket', 'active_instruments.snapshot.json', { version: 1, instruments: {} } as { version: number })).toBe(false);
+    expect(read()).toEqual({ version: 2, instruments: { a: 1 } });
+    expect(await sink.writeState('polymarket', 'active_instruments.snapshot.json', { version: 3, instruments: { b: 2 } } as { version: number })).toBe(true);
+    expect(read()).toEqual({ version: 3, instruments: { b: 2 } });
+    // Only the snapshot: no temporary file left beside it, and the sink's streams are untouched.
+    expect(readdirSync(join(dir.path, 'polymarket', 'state'))).toEqual(['active_instruments.snapshot.json']);
+    await expect(sink.writeState('../x', 'a.json', { version: 1 })).rejects.toThrow('invalid venue');
+    await expect(sink.writeState('polymarket', '../a.json', { version: 1 })).rejects.toThrow('invalid state file name');
+    await sink.close();
+    // A root with state snapshots opens as any other.
+    const again = new JsonlSink(dir.path);
+    await again.close();
   });
 
   it('two processes writing the same keys into one root store each record once', async () => {

@@ -15,7 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { JsonlPartitionLockedError, systemClock, ValidationError, type Clock } from '@tickfleet/core';
+import { JsonlPartitionLockedError, systemClock, ValidationError, VenueName, type Clock } from '@tickfleet/core';
 import { pidAlive } from '../internal/pid-alive.js';
 import type { RetryOptions } from '../internal/sink-health.js';
 import { RetryingSink } from '../internal/retrying-sink.js';
@@ -44,6 +44,23 @@ const EMPTY_LOCK_STALE_MS = 2000;
 const DATE_DIR_RE = /^date=\d{4}-\d{2}-\d{2}$/;
 /** Venue directory of error samples that name no venue (venue names start with a letter, so this never collides). */
 export const NO_VENUE_DIR = '_none';
+/** Directory of a venue's state snapshots (`<root>/<venue>/state/<name>.json`), beside its streams. */
+const STATE_DIR = 'state';
+const STATE_NAME_RE = /^[a-z0-9][a-z0-9_.-]*\.json$/;
+/** Where the design and its users' tools read order books: `<venue>/orderbooks/`, not the channel's name `book`. */
+const BOOK_STREAM_DIR = 'orderbooks';
+/** The stream directory book snapshots had before they followed the design (moved by `data migrate-jsonl`). */
+const OLD_BOOK_STREAM_DIR = 'book';
+
+/** The stream directory of a channel: `orderbooks` for book snapshots, the channel's own name otherwise. */
+export function streamDir(channel: string): string {
+  return channel === 'book' ? BOOK_STREAM_DIR : channel;
+}
+
+/** A state snapshot {@link JsonlSink.writeState} keeps: versioned, so an older one never replaces a newer. */
+export interface VersionedState {
+  version: number;
+}
 
 export interface JsonlSinkOptions extends RetryOptions {
   /** How often written data is fsynced. @defaultValue {@link JSONL_SINK_DEFAULTS.fsyncIntervalMs} */
@@ -83,9 +100,10 @@ interface Partition {
 
 /**
  * Raw append-only sink: `<root>/<venue>/<stream>/date=YYYY-MM-DD/part-<pid>-<ms>.jsonl`, one JSON line
- * per record (`key` first), `stream` = channel (error samples: `errors`), day = the UTC date of the
- * record's `receivedAtMs` (so a replayed record lands beside its first copy and the partition's key set
- * finds it). The layout is the order-book design's, one tree per venue.
+ * per record (`key` first), `stream` = channel (book snapshots: `orderbooks`; error samples: `errors`),
+ * day = the UTC date of the record's `receivedAtMs` (so a replayed record lands beside its first copy
+ * and the partition's key set finds it). The layout is the order-book design's, one tree per venue,
+ * with the venue's state snapshots under `<root>/<venue>/state/` ({@link JsonlSink.writeState}).
  *
  * A file being written is named `….jsonl.open`; when the UTC day it holds is over (or at close)
  * it is fsynced and renamed to `….jsonl` in one atomic rename, so readers globbing `*.jsonl`
@@ -145,12 +163,13 @@ export class JsonlSink extends RetryingSink implements Sink {
     this.maxOpenPartitions = options.maxOpenPartitions ?? JSONL_SINK_DEFAULTS.maxOpenPartitions;
     this.lockTimeoutMs = options.lockTimeoutMs ?? JSONL_SINK_DEFAULTS.lockTimeoutMs;
     mkdirSync(dir, { recursive: true });
-    const legacy = legacyStreams(dir);
+    // Old trees are refused: records stored once in each layout would be stored twice.
+    const legacy = [...legacyStreams(dir).map((d) => `${d}/date=…`), ...oldBookDirs(dir).map((d) => `${d}/date=…`)];
     if (legacy.length > 0) {
       throw new ValidationError(
         'jsonl sink root',
-        `the per-venue layout <root>/<venue>/<stream>/date=YYYY-MM-DD; migrate it first with \`tickfleet data migrate-jsonl ${dir}\``,
-        `${dir} (earlier layout: ${legacy.map((d) => `${d}/date=…`).join(', ')})`,
+        `the per-venue layout <root>/<venue>/<stream>/date=YYYY-MM-DD (books under orderbooks/); migrate it first with \`tickfleet data migrate-jsonl ${dir}\``,
+        `${dir} (earlier layout: ${legacy.join(', ')})`,
       );
     }
     for (const partition of partitionDirs(dir)) finalizeOrphans(partition);
@@ -161,7 +180,7 @@ export class JsonlSink extends RetryingSink implements Sink {
   protected async storeBatch(valid: KeyedEnvelope[]): Promise<number> {
     const groups = new Map<string, { where: PartitionId; rows: KeyedEnvelope[] }>();
     for (const row of valid) {
-      const where = { venue: row.envelope.venue, stream: row.envelope.channel, date: utcDate(row.envelope.receivedAtMs) };
+      const where = { venue: row.envelope.venue, stream: streamDir(row.envelope.channel), date: utcDate(row.envelope.receivedAtMs) };
       const id = partitionId(where);
       const group = groups.get(id);
       if (group) group.rows.push(row);
@@ -199,6 +218,36 @@ export class JsonlSink extends RetryingSink implements Sink {
       else byPartition.set(id, { where, lines: [`${JSON.stringify(s)}\n`] });
     }
     for (const { where, lines } of byPartition.values()) await this.underLock(where, (p) => this.appendLines(p, lines.join('')));
+  }
+
+  /**
+   * Writes `doc` as `<root>/<venue>/state/<name>` in one atomic step (a temporary file, fsynced, then
+   * renamed over the old one), so a reader sees the old snapshot or the new one, never half. A file
+   * there with a later `version` is kept (returns false): of two writers, the later version stays.
+   */
+  async writeState(venue: string, name: string, doc: VersionedState): Promise<boolean> {
+    if (!STATE_NAME_RE.test(name)) throw new ValidationError('state file name', 'a lower-case file name ending in .json', name);
+    // A venue name, so the file never lands outside the venue's tree.
+    if (!VenueName.safeParse(venue).success) throw new ValidationError('venue', 'a venue name', venue);
+    const dir = join(this.dir, venue, STATE_DIR);
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, name);
+    const tmp = join(dir, `.${name}.${process.pid}.tmp`);
+    const fd = openSync(tmp, 'w');
+    try {
+      writeSync(fd, `${JSON.stringify(doc)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    // The check and the rename are not one step: two writers interleaving here can leave the older
+    // version for the moment, until the next write (each discovery writes the set it swapped in).
+    if (storedVersion(path) > doc.version) {
+      unlinkQuiet(tmp);
+      return false;
+    }
+    renameSync(tmp, path);
+    return true;
   }
 
   /** fsyncs every file written since the last sync and finalizes files of days that are over. */
@@ -421,7 +470,7 @@ function tryLock(path: string): number | null {
   return -1;
 }
 
-function unlinkQuiet(path: string): void {
+export function unlinkQuiet(path: string): void {
   try {
     unlinkSync(path);
   } catch {
@@ -465,6 +514,16 @@ function readLinesFrom(path: string, from: number): { keys: string[]; endOffset:
   }
 }
 
+/** The `version` of the state snapshot at `path`; -1 when there is none (or it cannot be read). */
+function storedVersion(path: string): number {
+  try {
+    const version = (JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown }).version;
+    return typeof version === 'number' ? version : -1;
+  } catch {
+    return -1;
+  }
+}
+
 /** Every `date=` partition directory of a per-venue root: `<root>/<venue>/<stream>/date=…`. */
 export function partitionDirs(root: string): string[] {
   const out: string[] = [];
@@ -474,6 +533,13 @@ export function partitionDirs(root: string): string[] {
     }
   }
   return out;
+}
+
+/** `<venue>/book` directories holding `date=` partitions: book snapshots stored before they went to `orderbooks/`. */
+export function oldBookDirs(root: string): string[] {
+  return subdirs(root)
+    .map((venue) => join(venue, OLD_BOOK_STREAM_DIR))
+    .filter((d) => subdirs(join(root, d)).some((p) => DATE_DIR_RE.test(p)));
 }
 
 /** Top-level directories of `root` in the earlier layout: they hold `date=` partitions themselves. */
