@@ -1,7 +1,7 @@
 import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
 import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type VenueHealth, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
-import type { JobLeases, StateStore } from '@tickfleet/store';
+import type { ConnectorJobCounts, JobLeases, StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
 import { collectStreamStatus, type StreamStatus, type StreamStatusSource } from './stream-status.js';
 
@@ -96,6 +96,12 @@ export interface VenueStatus {
   health: VenueHealth;
   /** Jobs held by a scheduler lease, filled from one grouped store read by collectFleetStatus. */
   leases: VenueLeases;
+  /** The connector's jobs (the design's `jobs_count`), from one grouped store read like `leases`. */
+  jobsCount: number;
+  /** Its enabled jobs (the design's `active_jobs_count`). */
+  activeJobsCount: number;
+  /** When a unit of one of its jobs last ended, ok or failed (epoch ms; the design's `last_job_run_time`); null when none has. */
+  lastJobRunAt: number | null;
 }
 
 /**
@@ -203,6 +209,9 @@ async function venueStatus(sources: FleetStatusSources, connector: Connector, jo
     liveWorkers: live,
     health,
     leases: { jobs: 0, untilMs: null },
+    jobsCount: 0,
+    activeJobsCount: 0,
+    lastJobRunAt: null,
   };
 }
 
@@ -216,11 +225,20 @@ function addLeases(venues: VenueStatus[], leases: readonly JobLeases[]): void {
   }
 }
 
+/** Sets each venue's job counts and last run from the store's per-venue counts (venues without jobs keep 0 and null). */
+function addJobCounts(venues: VenueStatus[], counts: readonly ConnectorJobCounts[]): void {
+  const byVenue = new Map(counts.map((c) => [c.venue, c]));
+  for (const v of venues) {
+    const c = byVenue.get(v.venue);
+    if (c) Object.assign(v, { jobsCount: c.jobsCount, activeJobsCount: c.activeJobsCount, lastJobRunAt: c.lastJobRunAt });
+  }
+}
+
 /**
  * One snapshot of the fleet for the dashboard, `tickfleet status` and the autoscaling gauges:
  * per venue (every connector in the store, by name) its status, health, budget window, freeze,
- * AIMD concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps
- * and live workers; plus the spool depth on this machine and, given a stream source, every stream
+ * AIMD concurrency, queue depth by state, runnable vs blocked units, oldest cursor lag, open gaps,
+ * live workers, and its jobs (count, enabled, last run); plus the spool depth on this machine and, given a stream source, every stream
  * with its holder and live state.
  */
 export async function collectFleetStatus(sources: FleetStatusSources): Promise<FleetStatus> {
@@ -247,7 +265,9 @@ export async function collectFleetStatus(sources: FleetStatusSources): Promise<F
     Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now))),
     sources.streams ? collectStreamStatus(streamDefs, gaps, sources.streams) : Promise.resolve(null),
   ]);
-  addLeases(venues, await sources.store.jobs.leases(now));
+  const [leases, jobCounts] = await Promise.all([sources.store.jobs.leases(now), sources.store.jobs.countsByVenue()]);
+  addLeases(venues, leases);
+  addJobCounts(venues, jobCounts);
   const sum = (f: (v: VenueStatus) => number): number => venues.reduce((n, v) => n + f(v), 0);
   return {
     atMs: now,

@@ -594,6 +594,23 @@ describe('dashboard in a real browser', () => {
     await page.close();
   });
 
+  it("shows each connector's enabled and total jobs and when one last ran", async () => {
+    const page = await context.newPage();
+    const errors = pageErrors(page);
+    await page.goto(`${server.url}/`);
+    await page.locator('tr[data-venue="binance"]').waitFor();
+    const jobsOf = async (venue: string): Promise<string> =>
+      `${await cell(page, venue, 'jobs').textContent()} | ${await cell(page, venue, 'last-job-run').textContent()}`;
+    expect(await jobsOf('polygon')).toBe('1 / 1 | never ran');
+    // A unit of binance's job ends (the store stamps it with the fleet's clock), and polygon gets a disabled job.
+    await fleet.store.jobs.complete('binance:BTC/USDT:1m:ohlcv', { nextRunAt: fleet.now + 60_000 });
+    await fleet.store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: 'MSFT', timeframe: '1d', enabled: false });
+    await waitFor(async () => /^1 \/ 1 \| ran \d[\d.dhms]* ago$/.test(await jobsOf('binance')), 'binance ran on the page', { timeoutMs: 30_000 });
+    await waitFor(async () => (await jobsOf('polygon')) === '1 / 2 | never ran', 'the disabled polygon job on the page', { timeoutMs: 30_000 });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('opens the bull-board page of a venue queue from the overview', async () => {
     const page = await context.newPage();
     await page.goto(`${server.url}/`);

@@ -118,6 +118,9 @@ describe('collectFleetStatus', () => {
       openGaps: 1,
       liveWorkers: 2,
       leases: { jobs: 2, untilMs: now + 300_000 },
+      jobsCount: 3,
+      activeJobsCount: 3,
+      lastJobRunAt: null,
       health: {
         state: 'idle',
         reason: 'no unit finished in the last 5m',
@@ -186,6 +189,24 @@ describe('collectFleetStatus', () => {
 
     expect(status.spool).toEqual({ dir: fleet.spoolDir, segments: 1, bytes: spoolBytes, oldestReceivedAtMs: now - 5000, dirs: 1 });
     expect(status.totals).toEqual({ runnable: 7, blocked: 8, waiting: 15, active: 0, delayed: 0, failed: 0, openGaps: 2, frozenVenues: 2 });
+  });
+
+  it("counts each connector's jobs, its enabled jobs and when one last ran", async () => {
+    await seed();
+    const { store, now } = fleet;
+    // A live unit of binance ends ok and one of polygon fails: both are runs (the store's clock is fixed at `now`).
+    await store.jobs.complete('binance:ETH/USDT:1m:ohlcv', { nextRunAt: now + 60_000 });
+    await store.jobs.fail('polygon:AAPL:1d:ohlcv', 'HTTP 503 from venue', now + 60_000);
+    const status = await collectFleetStatus({ ...fleet, now });
+    const jobs = Object.fromEntries(status.venues.map((v) => [v.venue, [v.jobsCount, v.activeJobsCount, v.lastJobRunAt]]));
+    expect(jobs).toEqual({
+      binance: [3, 3, now],
+      coinbase: [0, 0, null],
+      kraken: [0, 0, null],
+      okx: [0, 0, null],
+      // MSFT is disabled: a job, not an active one.
+      polygon: [2, 1, now],
+    });
   });
 
   it('reads the AIMD concurrency the fleet settled on, and no spool without a spool dir', async () => {

@@ -6,6 +6,7 @@ export type {
   OwedChunk,
   BudgetUsage,
   BudgetsRepo,
+  ConnectorJobCounts,
   ConnectorsRepo,
   GapRecord,
   GapsRepo,

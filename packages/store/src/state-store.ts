@@ -62,6 +62,21 @@ export interface JobLeases {
   untilMs: number;
 }
 
+/**
+ * A venue's jobs counted ({@link JobsRepo.countsByVenue}): the connector design's `jobs_count`,
+ * `active_jobs_count` and `last_job_run_time`, derived from the jobs rather than kept on the
+ * connector, so they cannot drift from what the jobs say.
+ */
+export interface ConnectorJobCounts {
+  venue: string;
+  /** Every job of the venue. */
+  jobsCount: number;
+  /** Its enabled jobs: those the scheduler runs. */
+  activeJobsCount: number;
+  /** When a unit of one of its jobs last ended, ok or failed (store clock, epoch ms); null when none has. */
+  lastJobRunAt: number | null;
+}
+
 export interface JobFilter {
   venue?: string;
   enabled?: boolean;
@@ -94,6 +109,8 @@ export interface JobsRepo {
   claimDue(nowMs: number, max: number, leaseMs: number, holder?: string): Promise<Job[]>;
   /** The leases not ended at `nowMs`, counted per venue and holder, ordered by venue then holder (null first). */
   leases(nowMs: number): Promise<JobLeases[]>;
+  /** Per venue with jobs, in venue order: its jobs, enabled jobs and last run, in one grouped read. */
+  countsByVenue(): Promise<ConnectorJobCounts[]>;
   /**
    * Ends every lease `holder` took, ended or not, without recording a run: the jobs' due times and
    * unit locks stay as they are (a unit under way keeps its job's lock, and claiming the job again

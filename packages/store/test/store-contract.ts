@@ -269,6 +269,25 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         await expect(store.jobs.advanceCursor('binance:NOPE/USDT:1m:ohlcv', 1)).rejects.toBeInstanceOf(NotFoundError);
       });
 
+      it("counts each venue's jobs, its enabled ones and its last run, in venue order", async () => {
+        expect(await store.jobs.countsByVenue()).toEqual([]);
+        await store.connectors.upsert(connector('binance'));
+        await store.connectors.upsert(connector('polygon'));
+        const btc = await store.jobs.upsert(job('binance', 'BTC/USDT'));
+        const eth = await store.jobs.upsert(job('binance', 'ETH/USDT'));
+        await store.jobs.upsert(job('binance', 'SOL/USDT', { enabled: false }));
+        await store.jobs.upsert(job('polygon', 'AAPL', { timeframe: '1d' }));
+        await store.jobs.complete(btc.id, { nextRunAt: T0 + 60_000 });
+        await store.jobs.fail(eth.id, 'HTTP 503 from venue', T0 + 5000);
+        const lastRuns = await Promise.all([btc.id, eth.id].map(async (id) => (await store.jobs.get(id))!.stats.lastRunAt!));
+        expect(await store.jobs.countsByVenue()).toEqual([
+          { venue: 'binance', jobsCount: 3, activeJobsCount: 2, lastJobRunAt: Math.max(...lastRuns) },
+          { venue: 'polygon', jobsCount: 1, activeJobsCount: 1, lastJobRunAt: null },
+        ]);
+        await store.jobs.setEnabled(btc.id, false);
+        expect((await store.jobs.countsByVenue())[0]).toMatchObject({ venue: 'binance', jobsCount: 3, activeJobsCount: 1 });
+      });
+
       it('advances a sliced universe job: member cursor within the day, then the day with the member cursor cleared', async () => {
         await store.connectors.upsert(connector('polygon'));
         const { id } = await store.jobs.upsert({ venue: 'polygon', type: 'ohlcv', symbol: '@megacaps', timeframe: '1d' });

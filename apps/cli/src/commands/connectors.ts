@@ -14,8 +14,9 @@ import {
   ValidationError,
   VenueName,
 } from '@tickfleet/core';
+import type { ConnectorJobCounts } from '@tickfleet/store';
 import { aimdSettings, type AimdPatch, duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
-import { jsonOption, printJson, printTable } from '../output.js';
+import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
 
 interface UpsertOptions {
@@ -148,9 +149,9 @@ export function registerConnectors(program: Command): void {
     .description('list connectors')
     .addOption(jsonOption())
     .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const all = await withStore(cmd, (store) => store.connectors.list());
+      const all = await withStore(cmd, async (store) => withJobCounts(await store.connectors.list(), await store.jobs.countsByVenue()));
       if (opts.json) printJson(all);
-      else printConnectors(all);
+      else printConnectorsWithJobs(all);
     });
 
   connectors
@@ -159,10 +160,13 @@ export function registerConnectors(program: Command): void {
     .addOption(jsonOption())
     .action(async (venue: string, opts: { json?: boolean }, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
-      const found = await withStore(cmd, (store) => store.connectors.get(name));
+      const found = await withStore(cmd, async (store) => {
+        const connector = await store.connectors.get(name);
+        return connector ? withJobCounts([connector], await store.jobs.countsByVenue())[0] : undefined;
+      });
       if (!found) throw new ValidationError('venue', `an existing connector (see tickfleet connectors list)`, name);
       if (opts.json) printJson(found);
-      else printConnectors([found]);
+      else printConnectorsWithJobs([found]);
     });
 
   for (const [verb, status] of [
@@ -186,19 +190,42 @@ export function registerConnectors(program: Command): void {
   }
 }
 
+/** A connector with what its jobs say (the connector design's `jobs_count`, `active_jobs_count`, `last_job_run_time`). */
+type ConnectorWithJobs = Connector & Omit<ConnectorJobCounts, 'venue'>;
+
+/** Each connector with its jobs counted: derived from the jobs at read time, so never out of step with them. */
+function withJobCounts(list: Connector[], counts: readonly ConnectorJobCounts[]): ConnectorWithJobs[] {
+  const byVenue = new Map(counts.map((c) => [c.venue, c]));
+  return list.map((c) => {
+    const n = byVenue.get(c.venue);
+    return { ...c, jobsCount: n?.jobsCount ?? 0, activeJobsCount: n?.activeJobsCount ?? 0, lastJobRunAt: n?.lastJobRunAt ?? null };
+  });
+}
+
+const CONNECTOR_COLUMNS = ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'PACING', 'BASE URL'];
+
+function connectorCells(c: Connector): Array<string | number> {
+  return [
+    c.venue,
+    c.status,
+    c.rateLimit.policy,
+    c.rateLimit.limit,
+    effectiveLimit(c.rateLimit),
+    formatDurationMs(c.rateLimit.periodMs),
+    c.maxInflight,
+    c.pacing ?? '-',
+    c.baseUrl,
+  ];
+}
+
 function printConnectors(list: Connector[]): void {
+  printTable(CONNECTOR_COLUMNS, list.map(connectorCells));
+}
+
+/** `list` and `show`: the connector's columns, then its jobs (enabled/all) and when one last ran. */
+function printConnectorsWithJobs(list: ConnectorWithJobs[]): void {
   printTable(
-    ['VENUE', 'STATUS', 'POLICY', 'LIMIT', 'EFFECTIVE', 'PERIOD', 'INFLIGHT', 'PACING', 'BASE URL'],
-    list.map((c) => [
-      c.venue,
-      c.status,
-      c.rateLimit.policy,
-      c.rateLimit.limit,
-      effectiveLimit(c.rateLimit),
-      formatDurationMs(c.rateLimit.periodMs),
-      c.maxInflight,
-      c.pacing ?? '-',
-      c.baseUrl,
-    ]),
+    [...CONNECTOR_COLUMNS, 'JOBS', 'LAST JOB RUN'],
+    list.map((c) => [...connectorCells(c), `${c.activeJobsCount}/${c.jobsCount}`, isoOrDash(c.lastJobRunAt)]),
   );
 }

@@ -24,6 +24,11 @@ function lastErrorCell(v: VenueStatus, atMs: number): string {
   return e ? `${e.cause} ${formatDurationMs(Math.max(0, atMs - e.atMs))} ago` : '-';
 }
 
+/** `12/14`: the connector's enabled jobs of all its jobs. */
+function jobsCell(v: VenueStatus): string {
+  return `${v.activeJobsCount}/${v.jobsCount}`;
+}
+
 /** One line per venue that is failing or degraded: why, and its last error's message. */
 function printHealthNotes(status: FleetStatus): void {
   const troubled = status.venues.filter((v) => v.health.state === 'failing' || v.health.state === 'degraded');
@@ -50,6 +55,8 @@ function printStatus(status: FleetStatus): void {
       'BLOCKED',
       'CURSOR LAG',
       'GAPS',
+      'JOBS',
+      'LAST RUN',
       'WORKERS',
       'HEALTH',
       'LAST ERROR',
@@ -68,6 +75,8 @@ function printStatus(status: FleetStatus): void {
       v.blocked,
       dur(v.cursorLag.maxMs),
       v.openGaps,
+      jobsCell(v),
+      v.lastJobRunAt === null ? '-' : `${formatDurationMs(Math.max(0, status.atMs - v.lastJobRunAt))} ago`,
       v.liveWorkers,
       v.health.state,
       lastErrorCell(v, status.atMs),
@@ -119,7 +128,7 @@ export function registerStatus(program: Command): void {
   program
     .command('status')
     .description(
-      'fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag, health and last error; the streams: definitions, holders and live state (env: REDIS_URL)',
+      'fleet status per venue: state, budget, freeze, AIMD concurrency, queue depth, cursor lag, jobs (enabled/all) and last run, health and last error; the streams: definitions, holders and live state (env: REDIS_URL)',
     )
     .option('--spool-dir <dir>', 'spool base directory', cliEnv('TICKFLEET_SPOOL_DIR').TICKFLEET_SPOOL_DIR)
     .addOption(jsonOption('print the full status as JSON'))

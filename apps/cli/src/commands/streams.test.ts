@@ -2,7 +2,7 @@ import { ValidationError } from '@tickfleet/core';
 import { openStore } from '@tickfleet/store';
 import { runCli, startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { errorExitCode } from '../edge-errors.js';
-import { buildProgram } from '../program.js';
+import { runInProcess } from '../../test/fixtures/in-process-cli.js';
 
 /**
  * `tickfleet streams` run in this process (the command tree main.ts runs, a real SQLite store):
@@ -14,21 +14,8 @@ describe('tickfleet streams', () => {
   let store: string;
 
   /** Runs `tickfleet --store <store> <args>`, returning what it printed on stdout, or what it threw. */
-  async function cli(...args: string[]): Promise<{ out: string; err?: unknown }> {
-    const chunks: string[] = [];
-    const write = process.stdout.write;
-    process.stdout.write = ((chunk: string | Uint8Array) => {
-      chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
-      return true;
-    }) as typeof process.stdout.write;
-    try {
-      await (await buildProgram()).parseAsync(['--store', store, ...args], { from: 'user' });
-      return { out: chunks.join('') };
-    } catch (err) {
-      return { out: chunks.join(''), err };
-    } finally {
-      process.stdout.write = write;
-    }
+  function cli(...args: string[]): Promise<{ out: string; err?: unknown }> {
+    return runInProcess(['--store', store, ...args]);
   }
 
   /** The ValidationError a command line fails with (exit 2 at the process edge). */

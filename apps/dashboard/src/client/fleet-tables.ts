@@ -96,6 +96,10 @@ function venueRow(v: VenueStatus, now: number, queuesPath: string): HTMLTableRow
       el('small', {}, lag.jobId ? breakable(lag.jobId) : [lag.jobs + ' ohlcv jobs' + (lag.withoutCursor ? ', ' + lag.withoutCursor + ' without cursor' : '')]),
     ]),
     el('td', { 'data-field': 'gaps' }, [String(v.openGaps)]),
+    el('td', {}, [
+      el('span', { 'data-field': 'jobs' }, [v.activeJobsCount + ' / ' + v.jobsCount]),
+      el('small', { 'data-field': 'last-job-run' }, [v.lastJobRunAt === null ? 'never ran' : 'ran ' + dur(Math.max(0, now - v.lastJobRunAt)) + ' ago']),
+    ]),
     el('td', { 'data-field': 'workers' }, [v.liveWorkers === null ? '-' : String(v.liveWorkers)]),
   ]);
 }

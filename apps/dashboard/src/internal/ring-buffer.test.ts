@@ -99,6 +99,9 @@ describe('HistoryCollector', () => {
     openGaps: 0,
     liveWorkers: null,
     leases: { jobs: 0, untilMs: null },
+    jobsCount: 0,
+    activeJobsCount: 0,
+    lastJobRunAt: null,
     health: venueHealth(EMPTY_OUTCOME_RECORD, { status: 'active', freeze: null, bookCooldownUntilMs: 0, nowMs: 0 }),
   });
 

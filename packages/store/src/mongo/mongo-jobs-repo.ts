@@ -1,6 +1,7 @@
 import type { Filter } from 'mongodb';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
 import { type JobCompletion, type JobFilter, type JobLeases, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
+import type { ConnectorJobCounts } from '../state-store.js';
 import { EMPTY_STATS, normalizeJob } from '../internal/inputs.js';
 import { type JobDoc, type MongoCollections, toJob } from './documents.js';
 
@@ -207,6 +208,23 @@ export class MongoJobsRepo implements JobsRepo {
       ])
       .toArray();
     return groups.map((g) => ({ venue: g._id.venue, holder: g._id.holder, jobs: g.jobs, untilMs: g.untilMs }));
+  }
+
+  async countsByVenue(): Promise<ConnectorJobCounts[]> {
+    const groups = await this.c.jobs
+      .aggregate<{ _id: string; jobsCount: number; activeJobsCount: number; lastJobRunAt: number | null }>([
+        {
+          $group: {
+            _id: '$venue',
+            jobsCount: { $sum: 1 },
+            activeJobsCount: { $sum: { $cond: ['$enabled', 1, 0] } },
+            lastJobRunAt: { $max: '$stats.lastRunAt' },
+          },
+        },
+        { $sort: { _id: 1 } },
+      ])
+      .toArray();
+    return groups.map((g) => ({ venue: g._id, jobsCount: g.jobsCount, activeJobsCount: g.activeJobsCount, lastJobRunAt: g.lastJobRunAt ?? null }));
   }
 
   async releaseLeases(holder: string): Promise<number> {

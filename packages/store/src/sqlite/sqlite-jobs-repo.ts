@@ -1,6 +1,7 @@
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { type Clock, type Job, type JobInput, JobLockLostError, type KeptCall, NotFoundError, TurnGroup, ValidationError } from '@tickfleet/core';
 import { type JobCompletion, type JobFilter, type JobLeases, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
+import type { ConnectorJobCounts } from '../state-store.js';
 import { normalizeJob } from '../internal/inputs.js';
 import { bit, toJob, type JobRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
@@ -33,6 +34,7 @@ export class SqliteJobsRepo implements JobsRepo {
   private readonly dayDoneStmt: Statement;
   private readonly releaseStmt: Statement;
   private readonly leasesStmt: Statement;
+  private readonly countsStmt: Statement;
   private readonly releaseLeasesStmt: Statement;
   private readonly removeStmt: Statement;
   private readonly lockUnitStmt: Statement;
@@ -154,6 +156,9 @@ export class SqliteJobsRepo implements JobsRepo {
     this.leasesStmt = db.prepare(`
       SELECT venue, lease_holder AS holder, COUNT(*) AS jobs, MAX(locked_until) AS untilMs FROM jobs
       WHERE locked_until > ? GROUP BY venue, lease_holder ORDER BY venue, lease_holder`);
+    this.countsStmt = db.prepare(`
+      SELECT venue, COUNT(*) AS jobsCount, SUM(enabled) AS activeJobsCount, MAX(last_run_at) AS lastJobRunAt FROM jobs
+      GROUP BY venue ORDER BY venue`);
     // Only the lease: the due time and the unit lock (which a unit under way may hold) stay.
     this.releaseLeasesStmt = db.prepare('UPDATE jobs SET locked_until = NULL, lease_holder = NULL WHERE lease_holder = ? AND locked_until IS NOT NULL');
     this.removeStmt = db.prepare('DELETE FROM jobs WHERE id = ?');
@@ -325,6 +330,10 @@ export class SqliteJobsRepo implements JobsRepo {
 
   async leases(nowMs: number): Promise<JobLeases[]> {
     return this.leasesStmt.all(nowMs) as JobLeases[];
+  }
+
+  async countsByVenue(): Promise<ConnectorJobCounts[]> {
+    return this.countsStmt.all() as ConnectorJobCounts[];
   }
 
   async releaseLeases(holder: string): Promise<number> {

@@ -1,0 +1,82 @@
+import { openStore } from '@tickfleet/store';
+import { runCli, startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { runInProcess } from '../../test/fixtures/in-process-cli.js';
+
+const RAN_AT = Date.UTC(2026, 0, 19, 12, 0, 0);
+
+/**
+ * What a connector's jobs say, shown with the connector as the connector design has it
+ * (`jobs_count`, `active_jobs_count`, `last_job_run_time`): `connectors list` and `show` run in this
+ * process (the command tree main.ts runs, a real SQLite store), `status`, which needs Redis, as the
+ * real binary.
+ */
+describe('tickfleet connectors: job counts and last run', () => {
+  let dir: TempDir;
+  let store: string;
+
+  /** Runs `tickfleet --store <store> <args>` in this process; what it printed on stdout. */
+  async function cli(...args: string[]): Promise<string> {
+    const { out, err } = await runInProcess(['--store', store, ...args]);
+    if (err) throw err;
+    return out;
+  }
+
+  beforeAll(async () => {
+    dir = tempDir('cli-connectors-');
+    store = dir.sqliteUrl('state.db');
+    await cli('connectors', 'upsert', 'binance', '--base-url', 'http://127.0.0.1:1', '--limit', '1200');
+    await cli('connectors', 'upsert', 'kraken', '--base-url', 'http://127.0.0.1:1', '--limit', '60');
+    await cli('jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m');
+    await cli('jobs', 'add', 'binance', 'ohlcv', 'ETH/USDT', '--timeframe', '1m');
+    await cli('jobs', 'add', 'binance', 'ohlcv', 'SOL/USDT', '--timeframe', '1m');
+    await cli('jobs', 'disable', 'binance:SOL/USDT:1m:ohlcv');
+    // One run ended, as a worker records it (the store's clock stamps it).
+    const s = await openStore(store, { clock: { now: () => RAN_AT, monotonic: () => 0 } });
+    await s.jobs.complete('binance:ETH/USDT:1m:ohlcv', { nextRunAt: RAN_AT + 60_000 });
+    await s.close();
+  });
+  afterAll(() => dir.remove());
+
+  it('lists each connector with its jobs, enabled jobs and last run, in JSON and in the table', async () => {
+    const list = JSON.parse(await cli('connectors', 'list', '--json')) as Array<Record<string, unknown>>;
+    expect(list.map((c) => [c.venue, c.jobsCount, c.activeJobsCount, c.lastJobRunAt])).toEqual([
+      ['binance', 3, 2, RAN_AT],
+      ['kraken', 0, 0, null],
+    ]);
+    const table = await cli('connectors', 'list');
+    expect(table).toMatch(/^VENUE\s+STATUS\s+.*\s+BASE URL\s+JOBS\s+LAST JOB RUN$/m);
+    expect(table).toMatch(/^binance\s+active\s+.*\s+2\/3\s+2026-01-19T12:00:00\.000Z$/m);
+    expect(table).toMatch(/^kraken\s+active\s+.*\s+0\/0\s+-$/m);
+    expect(JSON.parse(await cli('connectors', 'show', 'binance', '--json'))).toMatchObject({
+      venue: 'binance',
+      rateLimit: { limit: 1200 },
+      jobsCount: 3,
+      activeJobsCount: 2,
+      lastJobRunAt: RAN_AT,
+    });
+    expect(await cli('connectors', 'show', 'kraken')).toMatch(/^kraken\s+active\s+.*\s+0\/0\s+-$/m);
+  });
+
+  describe('with Redis', () => {
+    let redis: TestRedis;
+    beforeAll(async () => {
+      redis = await startRedis();
+    });
+    afterAll(() => redis.stop());
+
+    it('status shows them per venue, the last run as an age', async () => {
+      const env = { REDIS_URL: redis.url, TICKFLEET_PREFIX: redis.namespace() };
+      const json = await runCli(['--store', store, 'status', '--json'], { env, cwd: dir.path });
+      expect(json.stderr).toBe('');
+      const venues = (JSON.parse(json.stdout) as { venues: Array<Record<string, unknown>> }).venues;
+      expect(venues.map((v) => [v.venue, v.jobsCount, v.activeJobsCount, v.lastJobRunAt])).toEqual([
+        ['binance', 3, 2, RAN_AT],
+        ['kraken', 0, 0, null],
+      ]);
+      const table = await runCli(['--store', store, 'status'], { env, cwd: dir.path });
+      expect(table.stdout).toMatch(/^VENUE\s+STATE\s+.*\s+GAPS\s+JOBS\s+LAST RUN\s+WORKERS\s+HEALTH\s+LAST ERROR$/m);
+      expect(table.stdout).toMatch(/^binance\s+active\s+.*\s+2\/3\s+\d+\S* ago\s+/m);
+      expect(table.stdout).toMatch(/^kraken\s+active\s+.*\s+0\/0\s+-\s+/m);
+    });
+  });
+});
