@@ -54,8 +54,9 @@ export interface BudgetGateOptions {
   clock: Clock;
   metrics: BudgetGateMetrics;
   /**
-   * Budgets of venues limited per scope (Xetra's markets): a request that names a `scope` spends
-   * from that scope's budget instead of the venue's. Without them, every request spends from its venue's.
+   * Budgets of venues whose requests name a scope (Xetra's markets): a request that names a `scope`
+   * spends from that scope's budget and the venue's aggregate over all its scopes (one Lua step)
+   * instead of the store's venue budget. Without them, every request spends from its venue's.
    */
   scopes?: Pick<ScopedBudgets, 'acquire'>;
   /** Fallback while the store is unreachable; without one, an unreachable store fails the request. */

@@ -21,13 +21,16 @@ export interface ScopedBudgetsOptions {
 
 /**
  * Budgets of a venue's scopes: one fleet-wide budget per (venue, scope), each with the venue's whole
- * limit (`limit * headroom` per `periodMs`), for venues whose limit applies per part of the API
- * (Xetra: per market, DETR, DFRA, DGAT, DEUR). A venue's own budget is keyed by its name alone; a
- * scope's lives next to it under the venue's hash tag, `<prefix>:venue:{<venue>}:budget:scope:<scope>:…`,
- * so venues without scopes are untouched and on a Redis Cluster a scope shares its venue's slot.
+ * limit (`limit * headroom` per `periodMs`), for venues whose requests name a part of the API
+ * (Xetra: per market, DETR, DFRA, DGAT, DEUR), and every scoped request also spends from the venue's
+ * aggregate over all its scopes, with the same limit and pacing: the design's one limiter across all
+ * of a venue's downloads (5 per 2 s, 400 ms apart, whichever markets they are for). A scope's budget
+ * lives under the venue's hash tag, `<prefix>:venue:{<venue>}:budget:scope:<scope>:…`, the aggregate
+ * at `…:budget:scopes:…`, so venues without scopes are untouched and on a Redis Cluster they share
+ * the venue's slot.
  *
  * Kept in the fleet's Redis (the one every worker already shares for queues and freezes), one Lua
- * step per decision (`acquireScoped-2.lua`), so two workers never both take the last slot. The
+ * step per decision (`acquireScoped-4.lua`, both budgets or neither), so two workers never both take the last slot. The
  * connector's `pacing` chooses the shape: `even` spaces grants `periodMs / (limit * headroom)` apart
  * (5 per 2 s: 400 ms), `burst` allows `floor(limit * headroom)` back to back in any rolling period.
  * Decisions use the caller's clock, as the SQLite budgets do. Any Redis failure is a
@@ -46,10 +49,10 @@ export class ScopedBudgets {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.clock = options.clock ?? systemClock;
     this.connectors = new CachedConnectors(options.connectors, this.clock, options.connectorCacheMs ?? BUDGET_DEFAULTS.connectorCacheMs);
-    this.acquireCmd = budgetCommand(redis, 'acquireScoped-2.lua');
+    this.acquireCmd = budgetCommand(redis, 'acquireScoped-4.lua');
   }
 
-  /** Spends `weight` from the budget of `scope` of `venue` in one atomic step. */
+  /** Spends `weight` from the budget of `scope` of `venue` and from the venue's aggregate, in one atomic step. */
   async acquire(venue: string, scope: string, weight: number): Promise<AcquireResult> {
     if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
     if (!SCOPE.test(scope)) throw new ValidationError('scope', 'letters, digits, _ or - (at most 32), such as DETR', scope);
@@ -63,13 +66,13 @@ export class ScopedBudgets {
     const pacing = connector.pacing ?? BUDGET_DEFAULTS.pacing;
     // Even pacing spends one weight unit per interval, so any weight fits; a sliding window holds at most `cap`.
     if (pacing === 'burst' && weight > cap) return { ok: false, reason: 'too-heavy', retryAtMs: now, limit: cap, atMs: now };
-    const keys = [this.key(venue, scope, pacing), this.key(venue, scope, 'seq')];
+    const keys = [this.key(venue, scope, pacing), this.key(venue, scope, 'seq'), this.aggregateKey(venue, pacing), this.aggregateKey(venue, 'seq')];
     const [ok, value] = (await this.call(() => this.acquireCmd(keys, [now, weight, Math.max(perPeriod, 1e-6), periodMs, pacing]))) as [number, string];
     if (ok === 1) return { ok: true, used: Number(value), limit: cap, atMs: now };
     return { ok: false, reason: 'exhausted', retryAtMs: Math.ceil(Number(value)), limit: cap, atMs: now };
   }
 
-  /** The interval between two grants of one scope under even pacing: `periodMs / (limit * headroom)`. */
+  /** The interval between two grants of a venue's scopes (any of them) under even pacing: `periodMs / (limit * headroom)`. */
   static spacingMs(connector: Pick<Connector, 'rateLimit'>): number {
     const { limit, periodMs, headroom } = connector.rateLimit;
     return periodMs / (limit * headroom);
@@ -77,6 +80,10 @@ export class ScopedBudgets {
 
   private key(venue: string, scope: string, part: Pacing | 'seq'): string {
     return venueKey(this.prefix, venue, `budget:scope:${scope}:${part}`);
+  }
+
+  private aggregateKey(venue: string, part: Pacing | 'seq'): string {
+    return venueKey(this.prefix, venue, `budget:scopes:${part}`);
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {

@@ -182,6 +182,17 @@ export function defaultMaxInflight(venue: string): number {
   return VENUE_MAX_INFLIGHT_DEFAULTS[venue] ?? DEFAULT_MAX_INFLIGHT;
 }
 
+/**
+ * A venue's documented request limit, which a connector created without `--limit` and `--period`
+ * (`connectors upsert`) gets: Xetra 5 per 2 s across all its markets (the proactive-limiter
+ * design's). A venue not listed needs `--limit`; its period defaults to {@link DEFAULT_RATE_LIMIT_PERIOD_MS}.
+ */
+export const VENUE_RATE_LIMIT_DEFAULTS: Readonly<Record<string, Readonly<{ limit: number; periodMs: number }>>> = Object.freeze({
+  xetra: Object.freeze({ limit: 5, periodMs: 2000 }),
+});
+/** Rate-limit period of a new connector of a venue without an entry in {@link VENUE_RATE_LIMIT_DEFAULTS}. */
+export const DEFAULT_RATE_LIMIT_PERIOD_MS = 60_000;
+
 /** Defaults of a connector's freeze after a 429/418 and its escalation, each written once (the schema below takes them from here). */
 export const FREEZE_DEFAULTS = Object.freeze({
   /** Freeze after a 429 that carries no time, and the first step of the escalation. */

@@ -33,7 +33,7 @@ describe('XetraAdapter against the xetra emulation over HTTP', () => {
 
   const date = new Date(Date.now() - 90 * MINUTE_MS).toISOString().slice(0, 10);
 
-  it('lists a date across markets and downloads files into exactly the venue trades, each market paced under its limit', async () => {
+  it('lists a date across markets and downloads files into exactly the venue trades, the markets paced as one under the limit', async () => {
     mock = await startMockVenue({ scenario: { seed: SEED, venues: { xetra: { limit: { requests: 5, windowMs: 500 } } } } });
     // Requests leave paced but arrive with the machine's jitter: with the default 50 ms of slack a late
     // first request shares a venue window with the sixth on a busy machine. 300 ms (a request each 160 ms)
@@ -57,9 +57,10 @@ describe('XetraAdapter against the xetra emulation over HTTP', () => {
     const stats = mock.stats().venues.xetra;
     expect(stats.requests).toBe(11);
     expect(stats.responses429).toBe(0);
-    // each market paced under its own limit
+    // the markets paced as one: each under its own limit, and all of them together under the venue's
     expect(Object.keys(stats.scopes ?? {})).toEqual(['DETR', 'DGAT']);
     for (const market of Object.values(stats.scopes ?? {})) expect(market.maxWindowWeight).toBeLessThanOrEqual(5);
+    expect(stats.maxWindowWeight).toBeLessThanOrEqual(5);
   });
 
   it('falls back to exponential backoff when the venue is stricter than the pacing, and still gets every file', async () => {

@@ -80,3 +80,29 @@ describe('tickfleet connectors: job counts and last run', () => {
     });
   });
 });
+
+describe('tickfleet connectors upsert: a venue with a documented limit', () => {
+  let dir: TempDir;
+
+  beforeAll(() => {
+    dir = tempDir('cli-connectors-defaults-');
+  });
+  afterAll(() => dir.remove());
+
+  async function upsert(store: string, ...args: string[]): Promise<{ rateLimit: Record<string, unknown> }> {
+    const { out, err } = await runInProcess(['--store', store, 'connectors', 'upsert', ...args, '--json']);
+    if (err) throw err;
+    return JSON.parse(out) as { rateLimit: Record<string, unknown> };
+  }
+
+  it('xetra without --period (or --limit) gets its documented 5 per 2 s; other venues a 60 s period', async () => {
+    const store = dir.sqliteUrl('defaults.db');
+    expect((await upsert(store, 'xetra', '--base-url', 'http://127.0.0.1:1', '--limit', '5')).rateLimit).toMatchObject({ limit: 5, periodMs: 2000 });
+    const other = dir.sqliteUrl('defaults-2.db');
+    expect((await upsert(other, 'xetra', '--base-url', 'http://127.0.0.1:1')).rateLimit).toMatchObject({ limit: 5, periodMs: 2000 });
+    expect((await upsert(other, 'binance', '--base-url', 'http://127.0.0.1:1', '--limit', '1200')).rateLimit).toMatchObject({ limit: 1200, periodMs: 60_000 });
+    // An update keeps what the connector has.
+    expect((await upsert(other, 'xetra', '--limit', '3')).rateLimit).toMatchObject({ limit: 3, periodMs: 2000 });
+    await expect(upsert(other, 'kraken', '--base-url', 'http://127.0.0.1:1')).rejects.toThrow(/--limit/);
+  });
+});

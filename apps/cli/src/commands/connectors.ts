@@ -4,6 +4,7 @@ import {
   type ConnectorInput,
   DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
+  DEFAULT_RATE_LIMIT_PERIOD_MS,
   FREEZE_DEFAULTS,
   PACED_VENUES,
   PACINGS,
@@ -13,6 +14,7 @@ import {
   parseOrThrow,
   ValidationError,
   VenueName,
+  VENUE_RATE_LIMIT_DEFAULTS,
 } from '@tickfleet/core';
 import type { ConnectorJobCounts } from '@tickfleet/store';
 import { aimdSettings, type AimdPatch, duration, fraction, httpUrl, oneOf, positiveInt } from '../args.js';
@@ -45,8 +47,16 @@ export function registerConnectors(program: Command): void {
     .command('upsert <venue>')
     .description('create a connector, or update the given fields of an existing one')
     .option('--base-url <url>', 'venue API base URL (required on create)', httpUrl('--base-url'))
-    .option('--limit <n>', 'weight the venue allows per period (required on create)', positiveInt('--limit'))
-    .option('--period <duration>', 'rate-limit period, e.g. 60s (default 60s on create)', duration('--period'))
+    .option(
+      '--limit <n>',
+      `weight the venue allows per period (required on create, except for a venue with a documented limit: ${documentedLimits()})`,
+      positiveInt('--limit'),
+    )
+    .option(
+      '--period <duration>',
+      `rate-limit period, e.g. 60s (default on create: the venue's documented period, else ${formatDurationMs(DEFAULT_RATE_LIMIT_PERIOD_MS)})`,
+      duration('--period'),
+    )
     .option('--policy <policy>', 'fixed-window | gcra (default fixed-window on create)', oneOf('--policy', ['fixed-window', 'gcra'] as const))
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
     .option(
@@ -103,9 +113,10 @@ export function registerConnectors(program: Command): void {
       }
       const saved = await withStore(cmd, async (store) => {
         const existing = await store.connectors.get(name);
+        const documented = VENUE_RATE_LIMIT_DEFAULTS[name];
         if (!existing) {
           if (opts.baseUrl === undefined) throw new ValidationError('--base-url', `a base URL to create connector ${name}`);
-          if (opts.limit === undefined) throw new ValidationError('--limit', `a weight limit to create connector ${name}`);
+          if (opts.limit === undefined && !documented) throw new ValidationError('--limit', `a weight limit to create connector ${name}`);
         }
         // A new connector without --policy or --headroom gets the RateLimit schema's defaults.
         const policy = opts.policy ?? existing?.rateLimit.policy;
@@ -116,8 +127,8 @@ export function registerConnectors(program: Command): void {
           baseUrl: opts.baseUrl ?? existing!.baseUrl,
           rateLimit: {
             ...(policy !== undefined ? { policy } : {}),
-            limit: opts.limit ?? existing!.rateLimit.limit,
-            periodMs: opts.period ?? existing?.rateLimit.periodMs ?? 60_000,
+            limit: opts.limit ?? existing?.rateLimit.limit ?? documented!.limit,
+            periodMs: opts.period ?? existing?.rateLimit.periodMs ?? documented?.periodMs ?? DEFAULT_RATE_LIMIT_PERIOD_MS,
             ...(headroom !== undefined ? { headroom } : {}),
           },
           ...(opts.maxInflight !== undefined ? { maxInflight: opts.maxInflight } : {}),
@@ -188,6 +199,13 @@ export function registerConnectors(program: Command): void {
         else printConnectors([saved]);
       });
   }
+}
+
+/** The venues with a documented limit, as the help shows them: `xetra 5/2s`. */
+function documentedLimits(): string {
+  return Object.entries(VENUE_RATE_LIMIT_DEFAULTS)
+    .map(([venue, { limit, periodMs }]) => `${venue} ${limit}/${formatDurationMs(periodMs)}`)
+    .join(', ');
 }
 
 /** A connector with what its jobs say (the connector design's `jobs_count`, `active_jobs_count`, `last_job_run_time`). */

@@ -1,6 +1,15 @@
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb } from 'node:zlib';
-import { MalformedPayloadError, type Pacing, RateLimitedError, ValidationError, type Envelope, type Trade, tradeEnvelope } from '@tickfleet/core';
+import {
+  MalformedPayloadError,
+  type Pacing,
+  RateLimitedError,
+  ValidationError,
+  VENUE_RATE_LIMIT_DEFAULTS,
+  type Envelope,
+  type Trade,
+  tradeEnvelope,
+} from '@tickfleet/core';
 import PQueue from 'p-queue';
 import { HttpVenueAdapter } from '../http-venue-adapter.js';
 import { intOption, sleep } from '../internal/options.js';
@@ -14,13 +23,13 @@ const gunzip = promisify(gunzipCb);
 /** Deutsche Börse post-trade sources: Xetra, Börse Frankfurt, Tradegate, and the fourth published feed. */
 export const XETRA_MARKETS = ['DETR', 'DFRA', 'DGAT', 'DEUR'] as const;
 
-/** Even pacing per market, written once for the `requests`, `periodMs` and `spacingMs` of {@link XETRA_DEFAULTS}. */
-const PACE = { requests: 5, periodMs: 2000 };
+/** Even pacing across the markets (the connector's documented limit), for the `requests`, `periodMs` and `spacingMs` of {@link XETRA_DEFAULTS}. */
+const PACE = { requests: VENUE_RATE_LIMIT_DEFAULTS.xetra!.limit, periodMs: VENUE_RATE_LIMIT_DEFAULTS.xetra!.periodMs };
 
 /**
  * The defaults of {@link XetraAdapterOptions}, with the proactive-limiter design's figures
- * (docs/mock-venue.md, `proactive-rate-limiting.md`): 5 requests per 2 s per market, spaced evenly
- * 400 ms apart (150 a minute, ~12 minutes for 1,800 files), and after a 429 anyway retries 2 s,
+ * (docs/mock-venue.md, `proactive-rate-limiting.md`): 5 requests per 2 s across all markets, spaced
+ * evenly 400 ms apart (150 a minute, ~12 minutes for 1,800 files), and after a 429 anyway retries 2 s,
  * 4 s and 8 s later before the venue is frozen.
  */
 export const XETRA_DEFAULTS = Object.freeze({
@@ -30,7 +39,7 @@ export const XETRA_DEFAULTS = Object.freeze({
   /** `paceIntervalMs`. */
   periodMs: PACE.periodMs,
   pacing: 'even' as Pacing,
-  /** `periodMs / requests`: the gap between two requests of one market under even pacing. */
+  /** `periodMs / requests`: the gap between two requests (any markets) under even pacing. */
   spacingMs: PACE.periodMs / PACE.requests,
   paceSlackMs: 50,
   /** Requests per call when the venue answers 429: the first and three retries. */
@@ -56,13 +65,14 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
   /** Markets whose files `listFiles` lists. @defaultValue XETRA_DEFAULTS.markets */
   markets?: readonly string[];
   /**
-   * In-process pacing of each market (the service publishes no limit; each market is paced on its
-   * own): `even` spaces requests `paceIntervalMs / paceRequests` apart, `burst` allows `paceRequests`
-   * back to back in any rolling `paceIntervalMs`, `off` leaves pacing to the caller's `beforeRequest`
-   * hook (the fleet's budget gate paces each market fleet-wide). @defaultValue XETRA_DEFAULTS.pacing
+   * In-process pacing, one limiter across all markets (the service publishes no limit; the design
+   * paces every download of the venue as one): `even` spaces requests `paceIntervalMs / paceRequests`
+   * apart, `burst` allows `paceRequests` back to back in any rolling `paceIntervalMs`, `off` leaves
+   * pacing to the caller's `beforeRequest` hook (the fleet's budget gate paces the venue fleet-wide,
+   * each market within the venue's limit). @defaultValue XETRA_DEFAULTS.pacing
    */
   pacing?: Pacing | 'off';
-  /** Requests allowed per `paceIntervalMs` and market. @defaultValue XETRA_DEFAULTS.requests */
+  /** Requests allowed per `paceIntervalMs`, all markets together. @defaultValue XETRA_DEFAULTS.requests */
   paceRequests?: number;
   /** @defaultValue XETRA_DEFAULTS.periodMs */
   paceIntervalMs?: number;
@@ -93,17 +103,18 @@ export interface XetraAdapterOptions extends VenueAdapterOptions {
  * market's minute files, `GET /download/{file}` returns one gzip of NDJSON trade records. ISINs are
  * the symbol in both forms.
  *
- * Pacing is proactive and per market (each market has a limit of its own): by default requests of
- * one market leave evenly spaced, 5 per 2 s (+ slack), which the earlier collector measured as 150
- * req/min, ~12 min for an 1800-file day with no 429s. Every request names its market as the budget
- * `scope`, so the fleet's gate spends it from that market's fleet-wide budget. Exponential backoff on
+ * Pacing is proactive and venue-wide (the design's one limiter across all downloads): by default
+ * requests leave evenly spaced, 5 per 2 s (+ slack) whichever market they are for, which the earlier
+ * collector measured as 150 req/min, ~12 min for an 1800-file day with no 429s. Every request names
+ * its market as the budget `scope`, so the fleet's gate spends it from that market's fleet-wide
+ * budget and from the venue's aggregate over its markets. Exponential backoff on
  * 429 (2 s, 4 s, 8 s) is only the safety net, after which a RateLimitedError hands the wait to the
  * worker, which freezes the venue fleet-wide.
  */
 export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implements FileSource {
   readonly markets: readonly string[];
-  /** One in-process pacer per market (absent with `pacing: 'off'`). */
-  private readonly pacers = new Map<string, PQueue>();
+  /** The in-process pacer of all markets (created on first use; never with `pacing: 'off'`). */
+  private venuePacer: PQueue | undefined;
   private readonly pacing: Pacing | 'off';
   private readonly paceRequests: number;
   private readonly paceWindowMs: number;
@@ -201,20 +212,16 @@ export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implemen
   }
 
   /**
-   * The market's in-process pacer. Even: one request per `(paceIntervalMs + paceSlackMs) / requests`
+   * The venue's in-process pacer, shared by every market. Even: one request per `(paceIntervalMs + paceSlackMs) / requests`
    * (410 ms at the defaults); burst: `requests` per rolling window plus slack (PQueue's strict mode).
    */
-  private pacer(market: string): PQueue | undefined {
+  private pacer(): PQueue | undefined {
     if (this.pacing === 'off') return undefined;
-    let pacer = this.pacers.get(market);
-    if (!pacer) {
-      pacer =
-        this.pacing === 'even'
-          ? new PQueue({ intervalCap: 1, interval: Math.ceil(this.paceWindowMs / this.paceRequests), strict: true })
-          : new PQueue({ intervalCap: this.paceRequests, interval: this.paceWindowMs, strict: true });
-      this.pacers.set(market, pacer);
-    }
-    return pacer;
+    this.venuePacer ??=
+      this.pacing === 'even'
+        ? new PQueue({ intervalCap: 1, interval: Math.ceil(this.paceWindowMs / this.paceRequests), strict: true })
+        : new PQueue({ intervalCap: this.paceRequests, interval: this.paceWindowMs, strict: true });
+    return this.venuePacer;
   }
 
   private toTrade(ref: FileRef, record: XetraTradeRecord): Trade {
@@ -236,9 +243,9 @@ export class XetraAdapter extends HttpVenueAdapter<'list' | 'download'> implemen
     };
   }
 
-  /** Every request paced per market, with bounded exponential backoff on 429; each attempt passes the budget hooks again. */
+  /** Every request paced venue-wide, with bounded exponential backoff on 429; each attempt passes the budget hooks again. */
   protected override async send(req: HttpRequest): Promise<HttpResponse> {
-    const pacer = this.pacer(req.scope ?? '');
+    const pacer = this.pacer();
     for (let attempt = 1; ; attempt++) {
       try {
         if (!pacer) return await super.send(req);
