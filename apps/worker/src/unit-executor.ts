@@ -49,6 +49,13 @@ export interface UnitContext {
   signal: AbortSignal;
   /** The unit's job as its unit lock read it (then the executor does not read it again). */
   job?: Job;
+  /**
+   * Spends the unit's estimated request weight from the venue's budget before its first request
+   * (at most the window's limit; fixed-window budgets only), waiting or yielding as a request would:
+   * a unit refused by the budget is then refused before it sent anything, never midway, so a later
+   * run does not send its first requests again. Its requests use the reservation while it lasts.
+   */
+  reserve?(weight: number): Promise<void>;
   /** Renews the unit's job lock and BullMQ lock; call between pages of long units. */
   heartbeat(): Promise<void>;
   /** Publishes how far a long unit is (BullMQ job progress: bull-board, `tickfleet units active`); never throws. */
@@ -569,6 +576,8 @@ export class UnitExecutor {
     const fromDate = isoDay(firstDay);
     const toDate = isoDay(lastDay);
     const ids = adapter.seriesOf(job.symbol);
+    // One request per series in the usual case (a page holds FRED's whole range): reserved at once.
+    await ctx.reserve?.(ids.length);
     let records = 0;
     let newest: number | null = null;
     for (const id of ids) {

@@ -6,6 +6,7 @@ import {
   JobLockLostError,
   linkedSignal,
   type Connector,
+  effectiveLimit,
   MalformedPayloadError,
   RateLimitedError,
   SinkUnavailableError,
@@ -20,6 +21,7 @@ import {
 import {
   aimdLimitsFor,
   type BudgetGate,
+  type BudgetReservation,
   type ControlStep,
   type FailureCause,
   type FleetVenueControl,
@@ -105,6 +107,8 @@ export class VenueRunner {
    * no store or Redis call.
    */
   private readonly unitWeight = new WeakMap<AbortSignal, { tokens: number }>();
+  /** The budget a running unit reserved before its first request (`UnitContext.reserve`), keyed like `unitWeight`. */
+  private readonly unitReservation = new WeakMap<AbortSignal, BudgetReservation>();
   /** Order-book polling statistics of this venue in this worker (flushed by the worker every interval). */
   private readonly pollStats: PollTelemetry;
   /** The venue's in-flight limit as last applied (the fleet-wide AIMD value within the cap). */
@@ -225,10 +229,12 @@ export class VenueRunner {
     const { gate } = this.options;
     const spendBudget: RequestHooks = {
       beforeRequest: async (request) => {
-        await gate.beforeRequest(request);
-        // Spent (the gate did not refuse it): counted to the unit that sent it.
+        const reservation = request.signal && this.unitReservation.get(request.signal);
+        const reserved = reservation ? await gate.fromReservation(request, reservation) : false;
+        if (!reserved) await gate.beforeRequest(request);
+        // Spent (the gate did not refuse it): counted to the unit that sent it (a reservation was when made).
         const spent = request.signal && this.unitWeight.get(request.signal);
-        if (spent) spent.tokens += request.weight;
+        if (spent && !reserved) spent.tokens += request.weight;
       },
       afterResponse: (response) => gate.afterResponse(response),
     };
@@ -286,6 +292,14 @@ export class VenueRunner {
           signal: unitSignal,
           logger,
           ...(lock?.job ? { job: lock.job } : {}),
+          reserve: async (weight) => {
+            // Only a fixed window bounds how long reserved weight may be sent in (see BudgetReservation).
+            const { rateLimit } = this.connector;
+            if (rateLimit.policy !== 'fixed-window' || weight <= 0) return;
+            const tokens = Math.min(weight, effectiveLimit(rateLimit));
+            this.unitReservation.set(unitSignal, await this.options.gate.reserve(this.venue, tokens));
+            spent!.tokens += tokens;
+          },
           heartbeat: async () => {
             progressed = true;
             if (lock?.lost) throw new JobLockLostError(unit.jobId);

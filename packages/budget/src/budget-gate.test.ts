@@ -264,4 +264,38 @@ describe('BudgetGate', () => {
       dir.remove();
     }
   });
+
+  it("reserves a unit's weight in one acquire; its requests spend it without the store until its window's guard, then acquire again", async () => {
+    const dir = tempDir('tickfleet-gate-reserve-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      await store.connectors.upsert({ venue: 'fred', baseUrl: 'https://api.stlouisfed.org', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
+      const recorded = new RecordedBudgets(store.budgets);
+      let frozenMs = 0;
+      const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => frozenMs }, maxInlineWaitMs: 0 });
+      const request = { venue: 'fred', endpoint: 'observations', weight: 1 };
+      const reservation = await gate.reserve('fred', 11);
+      // The guard of the minute window starting at 00:00:00 begins 1 s before its end.
+      expect(reservation).toEqual({ venue: 'fred', tokens: 11, untilMs: Date.UTC(2030, 0, 1, 0, 0, 59) });
+      for (let i = 0; i < 10; i++) expect(await gate.fromReservation(request, reservation)).toBe(true);
+      expect(recorded.acquires.map((a) => a.weight)).toEqual([11]);
+      expect((await store.budgets.usage('fred'))?.used).toBe(11);
+      // Another unit cannot reserve more than the window has left: it yields before any request.
+      await expect(gate.reserve('fred', 10)).rejects.toBeInstanceOf(BudgetExhaustedError);
+      // A frozen venue sends nothing, reserved or not.
+      frozenMs = 5000;
+      await expect(gate.fromReservation(request, reservation)).rejects.toBeInstanceOf(BudgetExhaustedError);
+      frozenMs = 0;
+      // In the window's guard the rest is void (left spent), and the request acquires in its own window.
+      clock.set(Date.UTC(2030, 0, 1, 0, 0, 59, 500));
+      expect(await gate.fromReservation(request, reservation)).toBe(false);
+      expect(reservation.tokens).toBe(0);
+      // Scoped requests never use a reservation.
+      expect(await gate.fromReservation({ ...request, scope: 'DETR' }, { venue: 'fred', tokens: 5, untilMs: Infinity })).toBe(false);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
 });

@@ -68,6 +68,21 @@ export interface BudgetGateOptions {
 }
 
 /**
+ * Weight a unit spent from its venue's budget before its first request (the design's
+ * `try_consume(vendor, tokens)` before submission), which its requests then use instead of one
+ * acquire each ({@link BudgetGate.reserve}). Valid only within the fixed window it was charged in,
+ * up to that window's boundary guard: sent later, the venue would count it in a window the shared
+ * budget does not.
+ */
+export interface BudgetReservation {
+  venue: string;
+  /** Weight left to spend. */
+  tokens: number;
+  /** On this worker's clock: after this the rest is void (left spent) and requests acquire again. */
+  untilMs: number;
+}
+
+/**
  * The last stretch of a fixed window in which no request is sent: 5% of the period, at most 1 s
  * (500 ms of a 10 s window, 1 s of Binance's minute). A venue counts a request in the window it
  * arrives in, so a grant made just before a boundary would land uncounted in the next window
@@ -113,6 +128,42 @@ export class BudgetGate {
    * RequestTooHeavyError (the request can never fit the venue's window).
    */
   async beforeRequest({ venue, weight, scope }: BeforeRequestInfo): Promise<void> {
+    await this.spend(venue, weight, scope);
+  }
+
+  /**
+   * Takes one request's weight from the unit's `reservation` instead of the budget, after the
+   * freeze check (a frozen venue throws BudgetExhaustedError as {@link beforeRequest} does).
+   * False when the reservation cannot cover it (spent, expired, another venue, a scoped request):
+   * then the request goes through {@link beforeRequest}.
+   */
+  async fromReservation({ venue, weight, scope }: BeforeRequestInfo, reservation: BudgetReservation): Promise<boolean> {
+    if (scope !== undefined || reservation.venue !== venue || reservation.tokens < weight) return false;
+    const frozenMs = await this.options.freezes.frozenForMs(venue);
+    if (frozenMs > 0) throw new BudgetExhaustedError(venue, this.options.clock.now() + frozenMs);
+    if (this.options.clock.now() >= reservation.untilMs) {
+      // Past its window: the rest stays spent there, and this request acquires in its own window.
+      reservation.tokens = 0;
+      return false;
+    }
+    reservation.tokens -= weight;
+    return true;
+  }
+
+  /**
+   * Spends a unit's estimated weight from the venue's fixed-window budget in one acquire before its
+   * first request (waiting or yielding exactly as a request would), so a unit that fits the window
+   * is never refused midway and never repeats requests it already made. Returns the reservation its
+   * requests pass to {@link beforeRequest}; with `tokens` 0 when the grant came from the fallback
+   * share or no fixed window (nothing to bound its validity by: its weight stays spent).
+   */
+  async reserve(venue: string, weight: number): Promise<BudgetReservation> {
+    const untilMs = await this.spend(venue, weight, undefined);
+    return { venue, tokens: untilMs === undefined ? 0 : weight, untilMs: untilMs ?? 0 };
+  }
+
+  /** The acquire loop of one spend; resolves the end of the grant's fixed window before its guard (local clock), when known. */
+  private async spend(venue: string, weight: number, scope: string | undefined): Promise<number | undefined> {
     const { clock, freezes } = this.options;
     for (;;) {
       // Both marks live in Redis (a FreezeWatch keeps them between announced changes): read together.
@@ -129,7 +180,7 @@ export class BudgetGate {
       const scopes = this.options.scopes;
       const result =
         scope !== undefined && scopes ? await this.acquireScoped(scopes, venue, scope, weight) : await this.acquire(venue, weight, fleetFallbackUntil);
-      if (result.ok) return;
+      if (result.ok) return result.untilMs;
       const waitMs = result.retryAtMs - clock.now();
       if (waitMs > this.maxInlineWaitMs) {
         this.options.metrics.budgetYields.inc({ venue });
@@ -187,7 +238,7 @@ export class BudgetGate {
     venue: string,
     scope: string,
     weight: number,
-  ): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
+  ): Promise<{ ok: true; untilMs?: number } | { ok: false; retryAtMs: number }> {
     const { fallback, metrics } = this.options;
     try {
       const r = await scopes.acquire(venue, scope, weight);
@@ -210,7 +261,7 @@ export class BudgetGate {
     }
   }
 
-  private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true } | { ok: false; retryAtMs: number }> {
+  private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true; untilMs?: number } | { ok: false; retryAtMs: number }> {
     const { fallback, metrics } = this.options;
     try {
       if (fallback?.isActive(venue)) {
@@ -238,6 +289,7 @@ export class BudgetGate {
           const endLocalMs = this.options.clock.now() + leftMs;
           this.guardBand.set(venue, { fromMs: endLocalMs - guardMs, toMs: endLocalMs });
           if (leftMs < guardMs) return { ok: false, retryAtMs: endLocalMs };
+          return { ok: true, untilMs: endLocalMs - guardMs };
         }
         return { ok: true };
       }

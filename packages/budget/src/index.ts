@@ -29,7 +29,7 @@ export {
   type BudgetRow,
   type BudgetState,
 } from './acquire-math.js';
-export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
+export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetReservation, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
 export { ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
 export { BUDGET_DEFAULTS, FALLBACK_DEFAULTS } from './budget-defaults.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';

@@ -1,0 +1,79 @@
+import { alignDown } from '@tickfleet/core';
+import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
+import { createRedisConnection, VenueQueues, type RedisClient } from '@tickfleet/queues';
+import { openSink, Pipeline } from '@tickfleet/sinks';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry } from '@tickfleet/telemetry';
+import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { TREASURY_CURVE_SERIES } from '@tickfleet/venues';
+import { FleetWorker } from './fleet-worker.js';
+
+const DAY = 86_400_000;
+const FRED_KEY = 'fredtestkey00000000000000000000a';
+/** FRED's budget here: 15 requests per 6 s window (headroom 1), so one curve unit (11) fits a window, two do not. */
+const LIMIT = 15;
+const PERIOD_MS = 6000;
+
+/**
+ * FRED's Treasury curve is one unit of 11 requests. Through a real FleetWorker (in-process, real
+ * Redis, SQLite store and sink, the FRED emulation over HTTP), the unit starts in a window whose
+ * budget other units already spent most of: it reserves its 11 requests before the first, so the
+ * budget refuses it before it sent anything (it yields until the next window) rather than after
+ * 4, when its next run would send those 4 again. The emulation's request counter is the judge.
+ */
+describe('worker: a unit reserves its requests before the first', () => {
+  let redis: TestRedis;
+  let dir: TempDir;
+  let mock: MockVenue;
+  let store: StateStore;
+  let conn: RedisClient;
+  let worker: FleetWorker | undefined;
+  let pipeline: Pipeline | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = tempDir();
+    mock = await startMockVenue({ scenario: { venues: { fred: { limit: { requests: LIMIT, windowMs: PERIOD_MS } } } } });
+    store = await openStore(dir.sqliteUrl());
+    conn = createRedisConnection(redis.url);
+  });
+  afterAll(async () => {
+    await worker?.stop(1000);
+    await pipeline?.close();
+    await store.close();
+    conn.disconnect();
+    await mock.stop();
+    await redis.stop();
+    dir.remove();
+  });
+
+  it('a curve unit refused by the budget yields before its first request, then sends each of its 11 requests once', async () => {
+    const prefix = redis.namespace();
+    await store.connectors.upsert({ venue: 'fred', baseUrl: mock.baseUrl('fred'), rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 } });
+    const today = alignDown(Date.now(), '1d');
+    const job = await store.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'treasury-curve', since: today - 20 * DAY, nextRunAt: Date.now() + DAY });
+    const logger = createLogger({ role: 'worker', level: 'silent' });
+    const registry = createRegistry('worker', { defaultMetrics: false });
+    pipeline = new Pipeline({ sink: await openSink(dir.sqliteUrl('data.db')), logger, registry });
+    worker = new FleetWorker({ redisUrl: redis.url, store, pipeline, logger, registry, prefix, adapterOptions: { fred: { apiKey: FRED_KEY } } });
+    await worker.start();
+
+    // Early in a window, other units spend 11 of its 15: 4 left, fewer than the curve needs, and
+    // the window's end more than the gate's inline wait (1 s) away, so a refusal yields the unit.
+    await new Promise((r) => setTimeout(r, PERIOD_MS - (Date.now() % PERIOD_MS) + 20));
+    const spent = await store.budgets.acquire('fred', 11);
+    expect(spent).toMatchObject({ ok: true, used: 11 });
+    const queues = new VenueQueues(conn, { prefix });
+    await queues.enqueue([{ kind: 'series', venue: 'fred', jobId: job.id, dueAt: Date.now(), enqueuedAt: Date.now() }]);
+    await waitFor(async () => ((await store.jobs.get(job.id))?.stats.runs ?? 0) >= 1, 'the curve unit done', { timeoutMs: 60_000, intervalMs: 100 });
+
+    const stats = mock.stats().venues.fred;
+    // Each tenor asked once: nothing sent twice, although the unit was refused once.
+    expect(stats.requests).toBe(TREASURY_CURVE_SERIES.length);
+    expect(stats).toMatchObject({ responses2xx: TREASURY_CURVE_SERIES.length, responses429: 0, overLimitRequests: 0 });
+    // All 11 arrived in one later window than the one the unit was refused in.
+    if (!spent.ok) throw new Error('pre-spend refused');
+    expect(stats.windows.filter((w) => w.weight > 0)).toEqual([{ startMs: expect.any(Number), weight: TREASURY_CURVE_SERIES.length }]);
+    expect(stats.windows.find((w) => w.weight > 0)!.startMs).toBeGreaterThan(spent.windowStartMs!);
+  }, 90_000);
+});
