@@ -1,5 +1,5 @@
 import type { Env } from '@tickfleet/config';
-import { jobId, type StreamInput } from '@tickfleet/core';
+import { jobId, type StreamInput, VENUE_RATE_LIMIT_DEFAULTS } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 
 const DAY = 86_400_000;
@@ -53,9 +53,14 @@ export async function seedDemo(
   const now = Date.now();
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
   await store.connectors.upsert({ venue: 'polygon', baseUrl: baseUrl('polygon'), rateLimit: { limit: 5, periodMs: 60_000 }, maxInflight: 1 });
-  // Polymarket's CLOB allows 1500 per sliding 10 s; a fixed-window budget at half of it can never
-  // put more than that into any sliding window (docs/mock-venue.md#limits).
-  await store.connectors.upsert({ venue: 'polymarket', baseUrl: baseUrl('polymarket'), rateLimit: { limit: 750, periodMs: 10_000 }, maxInflight: 4 });
+  // Polymarket's CLOB allows 1500 per sliding 10 s: a sliding-window budget at those numbers
+  // (docs/mock-venue.md#limits).
+  await store.connectors.upsert({
+    venue: 'polymarket',
+    baseUrl: baseUrl('polymarket'),
+    rateLimit: { ...VENUE_RATE_LIMIT_DEFAULTS.polymarket! },
+    maxInflight: 4,
+  });
   // Limitless publishes no numeric limit; this is the emulation's opaque one (docs/mock-venue.md).
   await store.connectors.upsert({ venue: 'limitless', baseUrl: baseUrl('limitless'), rateLimit: { limit: 100, periodMs: 10_000 }, maxInflight: 2 });
   await store.connectors.upsert({ venue: 'xetra', baseUrl: baseUrl('xetra'), rateLimit: { limit: 5, periodMs: 2000, headroom: 1 }, maxInflight: 1 });

@@ -1,4 +1,4 @@
-import { calendarFor, type Connector, type ConnectorStatus, type Job, timeframeMs } from '@tickfleet/core';
+import { calendarFor, type Connector, type ConnectorStatus, type Job, type RateLimitPolicyName, timeframeMs } from '@tickfleet/core';
 import { aimdLimitsFor, type FleetVenueControl, type FreezeCause, type VenueHealth, venueHold, type WorkerHeartbeat } from '@tickfleet/budget';
 import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { ConnectorJobCounts, JobLeases, StateStore } from '@tickfleet/store';
@@ -23,7 +23,7 @@ export interface FleetStatusSources {
 }
 
 export interface VenueBudgetStatus {
-  policy: 'fixed-window' | 'gcra';
+  policy: RateLimitPolicyName;
   /** Weight spent in the current window (fixed-window) or the bucket level (gcra). */
   used: number;
   /** Effective limit per window: `floor(limit * headroom)`. */

@@ -257,10 +257,13 @@ export class FleetWorker {
       // The beat also tells a restarted fleet (no worker for the venue for aimd.restartAfterMs)
       // apart from one worker restarting: only the former sets the AIMD concurrency back.
       const aimd = aimdLimitsFor(connector);
-      const liveWorkers = await this.fallback!.configure(connector.venue, effectiveLimit(connector.rateLimit), connector.rateLimit.periodMs, {
-        afterMs: aimd.restartAfterMs,
-        startConcurrency: startConcurrency(aimd),
-      });
+      const liveWorkers = await this.fallback!.configure(
+        connector.venue,
+        effectiveLimit(connector.rateLimit),
+        connector.rateLimit.periodMs,
+        { afterMs: aimd.restartAfterMs, startConcurrency: startConcurrency(aimd) },
+        connector.rateLimit.policy === 'sliding-window' ? 'sliding-window' : 'fixed-window',
+      );
       if (runner) {
         runner.update(connector, liveWorkers);
         continue;

@@ -23,6 +23,17 @@ export { PAUSED_RETRY_MS };
  */
 export const CLOCK_SKEW_TOLERANCE_MS = 2000;
 
+/**
+ * Sliding-window budgets count weight in `SLIDING_SLOTS` clock-aligned slots per period: a grant at
+ * `t` needs room among the slots overlapping `[t - periodMs, t]` (the slot `t - periodMs` falls in
+ * counted whole), so no window of `periodMs` the venue may measure, wherever it starts, holds more
+ * than the limit. The price is at most one slot (5% of the period) of under-use after a full window.
+ */
+export const SLIDING_SLOTS = 20;
+
+/** One slot of a sliding-window budget: `[index, weight]`, index `floor(t * SLIDING_SLOTS / periodMs)`. */
+export type SlidingSlot = readonly [index: number, used: number];
+
 /** Float slack of the GCRA test: `weight * periodMs / limit` may exceed `periodMs` by one ulp (47 * (1000 / 47)). */
 const GCRA_EPSILON_MS = 1e-6;
 
@@ -55,6 +66,8 @@ export interface AcquireDecision {
   used: number;
   /** GCRA: theoretical arrival time after the decision (unchanged on refusal). */
   tatMs: number | null;
+  /** Sliding-window: the slots still in the window after the decision, oldest first (absent for the other policies). */
+  slots?: readonly SlidingSlot[];
 }
 
 /** What a backend keeps per venue (SQLite's `b_*` columns, MongoDB's budget document, Redis' keys). */
@@ -66,10 +79,12 @@ export interface BudgetRow {
   tatMs: number | null;
   /** Store time of the latest decision; 0 before the first. The budget's timeline never moves back. */
   atMs: number;
+  /** Sliding-window: weight per slot of the latest window, oldest first (empty before the first grant). */
+  slots: readonly SlidingSlot[];
 }
 
 /** A budget no decision has touched yet. */
-export const EMPTY_BUDGET_ROW: BudgetRow = Object.freeze({ windowStartMs: null, used: 0, tatMs: null, atMs: 0 });
+export const EMPTY_BUDGET_ROW: BudgetRow = Object.freeze({ windowStartMs: null, used: 0, tatMs: null, atMs: 0, slots: Object.freeze([]) });
 
 /** One acquire as the store sees it: the connector's policy and status, and the store's time. */
 export interface AcquireInput {
@@ -95,6 +110,9 @@ export interface AcquireInput {
  *   counts 0; granted when `used + weight <= limit`.
  * - `gcra`: with `T = periodMs / limit`, `tat' = max(tat, at) + weight * T`; granted when
  *   `tat' - at <= periodMs` (plus {@link GCRA_EPSILON_MS}); a refusal leaves `tat`.
+ * - `sliding-window`: slot `i = floor(at * SLIDING_SLOTS / periodMs)`; slots below
+ *   `i - SLIDING_SLOTS` have left the window and are dropped (on a refusal too); granted when the
+ *   rest plus `weight` is at most `limit`, and then added to slot `i`. `used` is the window's sum.
  */
 export function decideAcquire(row: BudgetRow, input: AcquireInput): { decision: AcquireDecision; row: BudgetRow } {
   const { policy, status, limit, periodMs, weight } = input;
@@ -106,6 +124,18 @@ export function decideAcquire(row: BudgetRow, input: AcquireInput): { decision: 
     const newTatMs = Math.max(row.tatMs ?? 0, atMs) + weight * emissionIntervalMs(limit, periodMs);
     ok = sends && newTatMs - atMs <= periodMs + GCRA_EPSILON_MS;
     next = { ...row, tatMs: ok ? newTatMs : row.tatMs, atMs };
+  } else if (policy === 'sliding-window') {
+    const index = slotIndex(atMs, periodMs);
+    const live = row.slots.filter(([i]) => i >= index - SLIDING_SLOTS);
+    const used = slotsWeight(live);
+    ok = sends && used + weight <= limit;
+    const cur = live.find(([i]) => i === index)?.[1] ?? 0;
+    const slots = ok ? [...live.filter(([i]) => i !== index), [index, cur + weight] as const] : live;
+    next = { ...row, slots, used: ok ? used + weight : used, atMs };
+    return {
+      decision: { policy, status, limit, periodMs, weight, ok, atMs, windowStartMs: null, used: next.used, tatMs: null, slots },
+      row: next,
+    };
   } else {
     const windowStartMs = Math.floor(atMs / periodMs) * periodMs;
     const used = row.windowStartMs === windowStartMs ? row.used : 0;
@@ -133,6 +163,28 @@ export function decideObserve(
   return { ...row, windowStartMs: input.windowStartMs, used };
 }
 
+/** The sliding-window slot `atMs` falls in. */
+export function slotIndex(atMs: number, periodMs: number): number {
+  return Math.floor((atMs * SLIDING_SLOTS) / periodMs);
+}
+
+function slotsWeight(slots: readonly SlidingSlot[]): number {
+  return slots.reduce((sum, [, used]) => sum + used, 0);
+}
+
+/**
+ * The earliest time `weight` fits into a sliding window holding `slots` (oldest first): when enough
+ * of the oldest slots have left it. Slot `i` leaves at the start of slot `i + SLIDING_SLOTS + 1`.
+ */
+function slidingRetryAtMs(slots: readonly SlidingSlot[], weight: number, limit: number, periodMs: number): number {
+  let left = slotsWeight(slots);
+  for (const [i, used] of slots) {
+    left -= used;
+    if (left + weight <= limit) return Math.ceil(((i + SLIDING_SLOTS + 1) * periodMs) / SLIDING_SLOTS);
+  }
+  return 0;
+}
+
 /** GCRA emission interval: one unit of weight drains every `periodMs / limit` ms. */
 export function emissionIntervalMs(limit: number, periodMs: number): number {
   return periodMs / limit;
@@ -152,6 +204,11 @@ export function toAcquireResult(d: AcquireDecision): AcquireResult {
     if (d.ok) return { ok: true, used: d.used, limit: d.limit, atMs: d.atMs, windowStartMs, windowEndMs: windowStartMs + d.periodMs };
     if (d.weight > d.limit) return { ok: false, reason: 'too-heavy', retryAtMs: d.atMs + d.periodMs, limit: d.limit, atMs: d.atMs };
     return { ok: false, reason: 'exhausted', retryAtMs: windowStartMs + d.periodMs, limit: d.limit, atMs: d.atMs };
+  }
+  if (d.policy === 'sliding-window') {
+    if (d.ok) return { ok: true, used: d.used, limit: d.limit, atMs: d.atMs };
+    if (d.weight > d.limit) return { ok: false, reason: 'too-heavy', retryAtMs: d.atMs + d.periodMs, limit: d.limit, atMs: d.atMs };
+    return { ok: false, reason: 'exhausted', retryAtMs: slidingRetryAtMs(d.slots ?? [], d.weight, d.limit, d.periodMs), limit: d.limit, atMs: d.atMs };
   }
   const intervalMs = emissionIntervalMs(d.limit, d.periodMs);
   const tatMs = d.tatMs ?? d.atMs;
@@ -174,10 +231,20 @@ export interface BudgetState {
   windowStartMs: number | null;
   used: number;
   tatMs: number | null;
+  /** Sliding-window: the stored slots (any order). */
+  slots?: readonly SlidingSlot[];
 }
 
 /** Usage as of `nowMs` (store time), for status output and metrics. */
 export function toBudgetUsage(s: BudgetState, nowMs: number): BudgetUsage {
+  if (s.policy === 'sliding-window') {
+    const index = slotIndex(nowMs, s.periodMs);
+    const live = (s.slots ?? []).filter(([i]) => i >= index - SLIDING_SLOTS);
+    const newest = Math.max(index - SLIDING_SLOTS - 1, ...live.map(([i]) => i));
+    // Empty again once the newest slot with weight has left the window.
+    const resetAtMs = live.length === 0 ? nowMs : Math.ceil(((newest + SLIDING_SLOTS + 1) * s.periodMs) / SLIDING_SLOTS);
+    return { venue: s.venue, policy: s.policy, used: slotsWeight(live), limit: s.limit, periodMs: s.periodMs, windowStartMs: null, resetAtMs };
+  }
   if (s.policy === 'fixed-window') {
     const windowStartMs = Math.floor(nowMs / s.periodMs) * s.periodMs;
     const used = s.windowStartMs === windowStartMs ? s.used : 0;

@@ -1,3 +1,4 @@
+import type { RateLimitPolicyName } from '@tickfleet/core';
 /*
  * The budget as the rest of the system sees it. The state store adapters implement
  * {@link BudgetsRepo} with one atomic operation each; the policy math that turns what that
@@ -41,7 +42,7 @@ export type AcquireResult =
 
 export interface BudgetUsage {
   venue: string;
-  policy: 'fixed-window' | 'gcra';
+  policy: RateLimitPolicyName;
   /** Weight used in the current window (fixed-window) or current bucket level (gcra). */
   used: number;
   limit: number;

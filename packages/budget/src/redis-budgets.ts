@@ -2,7 +2,7 @@ import { type Clock, effectiveLimit, StoreUnavailableError, systemClock, Validat
 import { CachedConnectors, type ConnectorLookup } from './cached-connectors.js';
 import { connectRedis, maskRedisUrl, QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from './acquire-math.js';
+import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, SLIDING_SLOTS, toAcquireResult, toBudgetUsage, type SlidingSlot } from './acquire-math.js';
 import { BUDGET_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from './budget-types.js';
 import { budgetCommand, budgetCommandSource } from './internal/commands.js';
@@ -48,8 +48,9 @@ export interface RedisBudgetsOptions {
  * only has to outlast the rest of that window: the count of one clock window is exactly the
  * library's count of one key.
  *
- * GCRA has no counterpart in the library: it is one Lua script (`acquireGcra-1.lua`) with the
- * store budgets' arithmetic. Header corrections raise a window's count with `observeWindow-1.lua`
+ * GCRA and sliding windows have no counterpart in the library: each is one Lua script
+ * (`acquireGcra-1.lua`, `acquireSliding-1.lua`, a hash of the window's slots) with the store budgets'
+ * arithmetic. Header corrections raise a window's count with `observeWindow-1.lua`
  * (an atomic max on the library's key).
  *
  * Timeline: decisions are made on this process's clock, as the SQLite budgets' are, unless it is
@@ -71,6 +72,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
   private readonly label: string;
   private readonly gcraCmd: LuaCommand;
   private readonly observeCmd: LuaCommand;
+  private readonly slidingCmd: LuaCommand;
   /** One limiter per effective limit: the library's `points` is per limiter. */
   private readonly limiters = new Map<number, RateLimiterRedis>();
   /** Redis server time minus this process's clock when beyond CLOCK_SKEW_TOLERANCE_MS, else 0. */
@@ -88,6 +90,7 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     this.label = options.label ?? 'budget Redis';
     this.gcraCmd = budgetCommand(redis, 'acquireGcra-1.lua');
     this.observeCmd = budgetCommand(redis, 'observeWindow-1.lua');
+    this.slidingCmd = budgetCommand(redis, 'acquireSliding-1.lua');
   }
 
   /** This process's correction onto the Redis server's clock (0 while they agree within the tolerance). */
@@ -109,6 +112,15 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     if (policy === 'gcra') {
       const [ok, tat] = (await this.call(() => this.gcraCmd([this.key(venue, 'budget:gcra')], [now, weight, limit, periodMs]))) as [number, string];
       return onCallerClock(toAcquireResult({ ...base, ok: ok === 1, tatMs: tat === '' ? null : Number(tat) }), this.offsetMs);
+    }
+    if (policy === 'sliding-window') {
+      const [ok, flat] = (await this.call(() => this.slidingCmd([this.key(venue, 'budget:sw')], [now, weight, limit, periodMs, SLIDING_SLOTS]))) as [
+        number,
+        number[],
+      ];
+      const slots = pairs(flat);
+      const used = slots.reduce((sum, [, w]) => sum + w, 0);
+      return onCallerClock(toAcquireResult({ ...base, ok: ok === 1, used, slots }), this.offsetMs);
     }
     const index = Math.floor(now / periodMs);
     const key = this.windowKey(venue, index);
@@ -153,6 +165,11 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     if (policy === 'gcra') {
       const tat = await this.call(() => this.redis.get(this.key(venue, 'budget:gcra')));
       return toBudgetUsage({ venue, policy, limit, periodMs, windowStartMs: null, used: 0, tatMs: tat === null ? null : Number(tat) }, now);
+    }
+    if (policy === 'sliding-window') {
+      const hash = await this.call(() => this.redis.hgetall(this.key(venue, 'budget:sw')));
+      const slots = Object.entries(hash).map(([i, w]) => [Number(i), Number(w)] as const);
+      return toBudgetUsage({ venue, policy, limit, periodMs, windowStartMs: null, used: 0, tatMs: null, slots }, now);
     }
     const index = Math.floor(now / periodMs);
     const res = await this.call(() => this.limiter(limit).get(this.windowKey(venue, index)));
@@ -239,6 +256,13 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     const message = err instanceof Error ? err.message : String(err);
     return new StoreUnavailableError(`${this.label} failed: ${message}`, { cause: err });
   }
+}
+
+/** The sliding-window script's `index, weight, …` reply as slots, oldest first (a Redis hash keeps no order). */
+function pairs(flat: number[]): SlidingSlot[] {
+  const slots: SlidingSlot[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) slots.push([Number(flat[i]), Number(flat[i + 1])]);
+  return slots.sort((a, b) => a[0] - b[0]);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type RedisClient } from '@tickfleet/queues';
 import { FALLBACK_DEFAULTS } from './budget-defaults.js';
-import { decideAcquire, EMPTY_BUDGET_ROW, type BudgetRow } from './acquire-math.js';
+import { decideAcquire, EMPTY_BUDGET_ROW, toAcquireResult, type BudgetRow } from './acquire-math.js';
 import { venueMarksChannel } from './venue-control/fleet-venue-control.js';
 import type { FleetRestartPolicy, WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
 
@@ -9,10 +9,15 @@ export interface LocalFallbackBudgetOptions {
   /** The venue's effective limit per window (`effectiveLimit(connector.rateLimit)`). */
   limit: number;
   periodMs: number;
+  /** The venue's window: a sliding-window venue's share slides too; every other policy's is a fixed window. @defaultValue 'fixed-window' */
+  policy?: FallbackPolicy;
   /** Live workers assumed before any heartbeat count arrived. @defaultValue FALLBACK_DEFAULTS.assumedWorkers */
   assumedWorkers?: number;
   clock?: Clock;
 }
+
+/** How a fallback share is counted: sliding for a sliding-window venue, else in fixed windows. */
+export type FallbackPolicy = 'fixed-window' | 'sliding-window';
 
 export type FallbackAcquire = { ok: true; used: number; share: number } | { ok: false; retryAtMs: number; share: number };
 
@@ -29,6 +34,7 @@ export class LocalFallbackBudget {
   private readonly clock: Clock;
   private limit: number;
   private periodMs: number;
+  private policy: FallbackPolicy;
   private workers: number;
   /** This worker's own fixed window, kept by the budget's arithmetic (`decideAcquire`) with the share as its limit. */
   private row: BudgetRow = EMPTY_BUDGET_ROW;
@@ -40,6 +46,7 @@ export class LocalFallbackBudget {
     this.clock = options.clock ?? systemClock;
     this.limit = options.limit;
     this.periodMs = options.periodMs;
+    this.policy = options.policy ?? 'fixed-window';
     this.workers = Math.max(1, options.assumedWorkers ?? FALLBACK_DEFAULTS.assumedWorkers);
   }
 
@@ -52,9 +59,15 @@ export class LocalFallbackBudget {
     return this.workers;
   }
 
-  setLimit(limit: number, periodMs: number): void {
+  setLimit(limit: number, periodMs: number, policy: FallbackPolicy = this.policy): void {
     this.limit = limit;
     this.periodMs = periodMs;
+    this.policy = policy;
+  }
+
+  /** Whether the share slides (a sliding-window venue). */
+  get sliding(): boolean {
+    return this.policy === 'sliding-window';
   }
 
   /** Length of the budget window in ms. */
@@ -95,6 +108,7 @@ export class LocalFallbackBudget {
    */
   tryAcquire(weight: number): FallbackAcquire {
     const share = this.share;
+    if (this.policy === 'sliding-window') return this.trySliding(weight, share);
     const { decision, row } = decideAcquire(this.row, {
       policy: 'fixed-window',
       status: 'active',
@@ -108,6 +122,21 @@ export class LocalFallbackBudget {
     this.row = row;
     if (!decision.ok) return { ok: false, retryAtMs: windowEndMs, share };
     return { ok: true, used: decision.used, share };
+  }
+
+  /**
+   * A sliding-window venue's share: the budget's sliding arithmetic with `share` as the limit, and
+   * nothing granted for a whole period after the fallback began (the store may have spent the
+   * venue's window up to then). A weight above the share waits a period.
+   */
+  private trySliding(weight: number, share: number): FallbackAcquire {
+    const nowMs = this.clock.now();
+    const blockedUntilMs = (this.activeSinceMs ?? Number.NEGATIVE_INFINITY) + this.periodMs;
+    if (nowMs < blockedUntilMs) return { ok: false, retryAtMs: blockedUntilMs, share };
+    const { decision, row } = decideAcquire(this.row, { policy: 'sliding-window', status: 'active', limit: share, periodMs: this.periodMs, weight, nowMs });
+    this.row = row;
+    const result = toAcquireResult(decision);
+    return result.ok ? { ok: true, used: result.used, share } : { ok: false, retryAtMs: result.retryAtMs, share };
   }
 }
 
@@ -161,13 +190,13 @@ export class StoreOutageFallback implements FallbackBudget {
    * concurrency when it finds the fleet restarted (see {@link WorkerHeartbeat.beat}). Resolves the
    * venue's live workers counted by the beat (this one included).
    */
-  async configure(venue: string, limit: number, periodMs: number, restart?: FleetRestartPolicy): Promise<number> {
+  async configure(venue: string, limit: number, periodMs: number, restart?: FleetRestartPolicy, policy: FallbackPolicy = 'fixed-window'): Promise<number> {
     let budget = this.budgets.get(venue);
     if (!budget) {
-      budget = new LocalFallbackBudget({ limit, periodMs, clock: this.clock });
+      budget = new LocalFallbackBudget({ limit, periodMs, policy, clock: this.clock });
       this.budgets.set(venue, budget);
     }
-    budget.setLimit(limit, periodMs);
+    budget.setLimit(limit, periodMs, policy);
     budget.setLiveWorkers((await this.heartbeat.beat(venue, restart)).live);
     return budget.liveWorkers;
   }
@@ -216,7 +245,8 @@ export class StoreOutageFallback implements FallbackBudget {
   private markFallbackWindow(venue: string, budget: LocalFallbackBudget): void {
     const now = this.clock.now();
     const periodMs = budget.period;
-    const windowEnd = Math.floor(now / periodMs) * periodMs + periodMs;
+    // A sliding window holds what was spent now for a whole period from now.
+    const windowEnd = budget.sliding ? now + periodMs : Math.floor(now / periodMs) * periodMs + periodMs;
     void this.redis
       .set(this.key(venue), String(windowEnd), 'PX', windowEnd - now + periodMs)
       .then(() => this.redis.publish(venueMarksChannel(this.prefix), venue))

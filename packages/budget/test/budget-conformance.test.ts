@@ -51,6 +51,7 @@ interface Case {
 
 const fixed = (limit: number, periodMs: number, headroom = 1): RateLimit => ({ policy: 'fixed-window', limit, periodMs, headroom });
 const gcra = (limit: number, periodMs: number, headroom = 1): RateLimit => ({ policy: 'gcra', limit, periodMs, headroom });
+const sliding = (limit: number, periodMs: number, headroom = 1): RateLimit => ({ policy: 'sliding-window', limit, periodMs, headroom });
 
 const CASES: Case[] = [
   {
@@ -189,6 +190,52 @@ const CASES: Case[] = [
     ],
   },
   {
+    // Slots of 1000 / 20 = 50 ms. A fixed window would grant again at 1000; the sliding one only
+    // once the slot spent at 0 has left every window reaching back from now (slot 21, at 1050).
+    name: 'sliding window: at most the limit in any period, wherever it starts',
+    rateLimit: sliding(5, 1000),
+    steps: [
+      { at: 0, acquire: 2, expect: { ok: true, used: 2 } },
+      { at: 400, acquire: 3, expect: { ok: true, used: 5 } },
+      { at: 900, acquire: 1, expect: { ok: false, reason: 'exhausted', retryAtMs: 1050 } },
+      { at: 1000, acquire: 1, expect: { ok: false, reason: 'exhausted', retryAtMs: 1050 } },
+      { at: 1050, acquire: 2, expect: { ok: true, used: 5 } },
+      { at: 1400, acquire: 1, expect: { ok: false, reason: 'exhausted', retryAtMs: 1450 } },
+      { at: 1450, acquire: 3, expect: { ok: true, used: 5 } },
+      { at: 5000, acquire: 5, expect: { ok: true, used: 5 } },
+    ],
+  },
+  {
+    // Slots of 2430 / 20 = 121.5 ms: slot 0 leaves at 21 * 121.5 = 2551.5, a retry at the next whole ms.
+    name: 'sliding window: a fractional slot length',
+    rateLimit: sliding(3, 2430),
+    steps: [
+      { at: 0, acquire: 3, expect: { ok: true, used: 3 } },
+      { at: 2551, acquire: 1, expect: { ok: false, reason: 'exhausted', retryAtMs: 2552 } },
+      { at: 2552, acquire: 1, expect: { ok: true, used: 1 } },
+    ],
+  },
+  {
+    name: 'sliding window: headroom, too-heavy with nothing spent, and venue reports ignored',
+    rateLimit: sliding(10, 1000, 0.95),
+    steps: [
+      { at: 100, acquire: 10, expect: { ok: false, reason: 'too-heavy', retryAtMs: 1100 } },
+      { at: 100, observe: 9, windowStartMs: 0 },
+      { at: 100, acquire: 9, expect: { ok: true, used: 9 } },
+      { at: 200, acquire: 1, expect: { ok: false, reason: 'exhausted', retryAtMs: 1150 } },
+    ],
+  },
+  {
+    name: 'skew (sliding): a caller an hour behind shares the window and gets retry times on its own clock',
+    rateLimit: sliding(2, 1000),
+    steps: [
+      { at: 0, acquire: 1, expect: { ok: true, used: 1 } },
+      { at: 0, acquire: 1, behind: true, expect: { ok: true, used: 2, clockOffsetMs: BEHIND_MS } },
+      { at: 100, acquire: 1, behind: true, expect: { ok: false, reason: 'exhausted', retryAtMs: 1050 - BEHIND_MS, clockOffsetMs: BEHIND_MS } },
+      { at: 1050, acquire: 2, expect: { ok: true, used: 2 } },
+    ],
+  },
+  {
     name: 'observe raises the current window to what the venue reported, never lowers it, ignores other windows',
     rateLimit: fixed(10, 1000),
     steps: [
@@ -309,12 +356,18 @@ const BACKENDS: Backend[] = [
 
 /**
  * The fallback share of one worker alone (its share is the whole effective limit). It budgets
- * fixed windows of an active venue on its own clock and, a refusal being a wait rather than a
- * failure, answers a weight above the share with the window's end: so it runs the fixed-window
+ * fixed or sliding windows of an active venue on its own clock and, a refusal being a wait rather than a
+ * failure, answers a weight above the share with the window's end: so it runs the fixed- and sliding-window
  * cases without status, skew, observe or too-heavy steps, and its grants and retry times must match.
  */
 function fallbackRun(rateLimit: RateLimit): (weight: number) => { ok: boolean; used?: number; retryAtMs?: number } {
-  const budget = new LocalFallbackBudget({ limit: effectiveLimit(rateLimit), periodMs: rateLimit.periodMs, assumedWorkers: 1, clock: callerClock(0) });
+  const budget = new LocalFallbackBudget({
+    limit: effectiveLimit(rateLimit),
+    periodMs: rateLimit.periodMs,
+    policy: rateLimit.policy === 'sliding-window' ? 'sliding-window' : 'fixed-window',
+    assumedWorkers: 1,
+    clock: callerClock(0),
+  });
   // The window a fallback begins in grants nothing (the store may have spent it): begin in the one before the case.
   const first = storeNow;
   storeNow = T0 - rateLimit.periodMs;
@@ -327,9 +380,7 @@ function fallbackRun(rateLimit: RateLimit): (weight: number) => { ok: boolean; u
 }
 
 function fallbackRuns(c: Case): boolean {
-  return (
-    c.rateLimit.policy === 'fixed-window' && c.steps.every((s) => 'acquire' in s && s.behind === undefined && (s.expect.ok || s.expect.reason === 'exhausted'))
-  );
+  return c.rateLimit.policy !== 'gcra' && c.steps.every((s) => 'acquire' in s && s.behind === undefined && (s.expect.ok || s.expect.reason === 'exhausted'));
 }
 
 /** The table's expectation in absolute times. */
@@ -404,7 +455,7 @@ describe('the budget arithmetic: one table, every implementation', () => {
     }
   });
 
-  it('the fallback runs the fixed-window cases it can', () => {
-    expect(CASES.filter(fallbackRuns).map((c) => c.name)).toHaveLength(4);
+  it('the fallback runs the fixed- and sliding-window cases it can', () => {
+    expect(CASES.filter(fallbackRuns).map((c) => c.name)).toHaveLength(6);
   });
 });

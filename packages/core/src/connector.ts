@@ -5,7 +5,8 @@ export const CONNECTOR_STATUSES = ['active', 'paused', 'disabled'] as const;
 export const ConnectorStatus = z.enum(CONNECTOR_STATUSES);
 export type ConnectorStatus = z.infer<typeof ConnectorStatus>;
 
-export const RateLimitPolicyName = z.enum(['fixed-window', 'gcra']);
+export const RATE_LIMIT_POLICIES = ['fixed-window', 'gcra', 'sliding-window'] as const;
+export const RateLimitPolicyName = z.enum(RATE_LIMIT_POLICIES);
 export type RateLimitPolicyName = z.infer<typeof RateLimitPolicyName>;
 
 /**
@@ -14,6 +15,8 @@ export type RateLimitPolicyName = z.infer<typeof RateLimitPolicyName>;
  *   (`windowStart = floor(now / periodMs) * periodMs`), as Binance counts per clock minute.
  * - `gcra`: a leaky bucket of capacity `limit * headroom` that drains fully every `periodMs`
  *   (Kraken- and Coinbase-style sliding limits); exact retry-after, smooth spacing.
+ * - `sliding-window`: at most `limit * headroom` weight in any window of `periodMs`, wherever it
+ *   starts (Polymarket's Cloudflare limits slide), counted in 20 slots per period.
  */
 export const RateLimit = z.object({
   policy: RateLimitPolicyName.default('fixed-window'),
@@ -183,12 +186,15 @@ export function defaultMaxInflight(venue: string): number {
 }
 
 /**
- * A venue's documented request limit, which a connector created without `--limit` and `--period`
- * (`connectors upsert`) gets: Xetra 5 per 2 s across all its markets (the proactive-limiter
- * design's). A venue not listed needs `--limit`; its period defaults to {@link DEFAULT_RATE_LIMIT_PERIOD_MS}.
+ * A venue's documented request limit, which a connector created without `--limit`, `--period` and
+ * `--policy` (`connectors upsert`) gets: Xetra 5 per 2 s across all its markets (the
+ * proactive-limiter design's); Polymarket's CLOB `/book`, 1,500 per sliding 10 s (its Cloudflare
+ * limits slide, so the policy does too). A venue not listed needs `--limit`; its period defaults to
+ * {@link DEFAULT_RATE_LIMIT_PERIOD_MS}, its policy to `fixed-window`.
  */
-export const VENUE_RATE_LIMIT_DEFAULTS: Readonly<Record<string, Readonly<{ limit: number; periodMs: number }>>> = Object.freeze({
+export const VENUE_RATE_LIMIT_DEFAULTS: Readonly<Record<string, Readonly<{ limit: number; periodMs: number; policy?: RateLimitPolicyName }>>> = Object.freeze({
   xetra: Object.freeze({ limit: 5, periodMs: 2000 }),
+  polymarket: Object.freeze({ limit: 1500, periodMs: 10_000, policy: 'sliding-window' as const }),
 });
 /** Rate-limit period of a new connector of a venue without an entry in {@link VENUE_RATE_LIMIT_DEFAULTS}. */
 export const DEFAULT_RATE_LIMIT_PERIOD_MS = 60_000;

@@ -105,4 +105,16 @@ describe('tickfleet connectors upsert: a venue with a documented limit', () => {
     expect((await upsert(other, 'xetra', '--limit', '3')).rateLimit).toMatchObject({ limit: 3, periodMs: 2000 });
     await expect(upsert(other, 'kraken', '--base-url', 'http://127.0.0.1:1')).rejects.toThrow(/--limit/);
   });
+
+  it('polymarket gets its documented sliding window, 1500 per 10 s; --policy still chooses', async () => {
+    const store = dir.sqliteUrl('defaults-3.db');
+    expect((await upsert(store, 'polymarket', '--base-url', 'http://127.0.0.1:1')).rateLimit).toEqual({
+      policy: 'sliding-window',
+      limit: 1500,
+      periodMs: 10_000,
+      headroom: 0.95,
+    });
+    expect((await upsert(store, 'binance', '--base-url', 'http://127.0.0.1:1', '--limit', '10')).rateLimit).toMatchObject({ policy: 'fixed-window' });
+    expect((await upsert(store, 'binance', '--policy', 'sliding-window')).rateLimit).toMatchObject({ policy: 'sliding-window', limit: 10 });
+  });
 });

@@ -8,6 +8,8 @@ import {
   FREEZE_DEFAULTS,
   PACED_VENUES,
   PACINGS,
+  RATE_LIMIT_POLICIES,
+  type RateLimitPolicyName,
   type Pacing,
   effectiveLimit,
   formatDurationMs,
@@ -25,7 +27,7 @@ interface UpsertOptions {
   baseUrl?: string;
   limit?: number;
   period?: number;
-  policy?: 'fixed-window' | 'gcra';
+  policy?: RateLimitPolicyName;
   headroom?: number;
   maxInflight?: number;
   freeze?: number;
@@ -57,7 +59,11 @@ export function registerConnectors(program: Command): void {
       `rate-limit period, e.g. 60s (default on create: the venue's documented period, else ${formatDurationMs(DEFAULT_RATE_LIMIT_PERIOD_MS)})`,
       duration('--period'),
     )
-    .option('--policy <policy>', 'fixed-window | gcra (default fixed-window on create)', oneOf('--policy', ['fixed-window', 'gcra'] as const))
+    .option(
+      '--policy <policy>',
+      `${RATE_LIMIT_POLICIES.join(' | ')} (default on create: the venue's documented policy, else fixed-window)`,
+      oneOf('--policy', RATE_LIMIT_POLICIES),
+    )
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
     .option(
       '--max-inflight <n>',
@@ -119,7 +125,7 @@ export function registerConnectors(program: Command): void {
           if (opts.limit === undefined && !documented) throw new ValidationError('--limit', `a weight limit to create connector ${name}`);
         }
         // A new connector without --policy or --headroom gets the RateLimit schema's defaults.
-        const policy = opts.policy ?? existing?.rateLimit.policy;
+        const policy = opts.policy ?? existing?.rateLimit.policy ?? documented?.policy;
         const headroom = opts.headroom ?? existing?.rateLimit.headroom;
         const input: ConnectorInput = {
           ...(existing ?? {}),

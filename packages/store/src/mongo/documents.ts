@@ -53,6 +53,8 @@ export interface BudgetDoc {
   /** Server time of the last decision; decisions never go back in time. */
   at: number;
   ok: boolean;
+  /** Sliding-window: `[index, weight]` per slot still in the window, oldest first (absent before the first decision). */
+  slots?: Array<[number, number]>;
 }
 
 export interface MongoCollections {

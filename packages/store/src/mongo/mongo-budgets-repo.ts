@@ -1,12 +1,19 @@
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError, type Document } from 'mongodb';
 import { type Clock, StoreUnavailableError, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '@tickfleet/budget';
-import { onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
+import { onCallerClock, PAUSED_RETRY_MS, SLIDING_SLOTS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
 import type { BudgetDoc, MongoCollections } from './documents.js';
 
 /** Server time of the decision, never earlier than this venue's previous decision. */
 const NOW_STAGE = { $set: { _now: { $max: [{ $toLong: '$$NOW' }, { $ifNull: ['$at', 0] }] } } };
 const IS_GCRA = { $eq: ['$policy', 'gcra'] };
+const IS_SLIDING = { $eq: ['$policy', 'sliding-window'] };
+const IS_FIXED = { $eq: ['$policy', 'fixed-window'] };
+/** A slot's index and weight (`[index, weight]` pairs). */
+const SLOT_INDEX = { $arrayElemAt: ['$$this', 0] };
+const SLOT_WEIGHT = { $arrayElemAt: ['$$this', 1] };
+/** The sum of the weights of the slots `input` evaluates to. */
+const slotsWeight = (input: unknown): Document => ({ $sum: { $map: { input, in: SLOT_WEIGHT } } });
 
 /**
  * The acquire update pipeline: reset an expired window and spend in the same document update,
@@ -21,9 +28,18 @@ function acquirePipeline(weight: number): Document[] {
       $set: {
         _ws: { $subtract: ['$_now', { $mod: ['$_now', '$periodMs'] }] },
         _newTat: { $add: [{ $max: [{ $ifNull: ['$tat', 0] }, '$_now'] }, { $multiply: [weight, { $divide: ['$periodMs', '$limit'] }] }] },
+        // Sliding window: the slot of now (floor(now * SLIDING_SLOTS / periodMs), as the specification computes it).
+        _slot: { $floor: { $divide: [{ $multiply: ['$_now', SLIDING_SLOTS] }, '$periodMs'] } },
       },
     },
-    { $set: { _cur: { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] } } },
+    {
+      $set: {
+        _cur: { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] },
+        // Sliding window: the slots still overlapping [now - periodMs, now].
+        _live: { $filter: { input: { $ifNull: ['$slots', []] }, cond: { $gte: [SLOT_INDEX, { $subtract: ['$_slot', SLIDING_SLOTS] }] } } },
+      },
+    },
+    { $set: { _cur: { $cond: [IS_SLIDING, slotsWeight('$_live'), '$_cur'] } } },
     {
       $set: {
         ok: {
@@ -43,13 +59,32 @@ function acquirePipeline(weight: number): Document[] {
     },
     {
       $set: {
-        windowStart: { $cond: [IS_GCRA, '$windowStart', '$_ws'] },
+        windowStart: { $cond: [IS_FIXED, '$_ws', '$windowStart'] },
         used: { $cond: [IS_GCRA, '$used', { $cond: [{ $eq: ['$ok', true] }, { $add: ['$_cur', weight] }, '$_cur'] }] },
+        slots: {
+          $cond: [
+            IS_SLIDING,
+            {
+              $cond: [
+                { $eq: ['$ok', true] },
+                // The grant goes to the slot of now, which is the newest if it has weight already.
+                {
+                  $concatArrays: [
+                    { $filter: { input: '$_live', cond: { $ne: [SLOT_INDEX, '$_slot'] } } },
+                    [['$_slot', { $add: [slotsWeight({ $filter: { input: '$_live', cond: { $eq: [SLOT_INDEX, '$_slot'] } } }), weight] }]],
+                  ],
+                },
+                '$_live',
+              ],
+            },
+            '$slots',
+          ],
+        },
         tat: { $cond: [{ $and: [IS_GCRA, { $eq: ['$ok', true] }] }, '$_newTat', '$tat'] },
         at: '$_now',
       },
     },
-    { $unset: ['_now', '_ws', '_newTat', '_cur'] },
+    { $unset: ['_now', '_ws', '_newTat', '_cur', '_slot', '_live'] },
   ];
 }
 
@@ -103,6 +138,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
       windowStartMs: doc.windowStart ?? null,
       used: doc.used,
       tatMs: doc.tat ?? null,
+      ...(doc.policy === 'sliding-window' ? { slots: doc.slots ?? [] } : {}),
     });
     return onCallerClock(result, doc.at - this.clock.now());
   }
@@ -125,6 +161,7 @@ export class MongoBudgetsRepo implements BudgetsRepo {
             windowStart: 1,
             used: 1,
             tat: 1,
+            slots: 1,
             at: 1,
             now: { $max: [{ $toLong: '$$NOW' }, { $ifNull: ['$at', 0] }] },
           },
@@ -133,7 +170,16 @@ export class MongoBudgetsRepo implements BudgetsRepo {
       .toArray();
     if (!doc) return null;
     return toBudgetUsage(
-      { venue, policy: doc.policy, limit: doc.limit, periodMs: doc.periodMs, windowStartMs: doc.windowStart ?? null, used: doc.used, tatMs: doc.tat ?? null },
+      {
+        venue,
+        policy: doc.policy,
+        limit: doc.limit,
+        periodMs: doc.periodMs,
+        windowStartMs: doc.windowStart ?? null,
+        used: doc.used,
+        tatMs: doc.tat ?? null,
+        slots: doc.slots ?? [],
+      },
       doc.now,
     );
   }

@@ -147,6 +147,10 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE jobs ADD COLUMN lease_holder TEXT;
   `,
+  // A sliding-window budget's slots (JSON [[index, weight], …], oldest first; null: none yet).
+  `
+  ALTER TABLE connectors ADD COLUMN b_slots TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -2,7 +2,16 @@ import type { Database, Statement } from 'better-sqlite3';
 import { type Clock, type ConnectorStatus, type RateLimitPolicyName, ValidationError } from '@tickfleet/core';
 import type { AcquireResult, BudgetUsage, BudgetsRepo } from '@tickfleet/budget';
 // The policy math alone: the budget barrel also loads BullMQ, which a store-only process never needs.
-import { CLOCK_SKEW_TOLERANCE_MS, onCallerClock, PAUSED_RETRY_MS, toAcquireResult, toBudgetUsage } from '@tickfleet/budget/acquire-math';
+import {
+  CLOCK_SKEW_TOLERANCE_MS,
+  decideAcquire,
+  onCallerClock,
+  PAUSED_RETRY_MS,
+  toAcquireResult,
+  toBudgetUsage,
+  type AcquireDecision,
+  type SlidingSlot,
+} from '@tickfleet/budget/acquire-math';
 import { prepareReturning } from './returning-statement.js';
 
 /*
@@ -51,7 +60,17 @@ interface UsageRow {
   b_window_start: number | null;
   b_used: number;
   b_tat: number | null;
+  b_slots: string | null;
   now: number;
+}
+
+/** What a sliding-window decision reads, inside its transaction. */
+interface SlidingRow {
+  status: ConnectorStatus;
+  eff: number;
+  period_ms: number;
+  b_slots: string | null;
+  b_at: number;
 }
 
 /**
@@ -73,6 +92,8 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
   private readonly acquireStmt: Statement;
   private readonly observeStmt: Statement;
   private readonly usageStmt: Statement;
+  /** A sliding-window acquire: read, decide (`decideAcquire`), write, under the write lock. */
+  private readonly slidingAcquire: (venue: string, weight: number, now: number) => AcquireDecision | undefined;
   /** Budget timeline minus this process's clock, learned from the store; only ever grows. */
   private offsetMs = 0;
 
@@ -85,8 +106,8 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
       `
       UPDATE connectors SET
         b_ok           = ${OK},
-        b_window_start = CASE WHEN policy = 'gcra' THEN b_window_start ELSE ${WS} END,
-        b_used         = CASE WHEN policy = 'gcra' THEN b_used WHEN ${OK} THEN ${CUR} + :weight ELSE ${CUR} END,
+        b_window_start = CASE WHEN policy <> 'fixed-window' THEN b_window_start ELSE ${WS} END,
+        b_used         = CASE WHEN policy <> 'fixed-window' THEN b_used WHEN ${OK} THEN ${CUR} + :weight ELSE ${CUR} END,
         b_tat          = CASE WHEN policy = 'gcra' AND ${OK} THEN ${NEW_TAT} ELSE b_tat END,
         b_at           = ${NOW}
       WHERE venue = :venue
@@ -101,8 +122,28 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
       WHERE venue = :venue AND policy = 'fixed-window'
         AND CAST(:windowStartMs AS INTEGER) = ${WS}`);
     this.usageStmt = db.prepare(`
-      SELECT policy, ${EFF} AS eff, period_ms, b_window_start, b_used, b_tat, ${NOW} AS now
+      SELECT policy, ${EFF} AS eff, period_ms, b_window_start, b_used, b_tat, b_slots, ${NOW} AS now
       FROM connectors WHERE venue = :venue`);
+    const readSliding = db.prepare(`SELECT status, ${EFF} AS eff, period_ms, b_slots, b_at FROM connectors WHERE venue = :venue AND policy = 'sliding-window'`);
+    const writeSliding = db.prepare(`UPDATE connectors SET b_slots = :slots, b_used = :used, b_at = :at, b_ok = :ok WHERE venue = :venue`);
+    // The window's slots do not fit one UPDATE's arithmetic: the budget's own specification decides,
+    // inside a BEGIN IMMEDIATE transaction (the write lock is taken before the read, as the UPDATE's is).
+    const sliding = db.transaction((venue: string, weight: number, now: number): AcquireDecision | undefined => {
+      const r = readSliding.get({ venue }) as SlidingRow | undefined;
+      if (!r) return undefined;
+      const row = { windowStartMs: null, used: 0, tatMs: null, atMs: r.b_at, slots: parseSlots(r.b_slots) };
+      const { decision, row: next } = decideAcquire(row, {
+        policy: 'sliding-window',
+        status: r.status,
+        limit: r.eff,
+        periodMs: r.period_ms,
+        weight,
+        nowMs: now,
+      });
+      writeSliding.run({ venue, slots: JSON.stringify(next.slots), used: next.used, at: next.atMs, ok: decision.ok ? 1 : 0 });
+      return decision;
+    });
+    this.slidingAcquire = (venue, weight, now) => sliding.immediate(venue, weight, now);
   }
 
   /** This process's correction onto the budget's timeline (0 while its clock agrees with the others'). */
@@ -117,11 +158,21 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
     const row = this.acquireStmt.get({ venue, weight, now }) as DecisionRow | undefined;
     if (!row) return { ok: false, reason: 'unknown-venue', retryAtMs: local + PAUSED_RETRY_MS, limit: 0, atMs: now };
     const [status, policy, limit, periodMs, ok, atMs, windowStartMs, used, tatMs] = row;
+    if (policy === 'sliding-window') return this.acquireSliding(venue, weight, local);
     // The timeline was ahead of our (corrected) clock by more than a lock wait explains: follow it.
     // The decision just made already counted in the timeline's window, so it stands.
     if (atMs - now > CLOCK_SKEW_TOLERANCE_MS) this.offsetMs += atMs - now;
     const result = toAcquireResult({ policy, status, limit, periodMs, weight, ok: ok === 1, atMs, windowStartMs, used, tatMs });
     return onCallerClock(result, this.offsetMs);
+  }
+
+  /** A sliding-window venue's acquire (the UPDATE above left its budget as it was). */
+  private acquireSliding(venue: string, weight: number, local: number): AcquireResult {
+    const now = local + this.offsetMs;
+    const d = this.slidingAcquire(venue, weight, now);
+    if (!d) return { ok: false, reason: 'unknown-venue', retryAtMs: local + PAUSED_RETRY_MS, limit: 0, atMs: now };
+    if (d.atMs - now > CLOCK_SKEW_TOLERANCE_MS) this.offsetMs += d.atMs - now;
+    return onCallerClock(toAcquireResult(d), this.offsetMs);
   }
 
   async observe(venue: string, usedWeight: number, windowStartMs: number): Promise<void> {
@@ -133,8 +184,22 @@ export class SqliteBudgetsRepo implements BudgetsRepo {
     const row = this.usageStmt.get({ venue, now: this.clock.now() + this.offsetMs }) as UsageRow | undefined;
     if (!row) return null;
     return toBudgetUsage(
-      { venue, policy: row.policy, limit: row.eff, periodMs: row.period_ms, windowStartMs: row.b_window_start, used: row.b_used, tatMs: row.b_tat },
+      {
+        venue,
+        policy: row.policy,
+        limit: row.eff,
+        periodMs: row.period_ms,
+        windowStartMs: row.b_window_start,
+        used: row.b_used,
+        tatMs: row.b_tat,
+        slots: parseSlots(row.b_slots),
+      },
       row.now,
     );
   }
+}
+
+/** A sliding-window budget's stored slots (written only by this repo, from the specification's own rows). */
+function parseSlots(json: string | null): SlidingSlot[] {
+  return json === null ? [] : (JSON.parse(json) as SlidingSlot[]);
 }
