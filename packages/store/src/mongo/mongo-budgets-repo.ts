@@ -14,6 +14,8 @@ const SLOT_INDEX = { $arrayElemAt: ['$$this', 0] };
 const SLOT_WEIGHT = { $arrayElemAt: ['$$this', 1] };
 /** The sum of the weights of the slots `input` evaluates to. */
 const slotsWeight = (input: unknown): Document => ({ $sum: { $map: { input, in: SLOT_WEIGHT } } });
+/** Sliding window: the slots still overlapping [now - periodMs, now] (`_slot` is the slot of now). */
+const LIVE_SLOTS = { $filter: { input: { $ifNull: ['$slots', []] }, cond: { $gte: [SLOT_INDEX, { $subtract: ['$_slot', SLIDING_SLOTS] }] } } };
 
 /**
  * The acquire update pipeline: reset an expired window and spend in the same document update,
@@ -29,17 +31,16 @@ function acquirePipeline(weight: number): Document[] {
         _ws: { $subtract: ['$_now', { $mod: ['$_now', '$periodMs'] }] },
         _newTat: { $add: [{ $max: [{ $ifNull: ['$tat', 0] }, '$_now'] }, { $multiply: [weight, { $divide: ['$periodMs', '$limit'] }] }] },
         // Sliding window: the slot of now (floor(now * SLIDING_SLOTS / periodMs), as the specification computes it).
-        _slot: { $floor: { $divide: [{ $multiply: ['$_now', SLIDING_SLOTS] }, '$periodMs'] } },
+        _slot: { $cond: [IS_SLIDING, { $floor: { $divide: [{ $multiply: ['$_now', SLIDING_SLOTS] }, '$periodMs'] } }, null] },
       },
     },
     {
+      // $cond evaluates one branch: the other policies never look at slots.
       $set: {
-        _cur: { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] },
-        // Sliding window: the slots still overlapping [now - periodMs, now].
-        _live: { $filter: { input: { $ifNull: ['$slots', []] }, cond: { $gte: [SLOT_INDEX, { $subtract: ['$_slot', SLIDING_SLOTS] }] } } },
+        _cur: { $cond: [IS_SLIDING, slotsWeight(LIVE_SLOTS), { $cond: [{ $eq: ['$windowStart', '$_ws'] }, '$used', 0] }] },
+        _live: { $cond: [IS_SLIDING, LIVE_SLOTS, null] },
       },
     },
-    { $set: { _cur: { $cond: [IS_SLIDING, slotsWeight('$_live'), '$_cur'] } } },
     {
       $set: {
         ok: {
