@@ -174,5 +174,8 @@ describe('public clients against the emulations', () => {
     const missing = await strict.getOrderBook('123').catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(ApiError);
     expect(missing).toMatchObject({ status: 404, data: { error: 'No orderbook exists for the requested token id' } });
+    const invalid = await strict.getOrderBook('').catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(ApiError);
+    expect(invalid).toMatchObject({ status: 400, data: { error: 'Invalid token id' } });
   });
 });

@@ -78,6 +78,10 @@ describe('polymarket emulation', () => {
       const unknown = await get(`${base}/book?token_id=123`);
       expect(unknown.status).toBe(404);
       expect(unknown.json()).toEqual({ error: 'No orderbook exists for the requested token id' });
+      for (const query of ['', '?token_id=', '?token_id=0xabc']) {
+        const invalid = await get(`${base}/book${query}`);
+        expect([invalid.status, invalid.json()]).toEqual([400, { error: 'Invalid token id' }]);
+      }
     });
   });
 

@@ -78,7 +78,8 @@ export class PolymarketEmulation implements VenueEmulation {
 
   private book(ctx: RequestContext): Reply {
     const token = ctx.query.get('token_id');
-    if (!token) return jsonReply(400, { error: 'Invalid payload' });
+    // The CLOB's answer for a missing or non-numeric token id (docs.polymarket.com/resources/error-codes).
+    if (!token || !/^\d+$/.test(token)) return jsonReply(400, { error: 'Invalid token id' });
     const catalogue = this.catalogueFor(ctx);
     const market = catalogue.tokens.get(token);
     const endMs = market === undefined ? undefined : ctx.settings.marketEnds?.[catalogue.marketIds.get(token) ?? ''];
