@@ -2,16 +2,20 @@
  * Widely used clients parse every emulated endpoint the fleet uses, over real HTTP: Binance's
  * `binance` (tiagosiebler) MainClient for exchangeInfo, depth, klines, aggTrades and
  * historicalTrades (the REST tape the stream sessions heal gaps from) and its -1003 errors, and
- * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash). Gamma
- * `/markets` has no official TypeScript client; PolymarketAdapter's schemas cover it.
+ * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash), and
+ * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars. Gamma `/markets` has no
+ * official TypeScript client; PolymarketAdapter's schemas cover it.
  */
+import { marketData, PermissionError } from '@alpacahq/alpaca-trade-api';
 import { ApiError, Chain, ClobClient, type OrderBookSummary } from '@polymarket/clob-client';
 import { MainClient, type SymbolLotSizeFilter, type SymbolMinNotionalFilter, type SymbolPriceFilter } from 'binance';
 import { ManualClock } from '@tickfleet/testkit';
 import { bookAt } from '../src/data/books.js';
+import { candleValuesAt } from '../src/data/candles.js';
 import { expectedCandles } from '../src/expected-candles.js';
 import { marketTokenIds, polymarketMarkets } from '../src/data/markets.js';
 import { startMockVenue, type MockVenue } from '../src/mock-venue-server.js';
+import { alpacaBarTimes } from '../src/venues/alpaca-emulation.js';
 import { binanceDepthSnapshot, binanceModel } from '../src/venues/binance-ws-market.js';
 import { STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
 
@@ -177,5 +181,34 @@ describe('public clients against the emulations', () => {
     const invalid = await strict.getOrderBook('').catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(ApiError);
     expect(invalid).toMatchObject({ status: 400, data: { error: 'Invalid token id' } });
+  });
+
+  test('alpaca-trade-api: stockBarSingle pages day bars; SIP without end is served; an unknown key is a PermissionError', async () => {
+    const stocks = (keyId: string) =>
+      new marketData.StockApi(new marketData.Configuration({ basePath: mv.baseUrl('alpaca'), keyId, secret: 'emulation-secret-000000000000000000000001' }));
+    const client = stocks('PKEMULATIONTEST00001');
+    const from = Date.UTC(2024, 0, 2);
+    const bars: marketData.StockBar[] = [];
+    let pageToken: string | undefined;
+    let pages = 0;
+    do {
+      // no end: the SIP feed is served up to 15 minutes before now (T0), not refused
+      const page = await client.stockBarSingle({ symbol: 'AAPL', timeframe: '1Day', start: new Date(from), limit: 5, feed: 'sip', pageToken });
+      expect(page.symbol).toBe('AAPL');
+      bars.push(...page.bars);
+      pageToken = page.nextPageToken ?? undefined;
+      pages += 1;
+    } while (pageToken !== undefined);
+    const want = alpacaBarTimes('AAPL', '1d', from, T0 - 15 * 60_000 + 1, T0, SEED);
+    expect(want).toHaveLength(9); // 2024-01-02 .. 01-12; T0 is Martin Luther King Jr. Day
+    expect(pages).toBe(2);
+    expect(bars.map((b) => b.t.getTime())).toEqual(want);
+    expect(bars.map((b) => b.c)).toEqual(want.map((t) => candleValuesAt('alpaca', 'AAPL', '1h', t, SEED).close));
+
+    const denied = await stocks('not a key')
+      .stockBarSingle({ symbol: 'AAPL', timeframe: '1Day' })
+      .catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(PermissionError);
+    expect(denied).toMatchObject({ status: 403, message: 'forbidden.' });
   });
 });

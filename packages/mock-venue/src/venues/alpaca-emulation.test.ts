@@ -84,6 +84,51 @@ describe('alpaca emulation', () => {
     expect(pages).toBe(Math.ceil(total / 1000));
   });
 
+  it('serves the single-symbol /v2/stocks/{symbol}/bars: a bar array with its symbol, paged by page_token', async () => {
+    const single = `${mv.baseUrl('alpaca')}/v2/stocks/AAPL/bars`;
+    const multi = (await get(`${bars}?symbols=AAPL&timeframe=1Day&start=2024-01-02&end=2024-01-19`)).json();
+    const got: unknown[] = [];
+    let token: string | null = null;
+    let pages = 0;
+    do {
+      const r = await get(`${single}?timeframe=1Day&start=2024-01-02&end=2024-01-19&limit=4${token ? `&page_token=${token}` : ''}`);
+      expect(r.status).toBe(200);
+      const body = r.json();
+      expect(Object.keys(body)).toEqual(['bars', 'symbol', 'next_page_token']);
+      expect(body.symbol).toBe('AAPL');
+      got.push(...body.bars);
+      token = body.next_page_token;
+      pages += 1;
+    } while (token !== null);
+    // 2024-01-02 .. 01-19 holds 13 sessions (MLK Monday closed): four pages of at most four
+    expect(got).toHaveLength(13);
+    expect(pages).toBe(4);
+    expect(got).toEqual(multi.bars.AAPL);
+    // a day with no session: no bars
+    const none = (await get(`${single}?timeframe=1Day&start=2024-01-15&end=2024-01-15`)).json();
+    expect(none).toEqual({ bars: null, symbol: 'AAPL', next_page_token: null });
+    const bad = await get(`${mv.baseUrl('alpaca')}/v2/stocks/AAPL,MSFT/bars?timeframe=1Day`);
+    expect([bad.status, bad.json()]).toEqual([400, { message: 'invalid symbol: "AAPL,MSFT"' }]);
+  });
+
+  it('serves feed=sip without end up to 15 minutes ago on the Basic plan; an end within them is refused', async () => {
+    // NOW is 10:00 New York: without end the newest minute served is 14:45Z (end inclusive)
+    for (const url of [
+      `${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z&feed=sip`,
+      `${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z`,
+    ]) {
+      const r = await get(url);
+      expect(r.status).toBe(200);
+      const times = r.json().bars.AAPL.map((b: { t: string }) => Date.parse(b.t));
+      expect(times).toEqual(alpacaBarTimes('AAPL', '1m', Date.UTC(2024, 0, 22, 14), Date.UTC(2024, 0, 22, 14, 45) + 1, NOW, 42));
+      expect(times.at(-1)).toBe(Date.UTC(2024, 0, 22, 14, 45));
+    }
+    const iex = (await get(`${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z&feed=iex`)).json();
+    expect(iex.bars.AAPL.at(-1).t).toBe('2024-01-22T14:59:00Z');
+    const recent = await get(`${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z&end=2024-01-22T14:46:00Z&feed=sip`);
+    expect([recent.status, recent.json()]).toEqual([403, { message: 'subscription does not permit querying recent SIP data' }]);
+  });
+
   it('reports X-RateLimit-* on every answer and refuses beyond the limit with 429 and no Retry-After', async () => {
     mv.patchScenario({ venues: { alpaca: { limit: { requests: 3 } } } });
     const q = `${bars}?symbols=AAPL&timeframe=1Day&start=2024-01-16&end=2024-01-17`;
@@ -111,7 +156,7 @@ describe('alpaca emulation', () => {
     const missing = await get(q, {});
     expect([missing.status, missing.json()]).toEqual([401, { message: 'unauthorized.' }]);
     const unknown = await get(q, { 'APCA-API-KEY-ID': 'not a key', 'APCA-API-SECRET-KEY': 'whatever-secret' });
-    expect([unknown.status, unknown.json()]).toEqual([403, { message: 'forbidden' }]);
+    expect([unknown.status, unknown.json()]).toEqual([403, { message: 'forbidden.' }]);
     const recentSip = await get(`${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z&end=2024-01-22T14:55:00Z`);
     expect([recentSip.status, recentSip.json()]).toEqual([403, { message: 'subscription does not permit querying recent SIP data' }]);
     const recentIex = await get(`${bars}?symbols=AAPL&timeframe=1Min&start=2024-01-22T14:00:00Z&end=2024-01-22T14:55:00Z&feed=iex`);

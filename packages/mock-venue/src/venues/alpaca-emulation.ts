@@ -6,12 +6,14 @@ import type { RequestContext, Route, VenueEmulation } from '../internal/venue-em
 import type { Holes } from '../scenario.js';
 
 const BARS_PATH = '/v2/stocks/bars';
+/** The single-symbol form the official client's `stockBarSingle` (v3 `getBarsV2`) calls. */
+const SINGLE_BARS_PATH = /^\/v2\/stocks\/([^/]+)\/bars$/;
 const DEFAULT_LIMIT = 1000;
 const MAX_LIMIT = 10_000;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const MONTH_MS = 30 * 24 * HOUR_MS;
-/** A Basic-plan key may not ask the SIP feed for its last 15 minutes. */
+/** A Basic-plan key may not ask the SIP feed for its last 15 minutes; without `end` SIP is served up to then. */
 const RECENT_SIP_MS = 15 * MINUTE_MS;
 /** Share of extended-hours minutes (04:00-09:30, after the close to 20:00 New York) that had a trade, hence a bar. */
 export const ALPACA_EXTENDED_MINUTE_SHARE = 0.3;
@@ -71,25 +73,31 @@ interface BarsQuery {
   sort: 'asc' | 'desc';
   /** Where the page starts: index into the sorted symbols and the first open time to serve (asc) or last (desc). */
   cursor: { symbol: number; t: number } | undefined;
+  /** `end` was given: a Basic plan's recent-SIP refusal applies only then. */
+  endGiven: boolean;
 }
 
 /**
- * Alpaca Market Data v2 stock bars (`GET /v2/stocks/bars`), multi-symbol: bars keyed by symbol,
- * sorted by symbol then time, `limit` (default 1000, at most 10000) counting bars over all symbols,
+ * Alpaca Market Data v2 stock bars: multi-symbol `GET /v2/stocks/bars` (bars keyed by symbol, sorted
+ * by symbol then time, `limit` (default 1000, at most 10000) counting bars over all symbols) and
+ * single-symbol `GET /v2/stocks/{symbol}/bars` (a bar array and `symbol`), both paged by
  * `page_token`/`next_page_token`. Auth by the `APCA-API-KEY-ID`/`APCA-API-SECRET-KEY` headers (401
- * when missing, 403 for a key that is not a key), the Basic plan's refusal of recent SIP data (403),
- * 400 for bad parameters, and `X-RateLimit-Limit/Remaining/Reset` on every answer (200 per minute by
- * default, clock-aligned windows; 429 carries no Retry-After, the reset tells when).
+ * when missing, 403 for a key that is not a key), the Basic plan's SIP delay (an `end` within the last
+ * 15 minutes 403; no `end` serves up to 15 minutes ago), 400 for bad parameters, and
+ * `X-RateLimit-Limit/Remaining/Reset` on every answer (200 per minute by default, clock-aligned
+ * windows; 429 carries no Retry-After, the reset tells when).
  */
 export class AlpacaEmulation implements VenueEmulation {
   route(ctx: RequestContext): Route | Reply {
-    if (ctx.method !== 'GET' || ctx.path !== BARS_PATH) return this.withLimit(ctx, jsonReply(404, { message: 'Not Found' }));
+    const single = SINGLE_BARS_PATH.exec(ctx.path);
+    if (ctx.method !== 'GET' || (ctx.path !== BARS_PATH && !single)) return this.withLimit(ctx, jsonReply(404, { message: 'Not Found' }));
     const keyId = header(ctx, 'apca-api-key-id');
     const secret = header(ctx, 'apca-api-secret-key');
     if (!keyId || !secret) return this.withLimit(ctx, jsonReply(401, { message: 'unauthorized.' }));
     // Alpaca key ids are upper-case letters and digits; anything else is no key Alpaca issued.
-    if (!/^[A-Z0-9]{8,32}$/.test(keyId) || secret.length < 8) return this.withLimit(ctx, jsonReply(403, { message: 'forbidden' }));
-    return { weight: 1, handle: () => this.withLimit(ctx, this.bars(ctx)) };
+    if (!/^[A-Z0-9]{8,32}$/.test(keyId) || secret.length < 8) return this.withLimit(ctx, jsonReply(403, { message: 'forbidden.' }));
+    const symbol = single ? decodeURIComponent(single[1]!) : undefined;
+    return { weight: 1, handle: () => this.withLimit(ctx, this.bars(ctx, symbol)) };
   }
 
   tooManyRequests(ctx: RequestContext, retryAfterMs: number, cause: 'limit' | 'storm'): Reply {
@@ -123,11 +131,16 @@ export class AlpacaEmulation implements VenueEmulation {
     return reply;
   }
 
-  private bars(ctx: RequestContext): Reply {
-    const parsed = parseQuery(ctx);
+  /** Bars of the `symbols` query, or of `single` (the path's symbol) in the single-symbol form. */
+  private bars(ctx: RequestContext, single?: string): Reply {
+    const parsed = parseQuery(ctx, single);
     if (typeof parsed === 'string') return jsonReply(400, { message: parsed });
     const feed = ctx.query.get('feed') ?? 'sip';
-    if (feed === 'sip' && parsed.toMs > ctx.nowMs - RECENT_SIP_MS) return jsonReply(403, { message: 'subscription does not permit querying recent SIP data' });
+    if (feed === 'sip' && parsed.toMs > ctx.nowMs - RECENT_SIP_MS) {
+      if (parsed.endGiven) return jsonReply(403, { message: 'subscription does not permit querying recent SIP data' });
+      // Without `end` a Basic plan is served the SIP feed up to 15 minutes ago (`end` inclusive, so +1).
+      parsed.toMs = ctx.nowMs - RECENT_SIP_MS + 1;
+    }
     const holes = ctx.settings.holes;
     const out: Record<string, Array<Record<string, number | string>>> = {};
     let served = 0;
@@ -171,6 +184,7 @@ export class AlpacaEmulation implements VenueEmulation {
         served += 1;
       }
     }
+    if (single !== undefined) return jsonReply(200, { bars: out[parsed.symbols[0]!] ?? null, symbol: parsed.symbols[0], next_page_token: next });
     return jsonReply(200, { bars: out, next_page_token: next, currency: 'USD' });
   }
 }
@@ -181,11 +195,11 @@ function header(ctx: RequestContext, name: string): string {
 }
 
 /** The request's parameters, or the message of Alpaca's 400 answer. */
-function parseQuery(ctx: RequestContext): BarsQuery | string {
+function parseQuery(ctx: RequestContext, single?: string): BarsQuery | string {
   const q = ctx.query;
-  const symbolsText = q.get('symbols');
+  const symbolsText = single ?? q.get('symbols');
   if (!symbolsText) return 'missing symbols';
-  const symbols = [...new Set(symbolsText.split(',').map((s) => s.trim().toUpperCase()))].sort();
+  const symbols = single !== undefined ? [single.toUpperCase()] : [...new Set(symbolsText.split(',').map((s) => s.trim().toUpperCase()))].sort();
   const bad = symbols.find((s) => !/^[A-Z][A-Z0-9.]{0,15}$/.test(s));
   if (bad !== undefined) return `invalid symbol: ${JSON.stringify(bad)}`;
   const tfText = q.get('timeframe');
@@ -225,7 +239,7 @@ function parseQuery(ctx: RequestContext): BarsQuery | string {
     cursor = { symbol: decoded[0] as number, t: decoded[1] as number };
   }
   // the end is inclusive at Alpaca: serve open times up to and including it
-  return { symbols, tf, fromMs, toMs: toMs + 1, limit, sort, cursor };
+  return { symbols, tf, fromMs, toMs: toMs + 1, limit, sort, cursor, endGiven: endText !== null };
 }
 
 /** RFC-3339 (any offset, up to nine fractional digits) or a date (a whole UTC day: its start, or its end for `end`). */

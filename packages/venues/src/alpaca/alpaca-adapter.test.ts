@@ -100,7 +100,7 @@ describe('AlpacaAdapter against documented response samples', () => {
     expect((err as Error).message).toContain('too many requests.');
 
     for (const [file, status, message] of [
-      ['alpaca/error-403.json', 403, 'forbidden'],
+      ['alpaca/error-403.json', 403, 'forbidden.'],
       ['alpaca/error-403-recent-sip.json', 403, 'subscription does not permit querying recent SIP data'],
       ['alpaca/error-400-limit.json', 400, 'invalid limit: exceeds max limit of 10000'],
     ] as const) {
