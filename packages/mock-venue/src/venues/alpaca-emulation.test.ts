@@ -1,6 +1,7 @@
 import { ManualClock } from '@tickfleet/testkit';
 import { US_EQUITY_CALENDAR, usEquitySession } from '@tickfleet/core';
 import { startMockVenue, type MockVenue } from '../mock-venue-server.js';
+import { expectedCandles } from '../expected-candles.js';
 import { alpacaBarTimes } from './alpaca-emulation.js';
 
 /** Monday 2024-01-22 15:00Z; the week before holds Martin Luther King Jr. Day (Monday 2024-01-15). */
@@ -46,6 +47,37 @@ describe('alpaca emulation', () => {
     expect(US_EQUITY_CALENDAR.expectedOpenTimes('1d', Date.UTC(2024, 0, 12), Date.UTC(2024, 0, 20))).toEqual(
       body.bars.AAPL.map((b: { t: string }) => Date.parse(b.t)),
     );
+  });
+
+  it('expectedCandles keys Alpaca day bars by the New York session day and holds what the emulation serves', async () => {
+    // NOW is Monday 10:00 New York: the week before's sessions are final, today's day bar is not yet
+    const want = expectedCandles('alpaca', 'AAPL', '1d', Date.UTC(2024, 0, 12), NOW + 86_400_000, 42, { nowMs: NOW });
+    expect(want.map((c) => new Date(c.openTime).toISOString())).toEqual([
+      '2024-01-12T05:00:00.000Z',
+      '2024-01-16T05:00:00.000Z',
+      '2024-01-17T05:00:00.000Z',
+      '2024-01-18T05:00:00.000Z',
+      '2024-01-19T05:00:00.000Z',
+    ]);
+    const served = (await get(`${bars}?symbols=AAPL&timeframe=1Day&start=2024-01-12&feed=iex`)).json().bars.AAPL;
+    expect(served.at(-1).t).toBe('2024-01-22T05:00:00Z'); // served while it trades, not yet final
+    const asStored = (b: { t: string; o: number; h: number; l: number; c: number; v: number; n: number }) => ({
+      openTime: Date.parse(b.t),
+      open: String(b.o),
+      high: String(b.h),
+      low: String(b.l),
+      close: String(b.c),
+      volume: String(b.v),
+      trades: b.n,
+    });
+    expect(want.map(({ openTime, open, high, low, close, volume, trades }) => ({ openTime, open, high, low, close, volume, trades }))).toEqual(
+      served.slice(0, -1).map(asStored),
+    );
+    // minute bars of a closed session: every one the emulation serves, extended hours included
+    const session = usEquitySession('2024-01-19')!;
+    const minutes = expectedCandles('alpaca', 'MSFT', '1m', session.dayStartMs, session.dayStartMs + 86_400_000, 42, { nowMs: NOW });
+    expect(minutes.map((c) => c.openTime)).toEqual(alpacaBarTimes('MSFT', '1m', session.dayStartMs, session.dayStartMs + 86_400_000, NOW, 42));
+    expect(minutes.filter((c) => c.openTime >= session.openMs && c.openTime < session.closeMs)).toHaveLength(390);
   });
 
   it('pages minute bars over all symbols by limit and page_token: every regular minute once, extended minutes only where traded', async () => {

@@ -1,5 +1,5 @@
 import { usEquitySessions, type Session, type Timeframe } from '@tickfleet/core';
-import { candleValuesAt, isHole } from '../data/candles.js';
+import { candleValuesAt, isHole, type CandleValues } from '../data/candles.js';
 import { hexDigits, unitFloat } from '../data/random.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
@@ -57,6 +57,16 @@ function* barTimes(symbol: string, tf: Timeframe, fromMs: number, toMs: number, 
       }
     }
   }
+}
+
+/**
+ * The values Alpaca serves for `symbol`'s bar of `tf` opening at `t` (one of alpacaBarTimes). Day bars
+ * open at New York midnight, off the UTC day grid the generator aligns to: their values come from the
+ * generator's hour candle there (deterministic, which is all the data needs to be). Volume is whole shares.
+ */
+export function alpacaBarValues(symbol: string, tf: Timeframe, t: number, seed: number): CandleValues {
+  const v = candleValuesAt('alpaca', symbol, tf === '1d' ? '1h' : tf, t, seed);
+  return { ...v, volume: Math.max(1, Math.round(v.volume)) };
 }
 
 /** Pre-market start (04:00 New York) and post-market end (four hours after the regular close) of a session. */
@@ -168,16 +178,14 @@ export class AlpacaEmulation implements VenueEmulation {
           next = Buffer.from(JSON.stringify([i, t])).toString('base64');
           break;
         }
-        // Day bars open at New York midnight, off the UTC day grid the generator aligns to: their values
-        // come from the generator's hour candle there (deterministic, which is all the data needs to be).
-        const v = candleValuesAt('alpaca', symbol, parsed.tf === '1d' ? '1h' : parsed.tf, t, ctx.seed);
+        const v = alpacaBarValues(symbol, parsed.tf, t, ctx.seed);
         (out[symbol] ??= []).push({
           t: new Date(t).toISOString().replace('.000Z', 'Z'),
           o: v.open,
           h: v.high,
           l: v.low,
           c: v.close,
-          v: Math.max(1, Math.round(v.volume)),
+          v: v.volume,
           n: v.trades,
           vw: v.vwap,
         });
