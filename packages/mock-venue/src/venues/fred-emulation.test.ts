@@ -94,7 +94,7 @@ describe('fred emulation', () => {
       [obs('series_id=DGS10&observation_start=2024-02-30'), 400, /observation_start is not a valid date/],
       [obs('series_id=DGS10&realtime_start=2024-02-01&realtime_end=2024-01-01'), 400, /realtime_start can not be after/],
       [obs('series_id=DGS10&limit=100001'), 400, /limit is not an integer between 1 and 100000/],
-      [`${base}/fred/series/search?api_key=${KEY}`, 404, /^Not Found$/],
+      [`${base}/fred/series/search?file_type=json&api_key=${KEY}`, 404, /^Not Found$/],
     ];
     for (const [url, status, message] of cases) {
       const r = await get(url);
@@ -105,6 +105,48 @@ describe('fred emulation', () => {
     }
     // The four answers about parameters counted against the limit; the three about the key and the path did not.
     expect(mv.stats().venues.fred.weightUsed).toBe(4);
+  });
+
+  test("without file_type (FRED's default) or with xml: the same document and errors as XML", async () => {
+    const query = `series_id=DGS10&observation_start=2024-07-01&observation_end=2024-07-05&api_key=${KEY}`;
+    const json = (await get(obs('series_id=DGS10&observation_start=2024-07-01&observation_end=2024-07-05'))).body;
+    for (const url of [`${base}/fred/series/observations?${query}`, `${base}/fred/series/observations?file_type=xml&${query}`]) {
+      const r = await fetch(url);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('text/xml; charset=UTF-8');
+      const text = await r.text();
+      const lines = text.trimEnd().split('\n');
+      expect(lines[0]).toBe('<?xml version="1.0" encoding="utf-8" ?>');
+      expect(lines[1]).toBe(
+        '<observations realtime_start="2024-07-20" realtime_end="2024-07-20" observation_start="2024-07-01" observation_end="2024-07-05" units="lin" output_type="1" file_type="xml" order_by="observation_date" sort_order="asc" count="5" offset="0" limit="100000">',
+      );
+      // the rows JSON serves, attribute for attribute
+      const rows = lines.slice(2, -1).map((l) => Object.fromEntries([...l.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]])));
+      expect(rows).toEqual(json.observations);
+      expect(lines.at(-1)).toBe('</observations>');
+    }
+    const keyless = await fetch(`${base}/fred/series/observations?series_id=DGS10`);
+    expect([keyless.status, keyless.headers.get('content-type'), await keyless.text()]).toEqual([
+      400,
+      'text/xml; charset=UTF-8',
+      '<?xml version="1.0" encoding="utf-8" ?>\n<error code="400" message="Bad Request.  Variable api_key has not been set." />\n',
+    ]);
+    const unknown = await fetch(`${base}/fred/series/observations?series_id=NOPE&api_key=${KEY}`);
+    expect([unknown.status, await unknown.text()]).toEqual([
+      400,
+      '<?xml version="1.0" encoding="utf-8" ?>\n<error code="400" message="Bad Request.  The series does not exist." />\n',
+    ]);
+    // a malformed answer (scenario control) in XML is cut off mid-document
+    mv.patchScenario({ venues: { fred: { malformedRate: 1 } } });
+    const cut = await (await fetch(`${base}/fred/series/observations?${query}`)).text();
+    expect(cut.startsWith('<?xml version="1.0" encoding="utf-8" ?>\n<observations ')).toBe(true);
+    expect(cut.includes('</observations>')).toBe(false);
+    mv.patchScenario({ venues: { fred: { malformedRate: 0 } } });
+    const other = await fetch(`${base}/fred/series/observations?file_type=csv&${query}`);
+    expect([other.status, await other.text()]).toEqual([
+      400,
+      '<?xml version="1.0" encoding="utf-8" ?>\n<error code="400" message="Bad Request.  Variable file_type is not one of the following values: xml, json." />\n',
+    ]);
   });
 
   test("120 requests per minute: the 121st answers 429 with FRED's body and no Retry-After", async () => {
