@@ -1,5 +1,5 @@
 import type { Env } from '@tickfleet/config';
-import { jobId, type StreamInput, VENUE_RATE_LIMIT_DEFAULTS } from '@tickfleet/core';
+import { jobId, LIMITLESS_CONNECTOR_DEFAULTS, type StreamInput, VENUE_RATE_LIMIT_DEFAULTS } from '@tickfleet/core';
 import type { StateStore } from '@tickfleet/store';
 
 const DAY = 86_400_000;
@@ -61,8 +61,13 @@ export async function seedDemo(
     rateLimit: { ...VENUE_RATE_LIMIT_DEFAULTS.polymarket! },
     maxInflight: 4,
   });
-  // Limitless publishes no numeric limit; this is the emulation's opaque one (docs/mock-venue.md).
-  await store.connectors.upsert({ venue: 'limitless', baseUrl: baseUrl('limitless'), rateLimit: { limit: 100, periodMs: 10_000 }, maxInflight: 2 });
+  // Limitless documents at most 2 concurrent requests and at least 300 ms between calls.
+  await store.connectors.upsert({
+    venue: 'limitless',
+    baseUrl: baseUrl('limitless'),
+    rateLimit: { ...LIMITLESS_CONNECTOR_DEFAULTS.rateLimit },
+    maxInflight: LIMITLESS_CONNECTOR_DEFAULTS.maxInflight,
+  });
   await store.connectors.upsert({ venue: 'xetra', baseUrl: baseUrl('xetra'), rateLimit: { limit: 5, periodMs: 2000, headroom: 1 }, maxInflight: 1 });
   await store.connectors.upsert({ venue: 'alpaca', baseUrl: baseUrl('alpaca'), rateLimit: { limit: 200, periodMs: 60_000 } });
   await store.connectors.upsert({ venue: 'finnhub', baseUrl: baseUrl('finnhub'), rateLimit: { limit: 60, periodMs: 60_000 } });

@@ -35,7 +35,7 @@ beforeAll(async () => {
   sink = new SqliteSink(dir.file('data.db'));
   pipeline = new Pipeline({ sink, logger });
   mock = await startMockVenue({
-    scenario: { venues: { polymarket: { markets: VENUES.polymarket.markets }, limitless: { markets: VENUES.limitless.markets } } },
+    scenario: { venues: { polymarket: { markets: VENUES.polymarket.markets }, limitless: { markets: VENUES.limitless.markets, limit: { enabled: false } } } },
   });
 });
 afterAll(async () => {

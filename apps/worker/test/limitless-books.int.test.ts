@@ -7,7 +7,8 @@ import { FleetHarness } from '@tickfleet/testkit/fleet';
  * Limitless through the same runner as Polymarket, with a real scheduler and worker process:
  * discovery pages `/markets/active` and creates one book job per order-book slug (AMM markets have
  * none), polling stores each slug's snapshots in the SQLite sink. Every book the emulation served
- * is stored once.
+ * is stored once. The connector follows the venue's documented limit (at most 2 concurrent, at
+ * least 300 ms between calls), as the demo's does: the emulation enforces it and refuses nothing.
  */
 describe('fleet: Limitless discovery and order-book polling', () => {
   let fleet: FleetHarness;
@@ -18,7 +19,7 @@ describe('fleet: Limitless discovery and order-book polling', () => {
   afterAll(() => fleet.stop());
 
   it('discovers the order-book markets, polls each, and stores exactly the books the venue served', async () => {
-    await fleet.upsertConnector('limitless', '--limit', '100', '--period', '10s', '--max-inflight', '2');
+    await fleet.upsertConnector('limitless', '--limit', '1', '--period', '400ms', '--policy', 'gcra', '--headroom', '1', '--max-inflight', '2');
     await fleet.ok('jobs', 'add', 'limitless', 'discovery', 'markets');
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '250', TICKFLEET_SCHEDULER_BOOK_EVERY_MS: '1000' });
     const worker = fleet.spawn('worker', ['worker']);
@@ -59,6 +60,8 @@ describe('fleet: Limitless discovery and order-book polling', () => {
     expect(settled.discoveries).toBeGreaterThanOrEqual(1);
     expect(settled.books).toBeGreaterThanOrEqual(12);
     expect(settled.stats).toMatchObject({ overLimitRequests: 0, responses429: 0, responses4xx: 0, responses5xx: 0 });
+    expect(settled.stats.extra).toMatchObject({ maxConcurrent: 2, concurrencyRejected: 0 });
+    expect(settled.stats.extra!.maxInFlight).toBeLessThanOrEqual(2);
     const perSlug = await fleet.withSink(async (sink) => {
       const counts = new Map<string, number>();
       for await (const { envelope } of sink.reader!.streamEnvelopes({ venue: 'limitless', channel: 'book' }))

@@ -173,10 +173,22 @@ export const PACED_VENUES: readonly string[] = Object.freeze(['xetra']);
 /**
  * Fleet-wide in-flight units of a connector created without `maxInflight` (`--max-inflight`), per
  * venue. Polygon serves one slow request at a time on its plans, so one unit; Alpaca, Finnhub and
- * FRED get two (the per-vendor executor design's caps, ready for when those venues land). A venue
- * not listed gets {@link DEFAULT_MAX_INFLIGHT}. Documented in docs/reliability.md.
+ * FRED get two (the per-vendor executor design's caps, ready for when those venues land); Limitless
+ * two, its documented maximum of concurrent requests. A venue not listed gets
+ * {@link DEFAULT_MAX_INFLIGHT}. Documented in docs/reliability.md.
  */
-export const VENUE_MAX_INFLIGHT_DEFAULTS: Readonly<Record<string, number>> = Object.freeze({ polygon: 1, alpaca: 2, finnhub: 2, fred: 2 });
+export const VENUE_MAX_INFLIGHT_DEFAULTS: Readonly<Record<string, number>> = Object.freeze({ polygon: 1, alpaca: 2, finnhub: 2, fred: 2, limitless: 2 });
+
+/**
+ * Limitless's documented limit (at most 2 concurrent requests, at least 300 ms between calls, 429
+ * beyond) as a connector: a cap of 2 and a GCRA budget of one request per 400 ms with headroom 1,
+ * which grants no two requests closer than 400 ms: the documented 300 ms plus 100 ms for the time
+ * between a grant and the request's arrival.
+ */
+export const LIMITLESS_CONNECTOR_DEFAULTS = Object.freeze({
+  maxInflight: 2,
+  rateLimit: Object.freeze({ policy: 'gcra' as const, limit: 1, periodMs: 400, headroom: 1 }),
+});
 /** In-flight cap of a venue without an entry in {@link VENUE_MAX_INFLIGHT_DEFAULTS}. */
 export const DEFAULT_MAX_INFLIGHT = 4;
 

@@ -59,7 +59,11 @@ export function candleEnvelope(candle: Candle, receivedAtMs: number, serverTimeM
 export const BookLevel = z.tuple([z.string(), z.string()]);
 export type BookLevel = z.infer<typeof BookLevel>;
 
-/** One order-book snapshot: price/size levels, best first. */
+/**
+ * One order-book snapshot: `[price, size]` levels as decimal strings, best first. Sizes are in the
+ * instrument's unit: the base asset on crypto venues, shares of the outcome token on prediction
+ * markets (Limitless's millionths are converted by its adapter; docs/order-books.md).
+ */
 export const BookSnapshot = z.object({
   venue: z.string(),
   symbol: z.string(),

@@ -72,6 +72,8 @@ export interface MockVenue {
 function newLimiter(venue: MockVenueName): VenueLimiter {
   const limit = emulatedLimit(venue, undefined);
   if (venue === 'polymarket') return new SlidingWindowLimiter(limit, 'delay');
+  // Limitless: at least 300 ms between calls, so one request per sliding 300 ms
+  if (venue === 'limitless') return new SlidingWindowLimiter(limit, 'reject');
   return new WindowLimiter(limit, venue === 'binance' ? 'ban' : 'reject');
 }
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
@@ -185,6 +187,7 @@ export class MockVenueServer implements MockVenue {
     for (const v of MOCK_VENUES) {
       const c = this.counters[v];
       const l = this.limiters[v];
+      const { maxConcurrent } = emulatedLimit(v, this.current.venues?.[v]?.limit);
       venues[v] = {
         requests: c.requests,
         weightUsed: l.weightUsed + (v === 'polymarket' ? this.gamma.weightUsed : 0),
@@ -207,7 +210,14 @@ export class MockVenueServer implements MockVenue {
         bans: l.banCount,
         latency: c.latency(),
         windows: l.history(),
-        ...(this.emulations[v].extraStats ? { extra: this.emulations[v].extraStats() } : {}),
+        ...(this.emulations[v].extraStats || maxConcurrent !== undefined
+          ? {
+              extra: {
+                ...this.emulations[v].extraStats?.(),
+                ...(maxConcurrent === undefined ? {} : { maxConcurrent, maxInFlight: c.maxInFlight, concurrencyRejected: c.concurrencyRejected }),
+              },
+            }
+          : {}),
       };
       if (this.scopes[v].size > 0)
         venues[v].scopes = Object.fromEntries([...this.scopes[v]].sort(([a], [b]) => a.localeCompare(b)).map(([s, x]) => [s, x.stats(now)]));
@@ -313,6 +323,13 @@ export class MockVenueServer implements MockVenue {
       send(routed);
       return;
     }
+    const maxConcurrent = ctx.limit.enabled ? ctx.limit.maxConcurrent : undefined;
+    if (maxConcurrent !== undefined && c.inFlight >= maxConcurrent) {
+      c.overLimitRequests += 1;
+      c.concurrencyRejected += 1;
+      send(emulation.tooManyRequests(ctx, ctx.limit.windowMs, 'limit'));
+      return;
+    }
     const scope = routed.scope === undefined ? undefined : this.scopeLimits(venue, routed.scope, ctx.limit);
     if (scope) scope.requests += 1;
     const decision = scope ? scope.limiter.decide(nowMs, routed.weight) : (routed.limitGroup === 'gamma' ? this.gamma : limiter).decide(nowMs, routed.weight);
@@ -331,6 +348,10 @@ export class MockVenueServer implements MockVenue {
         send(emulation.banned(ctx, decision.bannedUntilMs));
         return;
       case 'accept':
+        // in flight from acceptance until the answer is written or the connection goes
+        c.inFlight += 1;
+        c.maxInFlight = Math.max(c.maxInFlight, c.inFlight);
+        res.once('close', () => (c.inFlight -= 1));
         if (decision.delayMs > 0) {
           c.delayedRequests += 1;
           c.overLimitRequests += 1;

@@ -49,6 +49,8 @@ export const VenueLimit = z
     maxDelayMs: z.number().int().nonnegative().optional(),
     /** false turns the venue's limiter off. @defaultValue true */
     enabled: z.boolean().optional(),
+    /** Limitless: requests the venue serves at once; one more arriving meanwhile is a 429. @defaultValue 2 on Limitless, else unlimited */
+    maxConcurrent: z.number().int().positive().optional(),
   })
   .refine((l) => l.weight === undefined || l.requests === undefined, { message: 'either weight or requests, not both' });
 export type VenueLimit = z.infer<typeof VenueLimit>;
@@ -245,6 +247,8 @@ export interface EmulatedLimit {
   banAfter: number;
   banMs: number;
   maxDelayMs: number;
+  /** Requests served at once; one more arriving meanwhile is refused (429). Absent: unlimited. */
+  maxConcurrent?: number;
 }
 
 /**
@@ -252,15 +256,15 @@ export interface EmulatedLimit {
  * Finnhub free plan 60 requests per minute (its 30 per second cap lives in the emulation);
  * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per sliding 10 s, queued up
  * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
- * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless publishes none (its limit is
- * opaque, a 429 the only signal), the emulation refuses beyond 100 requests per 10 s.
+ * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless at most 2
+ * concurrent requests and at least 300 ms between calls, 429 beyond (its API introduction): one request per sliding 300 ms.
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EmulatedLimit> = {
   alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   fred: { enabled: true, limit: 120, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
-  limitless: { enabled: true, limit: 100, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
+  limitless: { enabled: true, limit: 1, windowMs: 300, banAfter: 0, banMs: 0, maxDelayMs: 0, maxConcurrent: 2 },
   polygon: { enabled: true, limit: 5, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polymarket: { enabled: true, limit: 1500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 },
   xetra: { enabled: true, limit: 5, windowMs: 2000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
@@ -293,5 +297,6 @@ function fillLimit(d: EmulatedLimit, limit: VenueLimit | undefined, banAfter: nu
     banAfter: limit?.banAfter ?? banAfter,
     banMs: limit?.banMs ?? d.banMs,
     maxDelayMs: limit?.maxDelayMs ?? d.maxDelayMs,
+    ...(limit?.maxConcurrent !== undefined || d.maxConcurrent !== undefined ? { maxConcurrent: limit?.maxConcurrent ?? d.maxConcurrent } : {}),
   };
 }

@@ -12,7 +12,8 @@ describe('LimitlessAdapter against the limitless emulation over HTTP', () => {
   });
 
   it('discovers every order-book market across pages of 25 and fetches its book exactly', async () => {
-    mock = await startMockVenue({ scenario: { seed: SEED, venues: { limitless: { markets: 60 } } } });
+    // the adapter alone, unpaced (the fleet's budget paces it): the venue's 300 ms spacing is off
+    mock = await startMockVenue({ scenario: { seed: SEED, venues: { limitless: { markets: 60, limit: { enabled: false } } } } });
     const adapter = new LimitlessAdapter({ baseUrl: mock.baseUrl('limitless') });
     const instruments = await adapter.listInstruments();
     const markets = limitlessMarkets(SEED, 60);
@@ -30,7 +31,8 @@ describe('LimitlessAdapter against the limitless emulation over HTTP', () => {
     // The venue sends no timestamp: the emulation served the book of some second between sending and receiving.
     const served: ReturnType<typeof bookAt>[] = [];
     for (let t = Math.floor(sentAtMs / 1000) * 1000; t <= book.timeMs; t += 1000) served.push(bookAt('limitless', slug, t, SEED));
-    const asVenue = (levels: ReadonlyArray<readonly [string, string]>) => levels.map(([p, s]) => [String(Number(p)), String(limitlessRawSize(s))]);
+    // stored in shares: the generator's sizes, which the venue sent as millionths (limitlessRawSize)
+    const asVenue = (levels: ReadonlyArray<readonly [string, string]>) => levels.map(([p, s]) => [String(Number(p)), String(limitlessRawSize(s) / 1e6)]);
     expect(served.some((b) => JSON.stringify([asVenue(b.bids), asVenue(b.asks)]) === JSON.stringify([book.bids, book.asks]))).toBe(true);
     expect(Number(book.bids[0]![0])).toBeLessThan(Number(book.asks[0]![0]));
     expect(envelope).toMatchObject({ channel: 'book', symbol: slug, venue: 'limitless' });

@@ -67,7 +67,7 @@ export function registerConnectors(program: Command): void {
     .option('--headroom <fraction>', 'share of the limit to spend (default 0.95 on create)', fraction('--headroom'))
     .option(
       '--max-inflight <n>',
-      `fleet-wide in-flight units (default on create: per venue, polygon 1, alpaca/finnhub/fred 2, others ${DEFAULT_MAX_INFLIGHT})`,
+      `fleet-wide in-flight units (default on create: per venue, polygon 1, alpaca/finnhub/fred/limitless 2, others ${DEFAULT_MAX_INFLIGHT})`,
       positiveInt('--max-inflight'),
     )
     .option(

@@ -16,6 +16,10 @@ export class VenueCounters {
   outageDrops = 0;
   malformedResponses = 0;
   stormResponses = 0;
+  /** Requests accepted and not yet answered (or dropped), the most of them at once, and arrivals refused for it. */
+  inFlight = 0;
+  maxInFlight = 0;
+  concurrencyRejected = 0;
   private readonly latencies = new Float64Array(LATENCY_SAMPLES);
   private latencyCount = 0;
 

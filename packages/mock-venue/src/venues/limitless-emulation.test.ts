@@ -18,7 +18,8 @@ describe('limitless emulation', () => {
     let mv: MockVenue;
     let base: string;
     beforeAll(async () => {
-      mv = await startMockVenue({ clock: new ManualClock(NOW), scenario: { seed: 7, venues: { limitless: { markets: 30 } } } });
+      // every request at one manual instant: the venue's 300 ms spacing is off here (tested below)
+      mv = await startMockVenue({ clock: new ManualClock(NOW), scenario: { seed: 7, venues: { limitless: { markets: 30, limit: { enabled: false } } } } });
       base = mv.baseUrl('limitless');
     });
     afterAll(() => mv.stop());
@@ -75,19 +76,46 @@ describe('limitless emulation', () => {
     });
   });
 
-  test('the opaque limit refuses beyond the window allowance with the throttler 429 and Retry-After', async () => {
+  test('the documented limit: calls at least 300 ms apart, else the throttler 429 with Retry-After', async () => {
     const clock = new ManualClock(NOW);
-    const mv = await startMockVenue({ clock, scenario: { venues: { limitless: { limit: { requests: 3, windowMs: 10_000 } } } } });
+    const mv = await startMockVenue({ clock });
     try {
       const url = `${mv.baseUrl('limitless')}/markets/active?page=1&limit=5`;
-      const results = await Promise.all(Array.from({ length: 5 }, () => get(url)));
-      const refused = results.filter((r) => r.status === 429);
-      expect(results.filter((r) => r.status === 200)).toHaveLength(3);
-      expect(refused).toHaveLength(2);
-      expect(refused[0]!.json()).toEqual({ statusCode: 429, message: 'ThrottlerException: Too Many Requests' });
-      // NOW is 250 ms into its 10 s window: 9.75 s left, rounded up to whole seconds
-      expect(refused[0]!.headers.get('retry-after')).toBe('10');
-      expect(mv.stats().venues.limitless).toMatchObject({ requests: 5, weightUsed: 3, maxWindowWeight: 3, responses2xx: 3, responses429: 2 });
+      expect((await get(url)).status).toBe(200);
+      const refused = await get(url);
+      expect(refused.status).toBe(429);
+      expect(refused.json()).toEqual({ statusCode: 429, message: 'ThrottlerException: Too Many Requests' });
+      expect(refused.headers.get('retry-after')).toBe('1');
+      clock.advance(299);
+      expect((await get(url)).status).toBe(429);
+      clock.advance(1);
+      expect((await get(url)).status).toBe(200);
+      expect(mv.stats().venues.limitless).toMatchObject({
+        requests: 4,
+        weightUsed: 2,
+        limit: 1,
+        windowMs: 300,
+        maxWindowWeight: 1,
+        responses2xx: 2,
+        responses429: 2,
+      });
+    } finally {
+      await mv.stop();
+    }
+  });
+
+  test('the documented limit: at most 2 requests served at once, a third meanwhile is a 429', async () => {
+    // spacing off (a long window allowance), answers held 2 s: the three requests overlap
+    const mv = await startMockVenue({ clock: new ManualClock(NOW), scenario: { venues: { limitless: { limit: { requests: 100 }, latencyMs: 2000 } } } });
+    try {
+      const url = `${mv.baseUrl('limitless')}/markets/active?page=1&limit=5`;
+      const statuses = (await Promise.all(Array.from({ length: 3 }, () => get(url)))).map((r) => r.status).sort();
+      expect(statuses).toEqual([200, 200, 429]);
+      const stats = mv.stats().venues.limitless;
+      expect(stats).toMatchObject({ overLimitRequests: 1, responses429: 1 });
+      expect(stats.extra).toEqual({ maxConcurrent: 2, maxInFlight: 2, concurrencyRejected: 1 });
+      // once answered, the slots are free again
+      expect((await get(url)).status).toBe(200);
     } finally {
       await mv.stop();
     }

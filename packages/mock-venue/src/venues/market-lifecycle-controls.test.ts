@@ -16,7 +16,7 @@ describe('market lifecycle scenario controls (Polymarket, Limitless)', () => {
   let mv: MockVenue;
   const clock = new ManualClock(NOW);
   beforeAll(async () => {
-    mv = await startMockVenue({ clock, scenario: { venues: { polymarket: { markets: 3 }, limitless: { markets: 3 } } } });
+    mv = await startMockVenue({ clock, scenario: { venues: { polymarket: { markets: 3 }, limitless: { markets: 3, limit: { enabled: false } } } } });
   });
   afterAll(() => mv.stop());
 

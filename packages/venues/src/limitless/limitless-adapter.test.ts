@@ -2,7 +2,7 @@ import { ManualClock } from '@tickfleet/testkit';
 import { MalformedPayloadError, RateLimitedError, TransientError, UnrecoverableError } from '@tickfleet/core';
 import { fixture, FixtureServer, type FixtureRoute } from '../../test/fixture-server.js';
 import type { VenueRejectedError } from '../venue-rejected-error.js';
-import { LimitlessAdapter } from './limitless-adapter.js';
+import { LimitlessAdapter, sharesOf } from './limitless-adapter.js';
 import { caught } from '../../test/async-helpers.js';
 
 const SLUG = 'btc-above-100000-on-dec-31-1767225600000';
@@ -59,7 +59,7 @@ describe('LimitlessAdapter against samples shaped like the documented responses'
     expect(() => new LimitlessAdapter({ baseUrl: venue.url, discoveryPageSize: 26 })).toThrow(/invalid discoveryPageSize: expected an integer from 1 to 25/);
   });
 
-  it('parses a book, best levels first, stamped with the receive time and keeping the venue numbers', async () => {
+  it('parses a book, best levels first, stamped with the receive time, sizes from millionths to shares', async () => {
     route = (req) => (req.path === `/markets/${SLUG}/orderbook` ? { body: fixture('limitless/orderbook.json') } : undefined);
     const clock = new ManualClock(T0);
     const { book, envelope } = await new LimitlessAdapter({ baseUrl: venue.url, clock }).fetchBook(SLUG);
@@ -68,19 +68,32 @@ describe('LimitlessAdapter against samples shaped like the documented responses'
       symbol: SLUG,
       timeMs: T0,
       bids: [
-        ['0.61', '1250000000'],
-        ['0.6', '500000000'],
-        ['0.55', '20000000'],
+        ['0.61', '1250'],
+        ['0.6', '500'],
+        ['0.55', '20'],
       ],
       asks: [
-        ['0.63', '800000000'],
-        ['0.64', '310500000'],
-        ['0.7', '5000000'],
+        ['0.63', '800'],
+        ['0.64', '310.5'],
+        ['0.7', '5'],
       ],
     });
     expect(envelope).toMatchObject({ channel: 'book', receivedAtMs: T0, messageId: `limitless:${SLUG}:book:${T0}` });
     expect(envelope.serverTimeMs).toBeUndefined();
-    expect(envelope.payload).toMatchObject({ tokenId: YES, adjustedMidpoint: '0.62', lastTradePrice: '0.62', maxSpread: '0.05', minSize: '5000000' });
+    expect(envelope.payload).toMatchObject({ tokenId: YES, adjustedMidpoint: '0.62', lastTradePrice: '0.62', maxSpread: '0.05', minSize: '5' });
+  });
+
+  it('moves the decimal point of a size six places exactly (no float rounding)', () => {
+    expect([1377030000, 1, 999999, 1000000, 0, '12.5', 123456789012345, '0.000001'].map(sharesOf)).toEqual([
+      '1377.03',
+      '0.000001',
+      '0.999999',
+      '1',
+      '0',
+      '0.0000125',
+      '123456789.012345',
+      '0.000000000001',
+    ]);
   });
 
   it('yields MalformedPayloadError with a sample for a book or a markets page of the wrong shape', async () => {

@@ -106,12 +106,14 @@ export class LimitlessAdapter extends HttpVenueAdapter<'markets' | 'orderbook'> 
 
   /**
    * One snapshot of the market's (YES token) book, levels best first. The venue sends no timestamp,
-   * so the snapshot time is the receive time; prices and sizes are kept as the venue's numbers.
+   * so the snapshot time is the receive time. Prices are kept as sent; sizes and `minSize` arrive in
+   * millionths of a share (USDC's 6 decimals, as CCXT's Limitless client reads them) and are stored
+   * in shares, the unit of every other venue's book records.
    */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
     const url = this.url(`/markets/${encodeURIComponent(this.toVenueSymbol(symbol))}/orderbook`);
     const { data: raw, res } = await this.getJson('orderbook', url, LimitlessOrderbook, options);
-    const level = (l: { price: number | string; size: number | string }): BookLevel => [decimalString(l.price), decimalString(l.size)];
+    const level = (l: { price: number | string; size: number | string }): BookLevel => [decimalString(l.price), sharesOf(l.size)];
     const bids = raw.bids.map(level).sort((a, b) => Number(b[0]) - Number(a[0]));
     const asks = raw.asks.map(level).sort((a, b) => Number(a[0]) - Number(b[0]));
     const timeMs = res.receivedAtMs;
@@ -121,9 +123,18 @@ export class LimitlessAdapter extends HttpVenueAdapter<'markets' | 'orderbook'> 
       ...(raw.adjustedMidpoint == null ? {} : { adjustedMidpoint: decimalString(raw.adjustedMidpoint) }),
       ...(raw.lastTradePrice == null ? {} : { lastTradePrice: decimalString(raw.lastTradePrice) }),
       ...(raw.maxSpread == null ? {} : { maxSpread: decimalString(raw.maxSpread) }),
-      ...(raw.minSize == null ? {} : { minSize: decimalString(raw.minSize) }),
+      ...(raw.minSize == null ? {} : { minSize: sharesOf(raw.minSize) }),
     };
     // No venue timestamp or sequence: each poll is its own snapshot, keyed by slug and receive time.
     return { book, envelope: bookEnvelope(book, `limitless:${symbol}:book:${timeMs}`, res.receivedAtMs, undefined, extra) };
   }
+}
+
+/** Millionths of a share (the venue's unit) as shares, exactly: the decimal point moved six places left. */
+export function sharesOf(millionths: number | string): string {
+  const [int = '0', frac = ''] = decimalString(millionths).split('.');
+  const padded = int.padStart(7, '0');
+  const whole = padded.slice(0, -6).replace(/^0+(?=\d)/, '');
+  const fraction = `${padded.slice(-6)}${frac}`.replace(/0+$/, '');
+  return fraction === '' ? whole : `${whole}.${fraction}`;
 }
