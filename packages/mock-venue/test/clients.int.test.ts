@@ -3,10 +3,12 @@
  * `binance` (tiagosiebler) MainClient for exchangeInfo, depth, klines, aggTrades and
  * historicalTrades (the REST tape the stream sessions heal gaps from) and its -1003 errors, and
  * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash), and
- * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars. Gamma `/markets` has no
- * official TypeScript client; PolymarketAdapter's schemas cover it.
+ * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars, and Limitless's official
+ * @limitless-exchange/sdk for active markets, order books and the throttler's 429. Gamma `/markets`
+ * has no official TypeScript client; PolymarketAdapter's schemas cover it.
  */
 import { marketData, PermissionError } from '@alpacahq/alpaca-trade-api';
+import { HttpClient, MarketFetcher, RateLimitError } from '@limitless-exchange/sdk';
 import { ApiError, Chain, ClobClient, type OrderBookSummary } from '@polymarket/clob-client';
 import { MainClient, type SymbolLotSizeFilter, type SymbolMinNotionalFilter, type SymbolPriceFilter } from 'binance';
 import { ManualClock } from '@tickfleet/testkit';
@@ -16,6 +18,8 @@ import { expectedCandles } from '../src/expected-candles.js';
 import { marketTokenIds, polymarketMarkets } from '../src/data/markets.js';
 import { startMockVenue, type MockVenue } from '../src/mock-venue-server.js';
 import { alpacaBarTimes } from '../src/venues/alpaca-emulation.js';
+import { rawSize } from '../src/venues/limitless-emulation.js';
+import { limitlessBookSlugs, limitlessMarkets } from '../src/venues/limitless-markets.js';
 import { binanceDepthSnapshot, binanceModel } from '../src/venues/binance-ws-market.js';
 import { STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
 
@@ -210,5 +214,37 @@ describe('public clients against the emulations', () => {
       .catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(PermissionError);
     expect(denied).toMatchObject({ status: 403, message: 'forbidden.' });
+  });
+
+  // Last in the file: it moves the shared manual clock (Limitless wants 300 ms between calls).
+  test('limitless SDK: active markets with every Market field, the order book, and the 429 as RateLimitError', async () => {
+    const markets = new MarketFetcher(new HttpClient({ baseURL: mv.baseUrl('limitless') }));
+    const active = await markets.getActiveMarkets({ limit: 25, page: 1 });
+    const want = limitlessMarkets(SEED, 12);
+    expect(active.totalMarketsCount).toBe(12);
+    expect(active.data.map((m) => m.slug)).toEqual(want.map((m) => m.slug));
+    const group = active.data.find((m) => m.marketType === 'group')!;
+    expect(group.markets).toHaveLength(2);
+    for (const m of [...active.data, ...group.markets!]) {
+      expect(m).toMatchObject({ proxyTitle: null, collateralToken: { symbol: 'USDC', decimals: 6 }, creator: { name: 'Limitless' }, priorityIndex: 0 });
+      expect(typeof m.createdAt).toBe('string');
+      expect(typeof m.updatedAt).toBe('string');
+      expect(m.tags.length).toBeGreaterThan(0);
+      expect(m.metadata.fee).toBe(true);
+    }
+
+    // a second call within 300 ms of the first: the throttler's 429
+    const slug = limitlessBookSlugs(want)[0]!;
+    const refused = await markets.getOrderBook(slug).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect(refused).toMatchObject({ status: 429, data: { statusCode: 429, message: 'ThrottlerException: Too Many Requests' } });
+
+    clock.advance(300);
+    const book = await markets.getOrderBook(slug);
+    const snap = bookAt('limitless', slug, clock.now(), SEED);
+    expect(book.tokenId).toBe(want.find((m) => m.slug === slug)!.tokens!.yes);
+    expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
+    expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
+    expect(book.minSize).toBe('1000000');
   });
 });

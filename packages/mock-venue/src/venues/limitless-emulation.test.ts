@@ -39,6 +39,38 @@ describe('limitless emulation', () => {
       expect(page1.data[0]).toMatchObject({ tradeType: 'clob', marketType: 'single', tokens: { yes: expect.stringMatching(/^\d{77}$/) } });
     });
 
+    test('every market (group children too) carries the fields the SDK Market type requires', async () => {
+      const page = (await get(`${base}/markets/active?page=1&limit=25`)).json();
+      const required = ['id', 'slug', 'title', 'proxyTitle', 'collateralToken', 'expirationDate', 'expirationTimestamp', 'createdAt', 'updatedAt'];
+      const more = ['categories', 'status', 'creator', 'tags', 'tradeType', 'marketType', 'priorityIndex', 'metadata'];
+      const all = page.data.flatMap((m: { markets?: unknown[] }) => [m, ...(m.markets ?? [])]);
+      expect(all.length).toBeGreaterThan(25);
+      for (const m of all) {
+        for (const key of [...required, ...more]) expect([m.slug, key, m[key] !== undefined]).toEqual([m.slug, key, true]);
+        expect(m).toMatchObject({ proxyTitle: null, collateralToken: { decimals: 6, symbol: 'USDC' }, creator: { name: 'Limitless' }, priorityIndex: 0 });
+        expect(Date.parse(m.createdAt)).toBeLessThan(Date.parse(m.updatedAt));
+        expect(m.metadata).toEqual({ fee: true, isBannered: false });
+      }
+    });
+
+    test('GET /markets/search finds listed markets by title or slug, as CCXT loads them', async () => {
+      const all = limitlessMarkets(7, 30);
+      const subject = all[0]!.slug.split('-')[0]!;
+      const want = all.filter(
+        (m) => m.title.toLowerCase().includes(subject) || m.slug.includes(subject) || (m.markets ?? []).some((c) => c.slug.includes(subject)),
+      );
+      const r = await get(`${base}/markets/search?query=${subject.toUpperCase()}&limit=50`);
+      expect(r.status).toBe(200);
+      expect(r.json()).toEqual({ markets: want, totalMarketsCount: want.length });
+      expect(want.length).toBeGreaterThan(1);
+      expect(want.length).toBeLessThan(30);
+      const paged = (await get(`${base}/markets/search?query=${subject}&limit=1&page=2`)).json();
+      expect(paged).toEqual({ markets: [want[1]], totalMarketsCount: want.length });
+      expect((await get(`${base}/markets/search?query=no-such-words`)).json()).toEqual({ markets: [], totalMarketsCount: 0 });
+      const empty = await get(`${base}/markets/search?limit=0`);
+      expect([empty.status, empty.json().message]).toEqual([400, ['query should not be empty', 'limit must not be less than 1']]);
+    });
+
     test('a page size above 25 or a page below 1 is refused with the NestJS validation body', async () => {
       const tooBig = await get(`${base}/markets/active?page=1&limit=26`);
       expect(tooBig.status).toBe(400);

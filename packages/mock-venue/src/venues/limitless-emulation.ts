@@ -5,6 +5,8 @@ import { DEFAULT_LIMITLESS_MARKETS, limitlessMarkets, type LimitlessMarket } fro
 
 /** The API's page-size cap on `GET /markets/active` (the official SDK: "max 25"), also its default. */
 export const LIMITLESS_PAGE_LIMIT = 25;
+/** Markets per `GET /markets/search` page when `limit` is not given (the emulation's choice; CCXT asks for 50). */
+const SEARCH_DEFAULT_LIMIT = 10;
 const ORDERBOOK_PATH = /^\/markets\/([^/]+)\/orderbook$/;
 
 interface Catalogue {
@@ -15,9 +17,10 @@ interface Catalogue {
 }
 
 /**
- * Limitless Exchange: `GET /markets/active?page=&limit=` and `GET /markets/{slug}/orderbook`, under
- * `/limitless`. Error bodies follow NestJS (the API's framework): `{statusCode, message, error}`, a
- * validation failure listing its messages, and the throttler's 429 with Retry-After.
+ * Limitless Exchange: `GET /markets/active?page=&limit=`, `GET /markets/search?query=&limit=&page=`
+ * (what CCXT's Limitless client loads markets and events with) and `GET /markets/{slug}/orderbook`,
+ * under `/limitless`. Error bodies follow NestJS (the API's framework): `{statusCode, message,
+ * error}`, a validation failure listing its messages, and the throttler's 429 with Retry-After.
  */
 export class LimitlessEmulation implements VenueEmulation {
   private catalogue: Catalogue | undefined;
@@ -25,6 +28,7 @@ export class LimitlessEmulation implements VenueEmulation {
   route(ctx: RequestContext): Route | Reply {
     if (ctx.method !== 'GET') return notFound(ctx);
     if (ctx.path === '/markets/active') return { weight: 1, handle: () => this.active(ctx) };
+    if (ctx.path === '/markets/search') return { weight: 1, handle: () => this.search(ctx) };
     const m = ORDERBOOK_PATH.exec(ctx.path);
     if (m) {
       const slug = decodeURIComponent(m[1] ?? '');
@@ -61,15 +65,35 @@ export class LimitlessEmulation implements VenueEmulation {
     if (limit === undefined || limit < 1) problems.push('limit must not be less than 1');
     else if (limit > LIMITLESS_PAGE_LIMIT) problems.push(`limit must not be greater than ${LIMITLESS_PAGE_LIMIT}`);
     if (problems.length > 0 || page === undefined || limit === undefined) return jsonReply(400, { message: problems, error: 'Bad Request', statusCode: 400 });
-    const hidden = new Set(ctx.settings.hiddenMarkets ?? []);
-    const markets = this.catalogueFor(ctx)
-      .markets.filter((m) => !hidden.has(String(m.id)))
-      .map((m) => withEnd(m, ctx))
-      .filter((m) => !m.expired);
+    const markets = this.listed(ctx);
     return {
       ...jsonReply(200, { data: markets.slice((page - 1) * limit, page * limit), totalMarketsCount: markets.length }),
       delayMs: ctx.settings.listingDelayMs ?? 0,
     };
+  }
+
+  /** Listed markets whose title or slug (or a group child's) holds `query`, ignoring case: `{markets, totalMarketsCount}`. */
+  private search(ctx: RequestContext): Reply {
+    const problems: string[] = [];
+    const query = (ctx.query.get('query') ?? '').trim().toLowerCase();
+    const page = intParam(ctx.query.get('page'), 1);
+    const limit = intParam(ctx.query.get('limit'), SEARCH_DEFAULT_LIMIT);
+    if (query === '') problems.push('query should not be empty');
+    if (page === undefined || page < 1) problems.push('page must not be less than 1');
+    if (limit === undefined || limit < 1) problems.push('limit must not be less than 1');
+    if (problems.length > 0 || page === undefined || limit === undefined) return jsonReply(400, { message: problems, error: 'Bad Request', statusCode: 400 });
+    const hit = (m: LimitlessMarket): boolean => m.title.toLowerCase().includes(query) || m.slug.includes(query);
+    const markets = this.listed(ctx).filter((m) => hit(m) || (m.markets ?? []).some(hit));
+    return jsonReply(200, { markets: markets.slice((page - 1) * limit, page * limit), totalMarketsCount: markets.length });
+  }
+
+  /** What discovery lists: not hidden by the scenario, not expired, scenario ends applied. */
+  private listed(ctx: RequestContext): LimitlessMarket[] {
+    const hidden = new Set(ctx.settings.hiddenMarkets ?? []);
+    return this.catalogueFor(ctx)
+      .markets.filter((m) => !hidden.has(String(m.id)))
+      .map((m) => withEnd(m, ctx))
+      .filter((m) => !m.expired);
   }
 
   private orderbook(ctx: RequestContext, slug: string): Reply {

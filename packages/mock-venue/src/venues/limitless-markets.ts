@@ -7,18 +7,30 @@ const DAY_MS = 86_400_000;
 /** Expirations start here, one day apart, so every emulated market stays active. */
 const FIRST_EXPIRY_MS = Date.UTC(2030, 0, 1, 12);
 
-/** A market of the emulated `GET /markets/active`: the SDK-documented fields tickfleet reads, plus a few it keeps. */
+/**
+ * A market of the emulated `GET /markets/active`: every field the official SDK's `Market` type
+ * requires (`@limitless-exchange/sdk` 1.1, types in SDK form: numbers where it says number), plus the
+ * CLOB fields tickfleet reads.
+ */
 export interface LimitlessMarket {
   id: number;
   slug: string;
   title: string;
+  proxyTitle: string | null;
+  collateralToken: { address: string; decimals: number; symbol: string };
   expirationDate: string;
   expirationTimestamp: number;
   expired: boolean;
+  createdAt: string;
+  updatedAt: string;
   status: 'FUNDED';
   categories: string[];
+  creator: { name: string; imageURI: string; link: string };
+  tags: string[];
   tradeType: 'clob' | 'amm';
   marketType: 'single' | 'group';
+  priorityIndex: number;
+  metadata: { fee: boolean; isBannered: boolean };
   conditionId?: string;
   tokens?: { yes: string; no: string };
   /** Child markets of a group market, each a CLOB market with its own book. */
@@ -26,6 +38,11 @@ export interface LimitlessMarket {
 }
 
 const SUBJECTS = ['btc', 'eth', 'sol', 'doge', 'gold', 'nvda'];
+/** USDC on Base, the collateral of Limitless markets (as a real market body quoted by CCXT's Limitless client shows). */
+const USDC = Object.freeze({ address: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', decimals: 6, symbol: 'USDC' });
+const CREATOR = Object.freeze({ name: 'Limitless', imageURI: 'https://limitless.exchange/assets/images/logo.svg', link: 'https://x.com/trylimitless' });
+/** Markets are created this long before they expire, and last updated an hour later. */
+const LISTED_FOR_MS = 30 * DAY_MS;
 
 /**
  * The `count` top-level markets of the emulated venue for `seed`, in id order: mostly CLOB
@@ -39,7 +56,23 @@ export function limitlessMarkets(seed: number, count = DEFAULT_LIMITLESS_MARKETS
     const level = 10 * (1 + Math.floor(unitFloat('ll-l', i, seed) * 10_000));
     const expirationTimestamp = FIRST_EXPIRY_MS + i * DAY_MS;
     const expirationDate = new Date(expirationTimestamp).toLocaleDateString('en-US', { month: 'short', day: 'numeric', year: 'numeric', timeZone: 'UTC' });
-    const base = { id: 7000 + i * 10, expirationDate, expirationTimestamp, expired: false, status: 'FUNDED' as const, categories: ['Crypto'] };
+    const createdMs = expirationTimestamp - LISTED_FOR_MS;
+    const base = {
+      id: 7000 + i * 10,
+      proxyTitle: null,
+      collateralToken: { ...USDC },
+      expirationDate,
+      expirationTimestamp,
+      expired: false,
+      createdAt: new Date(createdMs).toISOString(),
+      updatedAt: new Date(createdMs + 3_600_000).toISOString(),
+      status: 'FUNDED' as const,
+      categories: ['Crypto'],
+      creator: { ...CREATOR },
+      tags: [subject.toUpperCase()],
+      priorityIndex: 0,
+      metadata: { fee: true, isBannered: false },
+    };
     if (i % 6 === 5) {
       const slug = `${subject}-range-on-expiry-${expirationTimestamp}`;
       const children = ['below', 'above'].map((side, k) =>
