@@ -5,12 +5,13 @@ const base = { baseUrl: 'https://venue.example.com', rateLimit: { limit: 100, pe
 
 describe('Connector defaults', () => {
   it('gives a connector created without maxInflight its venue default', () => {
-    expect(VENUE_MAX_INFLIGHT_DEFAULTS).toEqual({ polygon: 1, alpaca: 2, finnhub: 2, fred: 2 });
+    expect(VENUE_MAX_INFLIGHT_DEFAULTS).toEqual({ polygon: 1, alpaca: 2, finnhub: 2, fred: 2, limitless: 2 });
     for (const [venue, cap] of [
       ['polygon', 1],
       ['alpaca', 2],
       ['finnhub', 2],
       ['fred', 2],
+      ['limitless', 2],
       ['binance', DEFAULT_MAX_INFLIGHT],
       ['xetra', 4],
     ] as const) {
