@@ -173,7 +173,7 @@ export class FleetWorker {
     this.connection = connection;
     this.queues = new VenueQueues(connection, { prefix: this.prefix });
     this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
-    const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, clock: this.clock });
+    const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, timeline: this.control.timeline });
     this.activeSets = new ActiveSets(connection, this.prefix, () => this.clock.monotonic());
     this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
     this.unitLocks = new UnitLocks(options.store, () => this.clock.now());

@@ -454,8 +454,10 @@ export class VenueRunner {
       return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);
     metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: 'failed' });
     if (unit.kind === 'book-poll') {
-      // Per-instrument exponential backoff: the job waits, the venue's other instruments go on.
-      const retryAtMs = clock.now() + jitteredBackoffMs(unit.jobId, await control.bookBackoffMs(this.venue, unit.jobId, this.bookBackoff));
+      // Per-instrument exponential backoff: the job waits, the venue's other instruments go on. Its
+      // end is on the fleet's timeline (the scheduler's), so this worker's clock moves it nowhere.
+      const delayMs = jitteredBackoffMs(unit.jobId, await control.bookBackoffMs(this.venue, unit.jobId, this.bookBackoff));
+      const retryAtMs = (await control.timeline.now()) + delayMs;
       await store.jobs.fail(unit.jobId, message, retryAtMs);
       logger.warn({ err, retryAt: new Date(retryAtMs).toISOString() }, 'book snapshot failed; instrument backing off');
       throw new BullUnrecoverableError(message);

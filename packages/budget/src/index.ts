@@ -8,7 +8,8 @@
  * Venue control (`src/venue-control/`): everything that stops or slows a venue, one API each:
  * - freeze and its escalation, AIMD concurrency, per-instrument book backoff and the order-book
  *   cooldown: `FleetVenueControl` (Redis, one Lua script per change), watched per worker by
- *   `FreezeWatch`, fed by `OutcomeReporter` and `WorkerHeartbeat`;
+ *   `FreezeWatch`, fed by `OutcomeReporter` and `WorkerHeartbeat`; every time they keep in Redis is
+ *   on the fleet's timeline (`FleetTimeline`: the Redis server's clock), whatever a worker's clock says;
  * - what a connector's status (`active`, `paused`, `disabled`) lets a venue do: `STATUS_EFFECTS`
  *   and `venueHold` ("may this venue send now, and if not, why and until when");
  * - how a venue is doing (healthy, degraded, failing, frozen, paused, disabled, idle): `venueHealth`
@@ -57,6 +58,7 @@ export {
 export { PAUSED_RETRY_MS, STATUS_EFFECTS, statusSends, venueHold, type StatusEffect, type VenueHold } from './venue-control/venue-status.js';
 export { aimdLimitsFor, DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './venue-control/aimd-settings.js';
 export { BOOK_BACKOFF_DEFAULTS, BOOK_BACKOFF_JITTER, jitteredBackoffMs } from './venue-control/book-backoff.js';
+export { FleetTimeline, type FleetTimelineOptions } from './venue-control/fleet-timeline.js';
 export { FreezeWatch, type FreezeWatchOptions } from './venue-control/freeze-watch.js';
 export { OutcomeReporter, type OutcomeReporterOptions } from './venue-control/outcome-reporter.js';
 export { WorkerHeartbeat, type WorkerHeartbeatOptions } from './venue-control/worker-heartbeat.js';

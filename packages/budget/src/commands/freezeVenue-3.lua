@@ -12,8 +12,8 @@
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
     KEYS[2] the venue queue's limiter key (<prefix>:{<venue>}:limiter)
     KEYS[3] the venue queue's meta hash (<prefix>:{<venue>}:meta)
-    ARGV[1] now, epoch ms (the caller's clock, the timeline `fu` is on)
-    ARGV[2] freeze end, epoch ms (0 or past: only re-derive the limiter from the record)
+    ARGV[1] now, epoch ms on the fleet's timeline (the Redis server's clock, FleetTimeline)
+    ARGV[2] freeze end, epoch ms on the fleet's timeline (0 or past: only re-derive the limiter from the record)
     ARGV[3] cause: 429 | 418 | budget | manual
     ARGV[4] limiter value (at least any rate-limit max, so the limiter reads as full)
     ARGV[5] rate-limit max installed when the queue has none (never reached by counting)

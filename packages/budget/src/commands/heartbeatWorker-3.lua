@@ -13,7 +13,7 @@
     KEYS[1] venue worker set, sorted by last heartbeat (<prefix>:venue:{<venue>}:workers)
     KEYS[2] venue control hash (<prefix>:venue:{<venue>}:control)
     KEYS[3] venue latency list (<prefix>:venue:{<venue>}:latency)
-    ARGV[1] now, epoch ms
+    ARGV[1] now, epoch ms on the fleet's timeline (the Redis server's clock, FleetTimeline)
     ARGV[2] worker id
     ARGV[3] liveness window ms: a worker not seen for this long is dead
     ARGV[4] restart period ms (0: never reset)

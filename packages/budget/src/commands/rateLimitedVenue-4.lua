@@ -21,12 +21,12 @@
     KEYS[2] venue latency list (<prefix>:venue:{<venue>}:latency)
     KEYS[3] the venue queue's limiter key (<prefix>:{<venue>}:limiter)
     KEYS[4] the venue queue's meta hash (<prefix>:{<venue>}:meta)
-    ARGV[1] now, epoch ms
+    ARGV[1] now, epoch ms on the fleet's timeline (the Redis server's clock, FleetTimeline)
     ARGV[2] min concurrency
     ARGV[3] max concurrency
     ARGV[4] halve cooldown ms: 429s within it after a halving (requests already in flight when
             the venue started refusing) do not halve again
-    ARGV[5] freeze end the venue gave, epoch ms (0: none)
+    ARGV[5] freeze end the venue gave, epoch ms on the fleet's timeline (0: none)
     ARGV[6] base freeze ms (the connector's freezeMs; 0: no escalation, freeze until ARGV[5])
     ARGV[7] freeze cap ms
     ARGV[8] clean period ms that resets the escalation

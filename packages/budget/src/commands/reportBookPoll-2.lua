@@ -6,8 +6,8 @@
 
   Input:
     KEYS[1] the venue's poll counts of the current window (<prefix>:venue:{<venue>}:cooldown:window)
-    KEYS[2] the venue's cooldown end, epoch ms, expiring with it (<prefix>:venue:{<venue>}:cooldown)
-    ARGV[1] now, epoch ms
+    KEYS[2] the venue's cooldown end, epoch ms on the fleet's timeline, expiring with it (<prefix>:venue:{<venue>}:cooldown)
+    ARGV[1] now, epoch ms on the fleet's timeline (the Redis server's clock, FleetTimeline)
     ARGV[2] window ms (the window is floor(now / windowMs))
     ARGV[3] '1' when this poll failed, else '0'
     ARGV[4] failure ratio that starts a cooldown

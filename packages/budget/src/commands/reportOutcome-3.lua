@@ -28,7 +28,7 @@
     KEYS[1] venue control hash (<prefix>:venue:{<venue>}:control)
     KEYS[2] venue latency list (<prefix>:venue:{<venue>}:latency)
     KEYS[3] venue health hash (<prefix>:venue:{<venue>}:health)
-    ARGV[1] now, epoch ms
+    ARGV[1] now, epoch ms on the fleet's timeline (the Redis server's clock, FleetTimeline)
     ARGV[2] failures among the batch's outcomes
     ARGV[3] min concurrency
     ARGV[4] max concurrency

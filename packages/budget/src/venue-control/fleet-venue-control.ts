@@ -3,6 +3,7 @@ import { QUEUE_PREFIX, queueKey, venueKey, type LuaCommand, type RedisClient } f
 import { budgetCommand } from '../internal/commands.js';
 import { DEFAULT_AIMD_LIMITS, startConcurrency, type AimdLimits } from './aimd-settings.js';
 import { BOOK_BACKOFF_DEFAULTS } from './book-backoff.js';
+import { FleetTimeline, type FleetTimelineOptions } from './fleet-timeline.js';
 import { VenueCooldown } from './venue-cooldown.js';
 import {
   type FailureCause,
@@ -60,8 +61,10 @@ const UNLIMITED_RATE_DURATION_MS = 1000;
 export interface FleetVenueControlOptions {
   /** Key prefix (tests pass a fresh one). @defaultValue QUEUE_PREFIX */
   prefix?: string;
-  /** Source of `now` for windows and freezes. @defaultValue systemClock */
+  /** This process's clock: the clock of the times the methods take and return. @defaultValue systemClock */
   clock?: Clock;
+  /** The fleet's clock, which every time kept in Redis is on ({@link FleetTimeline}). @defaultValue see FleetTimelineOptions.serverClock */
+  serverClock?: FleetTimelineOptions['serverClock'];
   /** Limits of venues not given to {@link FleetVenueControl.configure}. @defaultValue DEFAULT_AIMD_LIMITS */
   defaults?: AimdLimits;
   /** The health window a reporting worker keeps, and the thresholds of the health it judges. @defaultValue VENUE_HEALTH_DEFAULTS */
@@ -140,6 +143,11 @@ export interface ControlStep {
  * BullMQ limiter key from it (so workers stop taking the venue's units); everything that asks whether a venue is frozen (the
  * budget gate, the worker heartbeat, the status page) reads the record. The caller applies a
  * changed concurrency (a returned {@link ControlStep}) to the venue's queue.
+ *
+ * Every time kept in Redis (freeze ends, windows, the cooldown's end) is on the fleet's timeline,
+ * the Redis server's clock ({@link FleetTimeline}); the methods take and return times on this
+ * instance's clock, moved by the measured offset, so a worker whose clock is off by seconds or
+ * minutes starts and ends every fleet-wide pause when the others do.
  */
 export class FleetVenueControl {
   private readonly prefix: string;
@@ -151,6 +159,8 @@ export class FleetVenueControl {
   private readonly rateLimitedCmd: LuaCommand;
   private readonly outcomeCmd: LuaCommand;
   private readonly cooldown: VenueCooldown;
+  /** The fleet's timeline: every time kept in Redis is on it; the methods take and return times on `clock`. */
+  readonly timeline: FleetTimeline;
 
   constructor(
     private readonly redis: RedisClient,
@@ -163,7 +173,8 @@ export class FleetVenueControl {
     this.freezeCmd = budgetCommand(redis, 'freezeVenue-3.lua');
     this.rateLimitedCmd = budgetCommand(redis, 'rateLimitedVenue-4.lua');
     this.outcomeCmd = budgetCommand(redis, 'reportOutcome-3.lua');
-    this.cooldown = new VenueCooldown(redis, this.prefix, this.clock);
+    this.timeline = new FleetTimeline(redis, { clock: this.clock, ...(options.serverClock === undefined ? {} : { serverClock: options.serverClock }) });
+    this.cooldown = new VenueCooldown(redis, this.prefix, this.clock, this.timeline);
   }
 
   /** Sets the AIMD limits of a venue (from its connector: `aimdLimitsFor(connector)`). */
@@ -176,17 +187,18 @@ export class FleetVenueControl {
   }
 
   /**
-   * Freezes `venue` until `untilMs` (on this instance's clock); never shortens a freeze already
-   * in place. Writes the freeze record and, in the same step, the queue limiter derived from it.
-   * Returns the freeze in force, or null when there is none (an `untilMs` already past).
+   * Freezes `venue` until `untilMs` (on this instance's clock, kept on the fleet's timeline); never
+   * shortens a freeze already in place. Writes the freeze record and, in the same step, the queue
+   * limiter derived from it. Returns the freeze in force, or null when there is none (an `untilMs` already past).
    */
   async freeze(venue: string, untilMs: number, cause: FreezeCause): Promise<VenueFreeze | null> {
+    const now = await this.timeline.now();
     const [fu, fc] = (await this.freezeCmd(
       [this.key(venue, 'control'), queueKey(this.prefix, venue, 'limiter'), queueKey(this.prefix, venue, 'meta')],
-      [this.clock.now(), Math.ceil(untilMs), cause, LIMITER_FULL, UNLIMITED_RATE_MAX, UNLIMITED_RATE_DURATION_MS],
+      [now, Math.ceil(this.timeline.toFleet(untilMs)), cause, LIMITER_FULL, UNLIMITED_RATE_MAX, UNLIMITED_RATE_DURATION_MS],
     )) as [number, string, number];
     await this.announce(venue);
-    return Number(fu) > 0 ? { untilMs: Number(fu), cause: fc as FreezeCause } : null;
+    return Number(fu) > 0 ? { untilMs: this.timeline.toLocal(Number(fu)), cause: fc as FreezeCause } : null;
   }
 
   /**
@@ -197,7 +209,7 @@ export class FleetVenueControl {
     await this.redis.publish(venueMarksChannel(this.prefix), venue);
   }
 
-  /** The end of the venue's freeze, or null when it is not frozen now. */
+  /** The end of the venue's freeze (on this instance's clock), or null when it is not frozen now. */
   async frozenUntil(venue: string): Promise<number | null> {
     return (await this.freezeOf(venue))?.untilMs ?? null;
   }
@@ -208,11 +220,11 @@ export class FleetVenueControl {
     return untilMs === null ? 0 : untilMs - this.clock.now();
   }
 
-  /** The freeze in force (the record), or null. */
+  /** The freeze in force (the record, its end on this instance's clock), or null. */
   async freezeOf(venue: string): Promise<VenueFreeze | null> {
-    const [fu, fc] = await this.redis.hmget(this.key(venue, 'control'), 'fu', 'fc');
+    const [now, [fu, fc]] = await Promise.all([this.timeline.now(), this.redis.hmget(this.key(venue, 'control'), 'fu', 'fc')]);
     const untilMs = Number(fu ?? 0);
-    return untilMs > this.clock.now() ? { untilMs, cause: (fc ?? 'manual') as FreezeCause } : null;
+    return untilMs > now ? { untilMs: this.timeline.toLocal(untilMs), cause: (fc ?? 'manual') as FreezeCause } : null;
   }
 
   /**
@@ -234,14 +246,15 @@ export class FleetVenueControl {
     escalation?: FreezeEscalation,
   ): Promise<ControlStep & { frozenUntilMs: number; level: number }> {
     const l = this.limitsOf(venue);
+    const now = await this.timeline.now();
     const [c, halved, fu, level] = (await this.rateLimitedCmd(
       [this.key(venue, 'control'), this.key(venue, 'latency'), queueKey(this.prefix, venue, 'limiter'), queueKey(this.prefix, venue, 'meta')],
       [
-        this.clock.now(),
+        now,
         l.min,
         l.max,
         l.halveCooldownMs,
-        Math.max(0, Math.ceil(venueUntilMs)),
+        venueUntilMs > 0 ? Math.max(0, Math.ceil(this.timeline.toFleet(venueUntilMs))) : 0,
         escalation?.baseMs ?? 0,
         escalation?.maxMs ?? 0,
         escalation?.cleanMs ?? 0,
@@ -253,7 +266,8 @@ export class FleetVenueControl {
       ],
     )) as [number, number, number, number];
     await this.announce(venue);
-    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs: Number(fu), level: Number(level) };
+    const frozenUntilMs = Number(fu) > 0 ? this.timeline.toLocal(Number(fu)) : 0;
+    return { concurrency: Number(c), change: halved === 1 ? 'halve' : 'none', frozenUntilMs, level: Number(level) };
   }
 
   /** Records one outcome and applies AIMD ({@link reportOutcomes} with a batch of one). */
@@ -273,10 +287,11 @@ export class FleetVenueControl {
     const failures = outcomes.reduce((n, o) => n + (o.ok ? 0 : 1), 0);
     const latencies = outcomes.map((o) => Math.max(0, Math.round(o.latencyMs)));
     const records = outcomes.reduce((n, o) => n + (o.ok ? Math.max(0, Math.floor(o.records ?? 0)) : 0), 0);
+    const now = await this.timeline.now();
     const [c, change] = (await this.outcomeCmd(
       [this.key(venue, 'control'), this.key(venue, 'latency'), this.key(venue, 'health')],
       [
-        this.clock.now(),
+        now,
         failures,
         l.min,
         l.max,
@@ -289,7 +304,7 @@ export class FleetVenueControl {
         l.lowP95LatencyMs,
         l.stableMs,
         startConcurrency(l),
-        JSON.stringify(this.healthReport(outcomes)),
+        JSON.stringify(this.healthReport(outcomes, now)),
         ...latencies,
       ],
     )) as [number, number];
@@ -297,8 +312,7 @@ export class FleetVenueControl {
   }
 
   /** A batch as the health record takes it (see reportOutcome-3.lua's ARGV[14]). */
-  private healthReport(outcomes: readonly AimdOutcome[]): Record<string, unknown> {
-    const now = this.clock.now();
+  private healthReport(outcomes: readonly AimdOutcome[], now: number): Record<string, unknown> {
     const last = outcomes[outcomes.length - 1]!;
     let run = 0;
     while (run < outcomes.length && outcomes[outcomes.length - 1 - run]!.ok === last.ok) run++;
@@ -352,14 +366,15 @@ export class FleetVenueControl {
    * The venue's health: its fleet-wide outcome record judged with the connector's `status` (null:
    * no connector), its freeze and its order-book cooldown by {@link venueHealth}. Three reads of
    * the venue's keys (one hash slot), sent together: cheap enough for `/healthz` and `status`.
+   * Its times are on the fleet's timeline (as the record keeps them).
    */
   async health(venue: string, status: ConnectorStatus | null): Promise<VenueHealth> {
-    const [fields, [fu, fc, l4], cooldownUntilMs] = await Promise.all([
+    const [fields, [fu, fc, l4], cooldownUntilMs, now] = await Promise.all([
       this.redis.hgetall(this.key(venue, 'health')),
       this.redis.hmget(this.key(venue, 'control'), 'fu', 'fc', 'l4'),
-      this.cooldown.untilMs(venue),
+      this.cooldown.fleetUntilMs(venue),
+      this.timeline.now(),
     ]);
-    const now = this.clock.now();
     const untilMs = Number(fu ?? 0);
     return venueHealth(
       parseOutcomeRecord(fields, l4 === null ? null : Number(l4), now),

@@ -1,6 +1,7 @@
 import type { BookCooldownSettings, Clock } from '@tickfleet/core';
 import { venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { budgetCommand } from '../internal/commands.js';
+import type { FleetTimeline } from './fleet-timeline.js';
 
 /** How long a worker trusts its copy of a venue's cooldown end before reading it again. */
 const CHECK_MS = 500;
@@ -11,9 +12,11 @@ const CHECK_MS = 500;
  * polling that venue's books until it ends (its units wait, delayed, without a request). It is
  * neither the per-instrument backoff (one failing market waits, the others go on) nor the 429
  * freeze (the venue refused us; every unit of the venue waits). Reached through
- * {@link FleetVenueControl}'s `reportBookPoll` / `bookCooldownMs`.
+ * {@link FleetVenueControl}'s `reportBookPoll` / `bookCooldownMs`. The window and the end are on
+ * the fleet's timeline ({@link FleetTimeline}), whatever the reporting worker's clock says.
  */
 export class VenueCooldown {
+  /** The last read cooldown end per venue, on the fleet's timeline. */
   private readonly known = new Map<string, { untilMs: number; checkedAtMs: number }>();
   private readonly reportCmd: LuaCommand;
 
@@ -21,6 +24,7 @@ export class VenueCooldown {
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly clock: Clock,
+    private readonly timeline: FleetTimeline,
   ) {
     this.reportCmd = budgetCommand(redis, 'reportBookPoll-2.lua');
   }
@@ -30,10 +34,10 @@ export class VenueCooldown {
     return [`${cooldown}:window`, cooldown];
   }
 
-  /** Counts a finished book poll; returns the cooldown end (0: none) and whether this poll started it. */
+  /** Counts a finished book poll; returns the cooldown end (0: none; else on this process's clock) and whether this poll started it. */
   async report(venue: string, failed: boolean, settings: BookCooldownSettings): Promise<{ untilMs: number; started: boolean }> {
     const [untilMs, started] = (await this.reportCmd(this.keys(venue), [
-      this.clock.now(),
+      await this.timeline.now(),
       settings.windowMs,
       failed ? '1' : '0',
       settings.failureRatio,
@@ -41,19 +45,18 @@ export class VenueCooldown {
       settings.cooldownMs,
     ])) as [number, number];
     this.known.set(venue, { untilMs: Number(untilMs), checkedAtMs: this.clock.monotonic() });
-    return { untilMs: Number(untilMs), started: Number(started) === 1 };
+    return { untilMs: Number(untilMs) > 0 ? this.timeline.toLocal(Number(untilMs)) : 0, started: Number(started) === 1 };
   }
 
   /** Remaining cooldown of the venue in ms (0: none), read from Redis at most every 500 ms per venue. */
   async remainingMs(venue: string): Promise<number> {
-    const now = this.clock.now();
     const entry = this.known.get(venue);
-    const untilMs = !entry || this.clock.monotonic() - entry.checkedAtMs >= CHECK_MS ? await this.untilMs(venue) : entry.untilMs;
-    return Math.max(0, untilMs - now);
+    const untilMs = !entry || this.clock.monotonic() - entry.checkedAtMs >= CHECK_MS ? await this.fleetUntilMs(venue) : entry.untilMs;
+    return Math.max(0, untilMs - (await this.timeline.now()));
   }
 
-  /** The end of the venue's cooldown as Redis holds it now (0: never started; past: over). */
-  async untilMs(venue: string): Promise<number> {
+  /** The end of the venue's cooldown as Redis holds it now, on the fleet's timeline (0: never started; past: over). */
+  async fleetUntilMs(venue: string): Promise<number> {
     const untilMs = Number((await this.redis.get(this.keys(venue)[1])) ?? 0);
     this.known.set(venue, { untilMs, checkedAtMs: this.clock.monotonic() });
     return untilMs;
@@ -61,6 +64,6 @@ export class VenueCooldown {
 
   /** The last known remaining cooldown, without I/O (for telemetry). */
   knownRemainingMs(venue: string): number {
-    return Math.max(0, (this.known.get(venue)?.untilMs ?? 0) - this.clock.now());
+    return Math.max(0, (this.known.get(venue)?.untilMs ?? 0) - this.timeline.knownNow());
   }
 }

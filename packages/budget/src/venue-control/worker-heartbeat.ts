@@ -1,6 +1,7 @@
 import { systemClock, WORKER_LIVENESS_MS, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, venueKey, type LuaCommand, type RedisClient } from '@tickfleet/queues';
 import { budgetCommand } from '../internal/commands.js';
+import { FleetTimeline } from './fleet-timeline.js';
 
 /** How a beat treats a venue's AIMD concurrency after a fleet restart (see heartbeatWorker-3.lua). */
 export interface FleetRestartPolicy {
@@ -16,6 +17,8 @@ export interface WorkerHeartbeatOptions {
   /** A worker unseen for this long no longer counts as live. @defaultValue WORKER_LIVENESS_MS */
   livenessMs?: number;
   clock?: Clock;
+  /** The fleet's timeline the beats are on (share the venue control's). @defaultValue one on `clock` */
+  timeline?: FleetTimeline;
 }
 
 /**
@@ -23,12 +26,13 @@ export interface WorkerHeartbeatOptions {
  * which is how {@link StoreOutageFallback} knows `liveWorkers` when the state store is down. The
  * same beat notices a fleet restart (no worker beat for the venue for longer than the restart
  * period) and sets the venue's AIMD concurrency back to its start value, so a fleet that was down
- * re-learns instead of resuming from a value learnt under other conditions.
+ * re-learns instead of resuming from a value learnt under other conditions. Beats are on the fleet's
+ * timeline: a worker whose clock runs ahead would otherwise prune the others as dead.
  */
 export class WorkerHeartbeat {
   private readonly prefix: string;
   private readonly livenessMs: number;
-  private readonly clock: Clock;
+  private readonly timeline: FleetTimeline;
   private readonly beatCmd: LuaCommand;
 
   constructor(
@@ -38,7 +42,7 @@ export class WorkerHeartbeat {
   ) {
     this.prefix = options.prefix ?? QUEUE_PREFIX;
     this.livenessMs = options.livenessMs ?? WORKER_LIVENESS_MS;
-    this.clock = options.clock ?? systemClock;
+    this.timeline = options.timeline ?? new FleetTimeline(redis, { clock: options.clock ?? systemClock });
     this.beatCmd = budgetCommand(redis, 'heartbeatWorker-3.lua');
   }
 
@@ -49,14 +53,14 @@ export class WorkerHeartbeat {
   async beat(venue: string, restart?: FleetRestartPolicy): Promise<{ live: number; fleetRestarted: boolean }> {
     const [live, reset] = (await this.beatCmd(
       [this.key(venue), venueKey(this.prefix, venue, 'control'), venueKey(this.prefix, venue, 'latency')],
-      [this.clock.now(), this.workerId, this.livenessMs, restart?.afterMs ?? 0, restart?.startConcurrency ?? 1],
+      [await this.timeline.now(), this.workerId, this.livenessMs, restart?.afterMs ?? 0, restart?.startConcurrency ?? 1],
     )) as [number, number];
     return { live: Number(live), fleetRestarted: reset === 1 };
   }
 
   /** Live workers of `venue` without beating. */
   async liveWorkers(venue: string): Promise<number> {
-    return this.redis.zcount(this.key(venue), this.clock.now() - this.livenessMs, '+inf');
+    return this.redis.zcount(this.key(venue), (await this.timeline.now()) - this.livenessMs, '+inf');
   }
 
   /** Leaves the venue at once (clean shutdown), so the others' fallback share grows now. */
