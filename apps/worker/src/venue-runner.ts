@@ -99,7 +99,7 @@ export class VenueRunner {
   private readonly bookBackoff: { baseMs?: number; maxMs?: number };
   /** Bounded logging of repeated failures: one line per kind per minute, with a suppressed count. */
   private readonly sampleLog: ReturnType<typeof rateLimitedLog>;
-  /** Unit outcomes for the venue's fleet-wide AIMD and health record, batched (never awaited by a unit). */
+  /** Unit outcomes and request latencies for the venue's fleet-wide AIMD and health record, batched (never awaited by a unit). */
   private readonly outcomes: OutcomeReporter;
   /**
    * Budget weight each running unit has spent, keyed by the abort signal the unit hands its
@@ -236,7 +236,11 @@ export class VenueRunner {
         const spent = request.signal && this.unitWeight.get(request.signal);
         if (spent && !reserved) spent.tokens += request.weight;
       },
-      afterResponse: (response) => gate.afterResponse(response),
+      afterResponse: (response) => {
+        // AIMD's p95 is over requests: a unit of many fast requests is not slow however long it runs.
+        this.outcomes.request(response.latencyMs);
+        return gate.afterResponse(response);
+      },
     };
     return createVenueAdapter(connector.venue, {
       baseUrl: connector.baseUrl,
@@ -350,7 +354,7 @@ export class VenueRunner {
       if (unit.kind === 'book-poll' && result.outcome === 'ok') await this.notePoll(unit, clock.monotonic() - startedAt);
       this.counters.ok += 1;
       metrics.units.inc({ venue: this.venue, kind: unit.kind, outcome: result.outcome });
-      this.outcomes.record({ ok: true, latencyMs: clock.monotonic() - startedAt, records: result.records });
+      this.outcomes.record({ ok: true, records: result.records });
       status = result.outcome;
       records = result.records;
       logger.debug({ records: result.records, detail: result.detail }, 'unit done');
@@ -448,7 +452,7 @@ export class VenueRunner {
     }
     const message = err instanceof Error ? err.message : String(err);
     // The cause and message feed the venue's health (the control keeps the message sanitized).
-    this.outcomes.record({ ok: false, latencyMs, cause, message });
+    this.outcomes.record({ ok: false, cause, message });
     const retryable = err instanceof TickfleetError ? err.retryable : true;
     if (unit.kind !== 'book-poll' && TRANSIENT_CAUSES.has(cause))
       return this.retryLater(job, token, unit, cause, message, logger, TRANSIENT_RETRY.capMs, progressed);

@@ -28,7 +28,7 @@ local reset = 0
 if restartMs > 0 then
   local lw = redis.call("HGET", KEYS[2], "lw")
   if lw and now - tonumber(lw) > restartMs and redis.call("HEXISTS", KEYS[2], "c") == 1 then
-    redis.call("HSET", KEYS[2], "c", tonumber(ARGV[5]), "cs", now, "n", 0, "f", 0)
+    redis.call("HSET", KEYS[2], "c", tonumber(ARGV[5]), "cs", now, "n", 0, "f", 0, "m", 0)
     redis.call("HINCRBY", KEYS[2], "rs", 1)
     redis.call("DEL", KEYS[3])
     reset = 1

@@ -36,7 +36,7 @@
     ARGV[12] rate-limit duration ms installed with that max
     ARGV[13] start concurrency: the value of a venue without one (see reportOutcome-3.lua)
 
-  Hash fields: c concurrency, cs window start, n outcomes, f failures, lh last halving, l4 last 429/418,
+  Hash fields: c concurrency, cs window start, n outcomes, f failures, m latencies, lh last halving, l4 last 429/418,
   fu frozen until, fc freeze cause, el escalation level, ee end of the last rate-limit freeze.
 
   Output:
@@ -54,7 +54,7 @@ if now - lastHalved >= tonumber(ARGV[4]) then
   halved = 1
   redis.call("HSET", KEYS[1], "lh", now)
 end
-redis.call("HSET", KEYS[1], "c", c, "cs", now, "n", 0, "f", 0, "l4", now)
+redis.call("HSET", KEYS[1], "c", c, "cs", now, "n", 0, "f", 0, "m", 0, "l4", now)
 redis.call("DEL", KEYS[2])
 
 local venueUntil = tonumber(ARGV[5])

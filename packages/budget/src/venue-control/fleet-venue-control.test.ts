@@ -279,6 +279,32 @@ describe('FleetVenueControl AIMD rules', () => {
     expect(await aimd.concurrency('binance')).toBe(14);
   });
 
+  it('judges the p95 over request latencies: a long unit of fast requests never decreases, slow requests still do', async () => {
+    // A Xetra market-day: one unit of 40 requests at 30 ms that took 12 minutes (pacing, parsing).
+    const clock = new ManualClock();
+    const aimd = one(clock, limits({ max: 8, minSamples: 20, lowP95LatencyMs: 300, maxP95LatencyMs: 600 }));
+    await aimd.onRateLimited('binance'); // 8 -> 4
+    const changes: AimdChange[] = [];
+    for (let i = 0; i < 40; i++) {
+      clock.advance(18_000);
+      changes.push((await aimd.reportOutcomes('binance', [], [30])).change);
+    }
+    changes.push((await aimd.reportOutcomes('binance', [{ ok: true, records: 40 }])).change);
+    // Judged on the requests while the unit ran: +1 at the 20th and the 40th, never -1.
+    expect(changes.flatMap((c, i) => (c === 'increase' ? [i] : []))).toEqual([19, 39]);
+    expect(changes).not.toContain('decrease');
+    expect(await aimd.concurrency('binance')).toBe(6);
+    expect(await aimd.totals('binance')).toEqual({ unitsOk: 1, records: 40 });
+    // The same unit of slow requests (900 ms each) steps down once 20 are in, before the unit ends.
+    const slowChanges: AimdChange[] = [];
+    for (let i = 0; i < 20; i++) slowChanges.push((await aimd.reportOutcomes('binance', [], [900])).change);
+    expect(slowChanges.indexOf('decrease')).toBe(19);
+    expect(await aimd.concurrency('binance')).toBe(5);
+    // A unit outcome carries no latency: 20 units of a window without requests judge no p95.
+    for (let i = 0; i < 20; i++) await aimd.reportOutcomes('binance', [{ ok: true }]);
+    expect(await aimd.snapshot('binance')).toMatchObject({ concurrency: 5, windowOutcomes: 20, windowRequests: 0 });
+  });
+
   it('judges latency by a nearest-rank p95 (the value at rank ceil(0.95 n))', async () => {
     // Latencies 1..100: the p95 is 95. A threshold of 95 keeps the concurrency, 94 subtracts one.
     for (const [threshold, expected] of [

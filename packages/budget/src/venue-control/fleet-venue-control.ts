@@ -20,7 +20,7 @@ export function venueMarksChannel(prefix: string): string {
   return `${prefix}:venue-marks`;
 }
 
-/** Most outcomes one report carries (they travel as script arguments). */
+/** Most outcomes, and most request latencies, one report carries (they travel as script arguments). */
 export const MAX_OUTCOME_BATCH = 500;
 
 /** Every cause a freeze record can carry (bounded: metrics export one series per cause). */
@@ -30,10 +30,15 @@ export type FreezeCause = (typeof FREEZE_CAUSES)[number];
 /** What one AIMD step did to the concurrency. */
 export type AimdChange = 'increase' | 'decrease' | 'halve' | 'none';
 
-/** One finished request or unit, as AIMD sees it. */
+/** One finished unit, as AIMD sees it. */
 export interface AimdOutcome {
   ok: boolean;
-  latencyMs: number;
+  /**
+   * The latency of the unit's one request, for a caller whose units are single requests; a unit
+   * of several requests leaves it out and its requests' latencies go in the report's own list
+   * (AIMD's p95 is over requests, never over whole units).
+   */
+  latencyMs?: number;
   /** Records a successful unit stored (added to the venue's fleet-wide total). @defaultValue 0 */
   records?: number;
   /** Why a failed unit failed (counted by cause in the venue's health window). @defaultValue 'other' */
@@ -105,9 +110,11 @@ export interface VenueControlSnapshot {
   min: number;
   max: number;
   frozen: VenueFreeze | null;
-  /** Outcomes and failures in the current AIMD window. */
+  /** Unit outcomes and failures in the current AIMD window. */
   windowOutcomes: number;
   windowFailures: number;
+  /** Request latencies in the current AIMD window (its p95 is over the last `sampleSize` of them). */
+  windowRequests: number;
   /** Fleet-wide totals that only grow: units that succeeded and the records they stored (reported in batches, within ~250 ms). */
   unitsOk: number;
   records: number;
@@ -276,16 +283,20 @@ export class FleetVenueControl {
   }
 
   /**
-   * Records a batch of outcomes (a worker's units since its last report; see `OutcomeReporter`)
-   * and applies AIMD once over the window they leave; in the same script, adds them to the venue's
-   * health record ({@link outcomeRecord}). At most {@link MAX_OUTCOME_BATCH} per call.
+   * Records a batch (a worker's units and requests since its last report; see `OutcomeReporter`)
+   * and applies AIMD once over the window they leave: the failure ratio over units, the p95 over
+   * request latencies (`requestLatenciesMs`, plus the `latencyMs` of outcomes that carry one). In
+   * the same script, adds the outcomes to the venue's health record. At most
+   * {@link MAX_OUTCOME_BATCH} outcomes and as many latencies per call, at least one of either.
    */
-  async reportOutcomes(venue: string, outcomes: readonly AimdOutcome[]): Promise<ControlStep> {
-    if (outcomes.length === 0 || outcomes.length > MAX_OUTCOME_BATCH)
-      throw new ValidationError('outcomes', `1 to ${MAX_OUTCOME_BATCH} outcomes`, outcomes.length);
+  async reportOutcomes(venue: string, outcomes: readonly AimdOutcome[], requestLatenciesMs: readonly number[] = []): Promise<ControlStep> {
+    const latencies = [...requestLatenciesMs, ...outcomes.flatMap((o) => (o.latencyMs === undefined ? [] : [o.latencyMs]))].map((ms) =>
+      Math.max(0, Math.round(ms)),
+    );
+    if (outcomes.length > MAX_OUTCOME_BATCH || latencies.length > MAX_OUTCOME_BATCH || outcomes.length + latencies.length === 0)
+      throw new ValidationError('outcomes', `1 to ${MAX_OUTCOME_BATCH} outcomes or request latencies`, `${outcomes.length} and ${latencies.length}`);
     const l = this.limitsOf(venue);
     const failures = outcomes.reduce((n, o) => n + (o.ok ? 0 : 1), 0);
-    const latencies = outcomes.map((o) => Math.max(0, Math.round(o.latencyMs)));
     const records = outcomes.reduce((n, o) => n + (o.ok ? Math.max(0, Math.floor(o.records ?? 0)) : 0), 0);
     const now = await this.timeline.now();
     const [c, change] = (await this.outcomeCmd(
@@ -304,14 +315,15 @@ export class FleetVenueControl {
         l.lowP95LatencyMs,
         l.stableMs,
         startConcurrency(l),
-        JSON.stringify(this.healthReport(outcomes, now)),
+        outcomes.length === 0 ? '' : JSON.stringify(this.healthReport(outcomes, now)),
+        outcomes.length,
         ...latencies,
       ],
     )) as [number, number];
     return { concurrency: Number(c), change: change === 1 ? 'increase' : change === -1 ? 'decrease' : 'none' };
   }
 
-  /** A batch as the health record takes it (see reportOutcome-3.lua's ARGV[14]). */
+  /** A batch of at least one outcome as the health record takes it (see reportOutcome-3.lua's ARGV[14]). */
   private healthReport(outcomes: readonly AimdOutcome[], now: number): Record<string, unknown> {
     const last = outcomes[outcomes.length - 1]!;
     let run = 0;
@@ -348,7 +360,7 @@ export class FleetVenueControl {
   /** Everything about a venue's control, for metrics and `tickfleet status`. */
   async snapshot(venue: string): Promise<VenueControlSnapshot> {
     const l = this.limitsOf(venue);
-    const [c, n, f, tu, tr] = await this.redis.hmget(this.key(venue, 'control'), 'c', 'n', 'f', 'tu', 'tr');
+    const [c, n, f, m, tu, tr] = await this.redis.hmget(this.key(venue, 'control'), 'c', 'n', 'f', 'm', 'tu', 'tr');
     return {
       venue,
       concurrency: Math.min(l.max, Math.max(l.min, c === null ? startConcurrency(l) : Number(c))),
@@ -357,6 +369,7 @@ export class FleetVenueControl {
       frozen: await this.freezeOf(venue),
       windowOutcomes: Number(n ?? 0),
       windowFailures: Number(f ?? 0),
+      windowRequests: Number(m ?? 0),
       unitsOk: Number(tu ?? 0),
       records: Number(tr ?? 0),
     };

@@ -74,6 +74,18 @@ describe('OutcomeReporter', () => {
     expect((await control.snapshot('binance')).windowOutcomes).toBe(MAX_OUTCOME_BATCH * 2 + 3);
   });
 
+  it('sends request latencies with the outcomes, and alone while a unit runs, losing none', async () => {
+    const { control, reporter } = setup(60_000);
+    const before = await scriptCalls();
+    // A long unit's requests: reported without any unit outcome (two full batches and a rest).
+    for (let i = 0; i < MAX_OUTCOME_BATCH * 2 + 7; i++) reporter.request(5);
+    // Units that carry their one request's latency, next to requests of other units.
+    for (let i = 0; i < 3; i++) reporter.record({ ok: true, latencyMs: 5 });
+    await reporter.flush();
+    expect(await scriptCalls()).toBe(before + 3);
+    expect(await control.snapshot('binance')).toMatchObject({ windowOutcomes: 3, windowRequests: MAX_OUTCOME_BATCH * 2 + 10 });
+  });
+
   it('refuses an empty or oversized batch with the bound in the message', async () => {
     const { control } = setup(60_000);
     await expect(control.reportOutcomes('binance', [])).rejects.toThrow(`1 to ${MAX_OUTCOME_BATCH} outcomes`);

@@ -19,16 +19,18 @@ export interface OutcomeReporterOptions {
 }
 
 /**
- * One worker's outcome reports for one venue (AIMD and the health record), batched: successes
- * are held for up to `intervalMs` and sent together in one script call; a failure is sent at once
- * with whatever is held (a venue going bad should slow the fleet down now, not a quarter of a
- * second later).
+ * One worker's outcome reports for one venue (AIMD and the health record), batched: unit
+ * successes and request latencies are held for up to `intervalMs` and sent together in one script
+ * call; a failure is sent at once with whatever is held (a venue going bad should slow the fleet
+ * down now, not a quarter of a second later). Request latencies are reported as the requests
+ * answer, so a unit that runs for minutes feeds AIMD's p95 while it runs.
  * Reports go out one at a time, in order. `record` never waits for Redis: the unit that finished
  * is not held up by the bookkeeping of its outcome.
  */
 export class OutcomeReporter {
   private readonly intervalMs: number;
   private pending: AimdOutcome[] = [];
+  private pendingLatencies: number[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> = Promise.resolve();
 
@@ -39,7 +41,17 @@ export class OutcomeReporter {
   /** Adds one finished unit's outcome. */
   record(outcome: AimdOutcome): void {
     this.pending.push(outcome);
-    if (!outcome.ok || this.pending.length >= MAX_OUTCOME_BATCH) {
+    this.held(!outcome.ok || this.pending.length >= MAX_OUTCOME_BATCH);
+  }
+
+  /** Adds the latency of one answered request (any status, or a transport failure) of the venue. */
+  request(latencyMs: number): void {
+    this.pendingLatencies.push(latencyMs);
+    this.held(this.pendingLatencies.length >= MAX_OUTCOME_BATCH);
+  }
+
+  private held(now: boolean): void {
+    if (now) {
       void this.flush();
       return;
     }
@@ -55,18 +67,19 @@ export class OutcomeReporter {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.pending.length > 0) {
+    while (this.pending.length > 0 || this.pendingLatencies.length > 0) {
+      // At most MAX_OUTCOME_BATCH outcomes, and as many latencies with the outcomes' own.
       const batch = this.pending.splice(0, MAX_OUTCOME_BATCH);
-      const rest = this.pending.length > 0;
-      this.sending = this.sending.then(() => this.send(batch));
-      if (rest) return this.flush();
+      const carried = batch.reduce((n, o) => n + (o.latencyMs === undefined ? 0 : 1), 0);
+      const latencies = this.pendingLatencies.splice(0, MAX_OUTCOME_BATCH - carried);
+      this.sending = this.sending.then(() => this.send(batch, latencies));
     }
     return this.sending;
   }
 
-  private async send(batch: AimdOutcome[]): Promise<void> {
+  private async send(batch: AimdOutcome[], latencies: number[]): Promise<void> {
     try {
-      await this.options.onStep(await this.options.control.reportOutcomes(this.options.venue, batch));
+      await this.options.onStep(await this.options.control.reportOutcomes(this.options.venue, batch, latencies));
     } catch (err) {
       this.options.onError(err);
     }
