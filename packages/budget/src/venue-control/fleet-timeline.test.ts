@@ -115,3 +115,14 @@ describe.each([
     expect(await a.liveWorkers('binance')).toBe(2);
   });
 });
+
+describe('venue control on one host', () => {
+  it('takes reading noise for no offset: processes on the host clock agree on a freeze end to the millisecond', async () => {
+    const prefix = redis.namespace();
+    const [a, b] = connections.map((c) => new FleetVenueControl(c, { prefix, clock: systemClock })) as [FleetVenueControl, FleetVenueControl];
+    const until = Date.now() + PAUSE_MS;
+    expect(await a.freeze('binance', until, 'manual')).toEqual({ untilMs: until, cause: 'manual' });
+    expect(await b.frozenUntil('binance')).toBe(until);
+    expect([a.timeline.offsetMs, b.timeline.offsetMs]).toEqual([0, 0]);
+  });
+});

@@ -17,14 +17,20 @@ export interface FleetTimelineOptions {
 
 /** Longest TIME round trip whose reading is used: a stalled process's reading keeps the previous offset. */
 const MAX_SYNC_RTT_MS = 1000;
+/**
+ * Offsets this small are taken as 0: reading noise (a reading is good to half its round trip),
+ * and processes on one host then agree on every time to the millisecond.
+ */
+const OFFSET_NOISE_MS = 100;
 
 /**
  * The fleet's timeline for venue control: the Redis server's clock, the one the Redis budgets
  * already follow (`RedisBudgetsRepo`). Every time the venue control writes to Redis or reads from
  * it (a freeze's end, the order-book cooldown's end, AIMD windows, heartbeats) is on this
  * timeline; a caller's own times are moved onto it and back with the measured offset, so a worker
- * whose clock is off ends no fleet-wide pause early or late. Unlike the budgets' offset, this one
- * is applied however small: a freeze has no window start that an estimate could move early.
+ * whose clock is off ends no fleet-wide pause early or late. Unlike the budgets' offset (ignored
+ * up to 2 s, so that an estimate never opens a window early), this one is applied from 100 ms: a
+ * pause has no window start to protect, and its end should be off by no more than that.
  */
 export class FleetTimeline {
   private readonly clock: Clock;
@@ -94,7 +100,7 @@ export class FleetTimeline {
       const rttMs = this.clock.monotonic() - startMono;
       if (!best || rttMs < best.rttMs) best = { rttMs, offsetMs: Math.round(serverMs - (before + rttMs / 2)) };
     }
-    if (best && best.rttMs <= MAX_SYNC_RTT_MS) this.offset = best.offsetMs;
+    if (best && best.rttMs <= MAX_SYNC_RTT_MS) this.offset = Math.abs(best.offsetMs) > OFFSET_NOISE_MS ? best.offsetMs : 0;
     // A stalled reading is tried again a second later.
     this.syncedAtMono = this.clock.monotonic() - (best && best.rttMs <= MAX_SYNC_RTT_MS ? 0 : Math.max(0, this.syncMs - 1000));
   }
