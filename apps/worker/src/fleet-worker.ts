@@ -4,6 +4,7 @@ import {
   aimdLimitsFor,
   BudgetGate,
   FleetVenueControl,
+  type FleetVenueControlOptions,
   FreezeWatch,
   type VenueFreeze,
   type VenueHealth,
@@ -39,6 +40,8 @@ export interface FleetWorkerOptions {
   /** @defaultValue QUEUE_PREFIX */
   prefix?: string;
   clock?: Clock;
+  /** The fleet's clock, which venue control keeps its times on (`FleetVenueControlOptions.serverClock`). @defaultValue the Redis server's `TIME` on the system clock, else `clock` */
+  serverClock?: FleetVenueControlOptions['serverClock'];
   /** @defaultValue {@link WORKER_DEFAULTS.heartbeatMs} */
   heartbeatMs?: number;
   /** How often connectors are re-read (new venues, cap changes). @defaultValue {@link WORKER_DEFAULTS.connectorPollMs} */
@@ -172,7 +175,11 @@ export class FleetWorker {
     const connection = createRedisConnection(options.redisUrl, { connectionName: `tickfleet-worker-${process.pid}` });
     this.connection = connection;
     this.queues = new VenueQueues(connection, { prefix: this.prefix });
-    this.control = new FleetVenueControl(connection, { prefix: this.prefix, clock: this.clock });
+    this.control = new FleetVenueControl(connection, {
+      prefix: this.prefix,
+      clock: this.clock,
+      ...(options.serverClock === undefined ? {} : { serverClock: options.serverClock }),
+    });
     const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, timeline: this.control.timeline });
     this.activeSets = new ActiveSets(connection, this.prefix, () => this.clock.monotonic());
     this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });

@@ -6,6 +6,7 @@ import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { repoRoot, runCli, startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { createVenueAdapter } from '@tickfleet/venues';
+import { BOOK_BACKOFF_DEFAULTS, jitteredBackoffMs } from '@tickfleet/budget';
 import { ActiveSets } from '../src/active-set.js';
 import { FleetWorker } from '../src/fleet-worker.js';
 import { UnitExecutor, type UnitOutcome } from '../src/unit-executor.js';
@@ -416,4 +417,71 @@ describe('polymarket book cooldown and poll statistics', () => {
     expect(lines.map((l) => l.payload)).toEqual(await stored<MarketRecord>(venue, 'markets'));
     expect(lines.filter((l) => l.payload.event === 'retired')).toHaveLength(2);
   }, 60_000);
+});
+
+/**
+ * A failed book snapshot's backoff through a real FleetWorker whose clock runs 30 s ahead (an
+ * injected clock; the fleet's clock is the Redis server's): the job's next run, written to the
+ * store for the scheduler, is the backoff from now on the fleet's timeline. When the worker used
+ * its own clock, the instrument waited 30 s longer (or, 30 s behind, not at all).
+ */
+describe('polymarket book backoff from a worker whose clock is off', () => {
+  const SKEW_MS = 30_000;
+  const venue = 'polymarket';
+  const prefix = `skew${Date.now() % 100_000}`;
+  let connection: RedisClient;
+  let queues: VenueQueues;
+  let worker: FleetWorker;
+
+  beforeAll(async () => {
+    mock.patchScenario({ venues: { [venue]: { hiddenMarkets: [], marketEnds: {}, errorRate: 0, failingBooks: [], listingDelayMs: 0 } } });
+    await store.connectors.upsert({
+      venue,
+      baseUrl: mock.baseUrl(venue),
+      rateLimit: { limit: 1000, periodMs: 10_000 },
+      bookCooldown: { failureRatio: 0.5, minPolls: 4, windowMs: 60_000, cooldownMs: 10_000 },
+    });
+    await store.jobs.upsert({ venue, type: 'discovery', symbol: 'markets' });
+    connection = createRedisConnection(redis.url);
+    queues = new VenueQueues(connection, { prefix });
+    const clock: Clock = { now: () => Date.now() + SKEW_MS, monotonic: () => performance.now() };
+    worker = new FleetWorker({
+      redisUrl: redis.url,
+      store,
+      pipeline,
+      logger,
+      registry: createRegistry('worker'),
+      prefix,
+      venues: [venue],
+      clock,
+      serverClock: 'redis',
+    });
+    await worker.start();
+    await queues.enqueue([{ kind: 'discovery', venue, jobId: jobId({ venue, type: 'discovery', symbol: 'markets' }), enqueuedAt: Date.now(), dueAt: 1 }]);
+    await waitFor(() => new ActiveSets(connection, prefix).read(venue), 'the active set', STATE_WAIT);
+  });
+  afterAll(async () => {
+    await worker?.stop(5000);
+    await queues?.close();
+    connection?.disconnect();
+  });
+
+  it('writes the next run at the backoff from now on the fleet timeline, not on its own clock', async () => {
+    const symbol = Object.keys((await new ActiveSets(connection, prefix).read(venue))!.instruments)[0]!;
+    const id = jobId({ venue, type: 'book', symbol });
+    mock.patchScenario({ venues: { [venue]: { failingBooks: [symbol] } } });
+    const failuresBefore = (await store.jobs.get(id))!.stats.failures;
+    const before = Date.now();
+    await queues.enqueue([{ kind: 'book-poll', venue, jobId: id, enqueuedAt: Date.now(), dueAt: 4 }]);
+    const failed = await waitFor(async () => {
+      const job = await store.jobs.get(id);
+      return job && job.stats.failures > failuresBefore ? job : null;
+    }, 'the failed snapshot recorded');
+    const after = Date.now();
+    mock.patchScenario({ venues: { [venue]: { failingBooks: [] } } });
+    // The first failure of this fleet's streak: the base delay with the instrument's jitter.
+    const delayMs = jitteredBackoffMs(id, BOOK_BACKOFF_DEFAULTS.baseMs);
+    expect(failed.nextRunAt).toBeGreaterThanOrEqual(before + delayMs - 150);
+    expect(failed.nextRunAt).toBeLessThanOrEqual(after + delayMs + 150);
+  }, 120_000);
 });
