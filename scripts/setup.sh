@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine with Node lacks, idempotently: pnpm, redis-server, the
 # test tools (Debian's prometheus for promtool, chromium for the browser tests, kubernetes-client
-# for `kubectl kustomize` in the deploy tests; skipped with TICKFLEET_SETUP_TEST_TOOLS=0, as
-# scripts/tickfleet does), then the workspace's dependencies. An existing kubectl is kept: the
-# deploy tests need 1.22 or newer, and Debian 12's kubernetes-client is 1.20 (they say so).
+# for `kubectl kustomize` in the deploy tests, podman and its base images for the container
+# tests; skipped with TICKFLEET_SETUP_TEST_TOOLS=0, as scripts/tickfleet does), then the
+# workspace's dependencies. An existing kubectl is kept: the deploy tests need 1.22 or newer, and
+# Debian 12's kubernetes-client is 1.20 (they say so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   for svc in redis-server prometheus prometheus-node-exporter; do
     "${sudo_cmd[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || "${sudo_cmd[@]}" service "$svc" stop >/dev/null 2>&1 || true
   done
+fi
+
+# The container tests' engine and base images (podman, runc, debootstrap, containers.conf, a local
+# Node base image cached in /var/cache/tickfleet): scripts/containers/setup.sh.
+if [ "${TICKFLEET_SETUP_TEST_TOOLS:-1}" = 1 ]; then
+  bash scripts/containers/setup.sh >/dev/null
 fi
 
 if ! command -v pnpm >/dev/null 2>&1; then

@@ -6,7 +6,8 @@
 # root filesystem plus this machine's Node, npm, Node headers and CA bundle, imported with
 # `podman import`. The root filesystem is cached as a tarball in TICKFLEET_CONTAINER_CACHE
 # (/var/cache/tickfleet), outside any clone, and the image is reused while it exists.
-# Prints the base image's name on stdout (all else goes to stderr).
+# Also makes localhost/tickfleet-redis (the same root filesystem plus Debian's redis-server) for
+# the container tests. Prints the base image's name on stdout (all else goes to stderr).
 set -euo pipefail
 
 CACHE=${TICKFLEET_CONTAINER_CACHE:-/var/cache/tickfleet}
@@ -19,6 +20,8 @@ need_apt=()
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+# Container names resolve on a podman network through CNI's dnsname plugin.
+[ -x /usr/lib/cni/dnsname ] || need_apt+=(golang-github-containernetworking-plugin-dnsname)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing ${need_apt[*]} with apt"
   "${sudo_cmd[@]}" apt-get update -qq
@@ -36,7 +39,8 @@ ca=${NODE_EXTRA_CA_CERTS:-}
 ca_sum=none
 [ -n "$ca" ] && [ -f "$ca" ] && ca_sum=$(sha256sum "$ca" | cut -c1-12)
 base="localhost/tickfleet-node:${node_version#v}-bookworm-$ca_sum"
-if podman image exists "$base"; then
+redis=localhost/tickfleet-redis:bookworm
+if podman image exists "$base" && podman image exists "$redis"; then
   echo "$base"
   exit 0
 fi
@@ -59,7 +63,7 @@ rootfs=localhost/tickfleet-rootfs:bookworm-minbase
 podman image exists "$rootfs" || podman import "$tarball" "$rootfs" >/dev/null
 
 # The machine's Node layered onto that root filesystem with a two-line build.
-log "building $base"
+podman image exists "$base" || log "building $base"
 layer=$(mktemp -d)
 trap 'rm -rf "$layer"' EXIT
 mkdir -p "$layer/root/usr/bin" "$layer/root/usr/lib/node_modules" "$layer/root/usr/include" "$layer/root/etc/ssl/tickfleet"
@@ -80,5 +84,11 @@ cp -a /usr/include/node "$layer/root/usr/include/node"
   fi
   echo 'CMD ["node"]'
 } >"$layer/Containerfile"
-podman build -q -t "$base" "$layer" >/dev/null
+podman image exists "$base" || podman build -q -t "$base" "$layer" >/dev/null
+if ! podman image exists "$redis"; then
+  log "building $redis"
+  printf '%s\n' "FROM $rootfs" \
+    'RUN apt-get update && apt-get install -y --no-install-recommends redis-server && rm -rf /var/lib/apt/lists/*' \
+    'ENTRYPOINT ["redis-server"]' | podman build -q -t "$redis" -f - "$layer" >/dev/null
+fi
 echo "$base"
