@@ -106,15 +106,16 @@ const ROLES = ['worker', 'scheduler', 'dashboard'] as const;
 type Role = (typeof ROLES)[number];
 const ROLE_SCHEMAS = { worker: WorkerEnv, scheduler: SchedulerEnv, dashboard: DashboardEnv } as const;
 
-function deployments(r: Rendered): Workload[] {
-  return r.objects.filter((o): o is Workload => o.kind === 'Deployment');
+/** The workloads of the three roles (the worker is a StatefulSet, the others Deployments). */
+function roleWorkloads(r: Rendered): Workload[] {
+  return workloads(r).filter((o) => ROLES.some((role) => o.metadata.name === `tickfleet-${role}`));
 }
 function workloads(r: Rendered): Workload[] {
   return r.objects.filter((o): o is Workload => o.kind === 'Deployment' || o.kind === 'StatefulSet');
 }
 function deploymentOf(r: Rendered, role: string): Workload {
-  const d = deployments(r).find((x) => x.metadata.name === `tickfleet-${role}`);
-  if (!d) throw new Error(`no tickfleet-${role} Deployment`);
+  const d = roleWorkloads(r).find((x) => x.metadata.name === `tickfleet-${role}`);
+  if (!d) throw new Error(`no tickfleet-${role} Deployment or StatefulSet`);
   return d;
 }
 /**
@@ -238,7 +239,7 @@ const MACHINE_LOCAL_DEFAULTS: ReadonlyArray<keyof typeof DEFAULTS> = ['listenHos
 const NOT_NEEDED_IN_POD: Partial<Record<Role, Record<string, string>>> = {
   dashboard: {
     TICKFLEET_SPOOL_DIR:
-      "each worker spools to its own pod's emptyDir, which the dashboard pod cannot see; a missing directory reads as nothing spooled, and tickfleet_spool_bytes reports every worker's spool",
+      "each worker spools to its own volume claim, which the dashboard pod cannot see; a missing directory reads as nothing spooled, and tickfleet_spool_bytes reports every worker's spool",
   },
 };
 /** Groups of which one variable must be set: the scheduler's listen port has no schema default and falls back to DEFAULTS.healthPort (run-scheduler.ts). */
@@ -482,6 +483,29 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
     }
   });
 
+  it.each(RENDERS)('%s: each worker spools to a volume claim of its own, which outlives its pod', (name) => {
+    const r = rendered[name] as Rendered;
+    const worker = deploymentOf(r, 'worker') as Workload & {
+      spec: {
+        serviceName?: string;
+        persistentVolumeClaimRetentionPolicy?: Record<string, string>;
+        volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { accessModes: string[]; resources: { requests: { storage: string } } } }>;
+      };
+    };
+    expect(worker.kind).toBe('StatefulSet');
+    const spoolDir = envValue(r, 'worker', 'TICKFLEET_SPOOL_DIR');
+    const mount = mainContainer(worker).volumeMounts?.find((m) => m.mountPath === spoolDir);
+    // The mount is a claim template, never a pod volume (an emptyDir dies with the pod).
+    expect(worker.spec.template.spec.volumes?.some((v) => v.name === mount?.name)).toBe(false);
+    const claim = worker.spec.volumeClaimTemplates?.find((t) => t.metadata.name === mount?.name);
+    expect(claim?.spec.accessModes).toEqual(['ReadWriteOnce']);
+    expect(claim?.spec.resources.requests.storage).toBe(name === 'prod' ? '8Gi' : '2Gi');
+    expect(worker.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenScaled: 'Retain', whenDeleted: 'Retain' });
+    // The governing Service a StatefulSet needs: the headless one Prometheus scrapes the workers through.
+    const svc = r.objects.find((o) => o.kind === 'Service' && o.metadata.name === worker.spec.serviceName) as K8sObject & { spec: { clusterIP?: string } };
+    expect(svc?.spec.clusterIP).toBe('None');
+  });
+
   it.each(RENDERS)("%s: the worker's terminationGracePeriodSeconds covers preStop, TICKFLEET_GRACE_MS and the shutdown margin", (name) => {
     const s = workerShutdown(rendered[name] as Rendered);
     expect(s.problems).toEqual([]);
@@ -496,7 +520,7 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
   it('catches drift that kubectl renders without complaint: a container name typo, a missing variable, a grace period too short', () => {
     const r = renderKustomization(join(FIXTURES, 'drifted-overlay'), ROOT);
     expect(containerProblems(r)).toEqual([
-      'Deployment/tickfleet-worker container wroker has no image',
+      'StatefulSet/tickfleet-worker container wroker has no image',
       'tickfleet-worker runs containers wroker, worker, expected one',
     ]);
     expect(missingEnv(r)).toEqual(['worker: TICKFLEET_HEALTH_HOST']);
@@ -508,8 +532,8 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
   it.each(RENDERS)('%s: scheduler runs 2 replicas; Services, PDBs and the ServiceMonitor select existing pods and ports', (name) => {
     const r = rendered[name] as Rendered;
     expect(deploymentOf(r, 'scheduler').spec.replicas).toBe(2);
-    const pods = deployments(r).map((d) => ({ d, labels: d.spec.template.metadata.labels, c: mainContainer(d) }));
-    for (const d of deployments(r)) expect(selects(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
+    const pods = roleWorkloads(r).map((d) => ({ d, labels: d.spec.template.metadata.labels, c: mainContainer(d) }));
+    for (const d of roleWorkloads(r)) expect(selects(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
     const services = r.objects.filter((o) => o.kind === 'Service' && o.metadata.labels?.['app.kubernetes.io/name'] === 'tickfleet') as Array<
       K8sObject & { spec: { selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: string | number }> } }
     >;
@@ -559,7 +583,7 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
         triggers: Array<{ type: string; metadata: Record<string, string> }>;
       };
     };
-    expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: worker.metadata.name });
+    expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'StatefulSet', name: worker.metadata.name });
     expect(so.spec.scaleTargetRef.name).toBe(worker.metadata.name);
     const cpu = hpa.spec.metrics.find((m) => m.type === 'Resource' && m.resource?.name === 'cpu');
     expect(cpu?.resource?.target.averageUtilization).toBe(70);
@@ -586,7 +610,7 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
       .filter((o) => o.kind === 'StatefulSet')
       .map((o) => o.metadata.name)
       .sort();
-    expect(sets).toEqual(['tickfleet-mongodb', 'tickfleet-redis']);
+    expect(sets).toEqual(['tickfleet-mongodb', 'tickfleet-redis', 'tickfleet-worker']);
     // The Secret the worker's REDIS_URL references, as kustomize named it (with its content hash).
     const ref = mainContainer(deploymentOf(r, 'worker')).env?.find((e) => e.name === 'REDIS_URL')?.valueFrom?.secretKeyRef;
     expect(ref?.name).toMatch(/^tickfleet-urls-[a-z0-9]+$/);
@@ -600,9 +624,9 @@ describe('kubernetes manifests rendered by kubectl kustomize', () => {
     expect(mainContainer(redis).args?.join(' ')).toContain('--maxmemory-policy noeviction');
   });
 
-  it('prod: uses external stores only (no StatefulSet, URLs from the Secret created out of band)', () => {
+  it('prod: uses external stores only (no store StatefulSet, URLs from the Secret created out of band)', () => {
     const r = rendered.prod as Rendered;
-    expect(r.objects.filter((o) => o.kind === 'StatefulSet')).toEqual([]);
+    expect(r.objects.filter((o) => o.kind === 'StatefulSet').map((o) => o.metadata.name)).toEqual(['tickfleet-worker']);
     expect(r.objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     expect(namespaceOf(r)).toBe('tickfleet');
     expect(Object.keys(EXTERNAL_SECRETS.get('tickfleet-urls') ?? {}).sort()).toEqual(['REDIS_URL', 'TICKFLEET_SINK_URL', 'TICKFLEET_STORE_URL']);
