@@ -22,6 +22,8 @@ command -v runc >/dev/null 2>&1 || need_apt+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 # Container names resolve on a podman network through CNI's dnsname plugin.
 [ -x /usr/lib/cni/dnsname ] || need_apt+=(golang-github-containernetworking-plugin-dnsname)
+# The init of pods' pause containers (`podman kube play`).
+command -v catatonit >/dev/null 2>&1 || need_apt+=(catatonit)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing ${need_apt[*]} with apt"
   "${sudo_cmd[@]}" apt-get update -qq
