@@ -7,7 +7,7 @@
  *   1. every role starts as uid 10001 on a read-only root filesystem and answers /healthz, /readyz
  *   2. `podman stop` of a worker with units in flight: exit 0 within the grace period, the units
  *      returned to the queue and finished by the other workers
- *   3. three workers, one SIGKILLed mid-backfill: every candle stored once, none over the limit
+ *   3. 1 → 3 → 1 workers during a backfill, one SIGKILLed: every candle stored once, none over the limit
  *   4. the spool outlives the container: sink locked, units spooled, the worker container removed,
  *      a new one started on the same spool volume, the sink back: 0 missing
  *
@@ -164,29 +164,43 @@ describe('the image in containers (podman): roles, stop, SIGKILL, spool volume',
     expect(await candleReport('ETH/USDT', 3)).toMatchObject({ expected: 3 * 1440, stored: 3 * 1440, missing: 0, duplicates: 0 });
   }, 400_000);
 
-  it('three workers, one SIGKILLed mid-backfill: every candle stored once, none over the limit', async () => {
-    await patchLatency(1500);
+  it('scales 1 → 3 → 1 workers and SIGKILLs one mid-backfill: every candle stored once, none over the limit', async () => {
+    // Slow answers keep units in flight and owed until the scale-down is over, however long a
+    // container takes to start on a busy machine.
+    await patchLatency(20_000);
+    const symbols = ['BTC/USDT', 'BNB/USDT'];
+    const ids = await Promise.all(symbols.map((s) => backfill(s, 10)));
+    const left = async () => {
+      const all = await Promise.all(ids.map(backfillState));
+      return all.reduce((n, b) => n + b.unitsTotal - b.unitsDone, 0);
+    };
+    // 1 → 3 while worker-1 runs the backfill alone.
+    await waitFor(async () => /"msg":"unit started"/.test(await fleet.logs('worker-1')), 'worker-1 running a unit', { timeoutMs: 120_000, intervalMs: 500 });
     await startWorker('2');
     await startWorker('3');
-    const symbols = ['BTC/USDT', 'BNB/USDT'];
-    const ids = await Promise.all(symbols.map((s) => backfill(s, 6)));
-    await waitFor(async () => ((await backfillState(ids[0]!)).unitsDone ?? 0) >= 2, 'two chunks done', { timeoutMs: 120_000, intervalMs: 500 });
-    expect(/"msg":"unit started"/.test(await fleet.logs('worker-2'))).toBe(true);
+    await waitFor(async () => /"msg":"unit started"/.test(await fleet.logs('worker-2')), 'worker-2 running a unit', { timeoutMs: 120_000, intervalMs: 500 });
     await podman(['kill', '-s', 'KILL', fleet.name('worker-2')]);
     await fleet.remove('worker-2');
     await startWorker('2b', `${fleet.prefix}-spool-2`);
+    // 3 → 1 with chunks still owed: worker-1 and worker-3 stopped as a scale-down stops pods.
+    const leftAtScaleDown = await left();
+    for (const w of ['worker-1', 'worker-3']) {
+      await podman(['stop', '-t', '20', fleet.name(w)]);
+      expect((await fleet.state(w)).exitCode).toBe(0);
+      await fleet.remove(w);
+    }
     await patchLatency(0);
     for (const id of ids) await backfillDone(id);
+    expect(leftAtScaleDown).toBeGreaterThan(0);
     for (const id of ids) {
       const bf = await backfillState(id);
       expect({ done: bf.unitsDone, failed: bf.unitsFailed }).toEqual({ done: bf.unitsTotal, failed: 0 });
     }
-    for (const s of symbols) expect(await candleReport(s, 6)).toMatchObject({ expected: 6 * 1440, stored: 6 * 1440, missing: 0, duplicates: 0 });
+    for (const s of symbols) expect(await candleReport(s, 10)).toMatchObject({ expected: 10 * 1440, stored: 10 * 1440, missing: 0, duplicates: 0 });
     expect(await overLimit()).toBe(0);
   }, 500_000);
 
   it('keeps what a worker spooled in its volume: removed during a sink outage, replayed by the next container', async () => {
-    for (const w of ['worker-1', 'worker-3']) await fleet.remove(w);
     const spoolVolume = `${fleet.prefix}-spool-2`;
     const spoolDir = join(await fleet.volumeDir(spoolVolume), 'worker-0');
     // The sink's write lock held from this machine (a foreign transaction): every write fails, records spool.

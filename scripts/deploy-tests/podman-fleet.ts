@@ -155,13 +155,13 @@ export class PodmanFleet {
 
   /** `podman rm -f` a container (SIGKILL if running); its volumes stay. */
   async remove(short: string): Promise<void> {
-    await podman(['rm', '-f', this.name(short)]);
+    await podman(['rm', '-f', '-v', this.name(short)]);
     this.containers.delete(this.name(short));
   }
 
   /** Every container, then the volumes and the network. */
   async stop(): Promise<void> {
-    if (this.containers.size > 0) await exec('podman', ['rm', '-f', '-t', '0', ...this.containers], 120_000);
+    if (this.containers.size > 0) await exec('podman', ['rm', '-f', '-v', '-t', '0', ...this.containers], 120_000);
     if (this.volumes.size > 0) await exec('podman', ['volume', 'rm', '-f', ...this.volumes], 60_000);
     await exec('podman', ['network', 'rm', '-f', this.network], 60_000);
   }
