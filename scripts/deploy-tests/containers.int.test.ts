@@ -10,6 +10,7 @@
  *   3. 1 → 3 → 1 workers during a backfill, one SIGKILLed: every candle stored once, none over the limit
  *   4. the spool outlives the container: sink locked, units spooled, the worker container removed,
  *      a new one started on the same spool volume, the sink back: 0 missing
+ *   5. the scheduler and the dashboard stop on `podman stop` with exit 0
  *
  *   NODE_OPTIONS=--experimental-vm-modules pnpm exec jest scripts/deploy-tests/containers.int.test.ts
  */
@@ -230,4 +231,12 @@ describe('the image in containers (podman): roles, stop, SIGKILL, spool volume',
     await waitFor(() => inspectSpool(spoolDir).records === 0, 'the spool empty after replay', { timeoutMs: 60_000, intervalMs: 1000 });
     process.stdout.write(`\ncontainers spool: ${spooled.records} records (${spooled.bytes} bytes) spooled, replayed by the next container\n`);
   }, 500_000);
+
+  it('stops the scheduler and the dashboard on `podman stop` with exit 0, inside the stop timeout', async () => {
+    for (const role of ['scheduler', 'dashboard']) {
+      const at = Date.now();
+      await podman(['stop', '-t', '30', fleet.name(role)]);
+      expect({ role, ...(await fleet.state(role)), inTime: Date.now() - at < 30_000 }).toEqual({ role, running: false, exitCode: 0, inTime: true });
+    }
+  }, 120_000);
 });
