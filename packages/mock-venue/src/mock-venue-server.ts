@@ -7,6 +7,7 @@ import type { Reply } from './internal/reply.js';
 import { ScopeLimits } from './internal/scope-limits.js';
 import { VenueCounters } from './internal/venue-counters.js';
 import { isRoute, type RequestContext, type Route, type VenueEmulation } from './internal/venue-emulation.js';
+import { CounterLimiter } from './internal/counter-limiter.js';
 import { SlidingWindowLimiter } from './internal/sliding-window-limiter.js';
 import { WindowLimiter, type VenueLimiter } from './internal/window-limiter.js';
 import {
@@ -31,6 +32,7 @@ import { BinanceEmulation } from './venues/binance-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { FredEmulation } from './venues/fred-emulation.js';
+import { KrakenEmulation } from './venues/kraken-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
@@ -68,12 +70,13 @@ export interface MockVenue {
   stop(): Promise<void>;
 }
 
-/** Binance bans persistent offenders; Polymarket's Cloudflare queues over sliding windows; the others refuse. */
+/** Binance bans persistent offenders; Polymarket's Cloudflare queues over sliding windows; Kraken keeps a call counter; the others refuse. */
 function newLimiter(venue: MockVenueName): VenueLimiter {
   const limit = emulatedLimit(venue, undefined);
   if (venue === 'polymarket') return new SlidingWindowLimiter(limit, 'delay');
   // Limitless: at least 300 ms between calls, so one request per sliding 300 ms
   if (venue === 'limitless') return new SlidingWindowLimiter(limit, 'reject');
+  if (venue === 'kraken') return new CounterLimiter(limit);
   return new WindowLimiter(limit, venue === 'binance' ? 'ban' : 'reject');
 }
 const VENUE_SET: ReadonlySet<string> = new Set(MOCK_VENUES);
@@ -103,6 +106,7 @@ export class MockVenueServer implements MockVenue {
     binance: new BinanceEmulation(),
     finnhub: new FinnhubEmulation(),
     fred: new FredEmulation(),
+    kraken: new KrakenEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: new PolymarketEmulation(),
@@ -250,10 +254,10 @@ export class MockVenueServer implements MockVenue {
     this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
   }
 
-  /** Whether `venue` (or the whole server) is in an outage window now; Kraken has only the server-wide ones. */
-  private isDown(venue: MockVenueName | 'kraken'): boolean {
+  /** Whether `venue` (or the whole server) is in an outage window now. */
+  private isDown(venue: MockVenueName): boolean {
     const nowMs = this.clock.now();
-    return inWindows(this.current.outages, nowMs) || (venue !== 'kraken' && inWindows(this.current.venues?.[venue]?.outages, nowMs));
+    return inWindows(this.current.outages, nowMs) || inWindows(this.current.venues?.[venue]?.outages, nowMs);
   }
 
   private get seed(): number {

@@ -165,7 +165,7 @@ describe('scenario controls', () => {
     const typo = await patch(JSON.stringify({ venues: { binance: { latncyMs: 5 } } }));
     expect(typo.status).toBe(400);
     expect(typo.json().error).toContain('latncyMs');
-    expect((await patch(JSON.stringify({ venues: { kraken: {} } }))).status).toBe(400);
+    expect((await patch(JSON.stringify({ venues: { coinbasepro: {} } }))).status).toBe(400);
     expect((await patch(JSON.stringify({ venues: { binance: { errorRate: 2 } } }))).json().field).toBe('scenario.venues.binance.errorRate');
     expect((await patch('{not json')).status).toBe(400);
     const ok = await patch(JSON.stringify({ seed: 9, venues: { binance: { limit: { weight: 100 } } } }));

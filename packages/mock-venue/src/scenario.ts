@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
 /** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
-export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
+export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'kraken', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
 export const MockVenueName = z.enum(MOCK_VENUES);
 export type MockVenueName = z.infer<typeof MockVenueName>;
 
@@ -167,6 +167,7 @@ export const Scenario = z.strictObject({
       binance: VenueScenario.optional(),
       finnhub: VenueScenario.optional(),
       fred: VenueScenario.optional(),
+      kraken: VenueScenario.optional(),
       limitless: VenueScenario.optional(),
       polygon: VenueScenario.optional(),
       polymarket: VenueScenario.optional(),
@@ -257,13 +258,15 @@ export interface EmulatedLimit {
  * Polygon free tier 5 requests per minute; Polymarket CLOB `/book` 1500 per sliding 10 s, queued up
  * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
  * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless at most 2
- * concurrent requests and at least 300 ms between calls, 429 beyond (its API introduction): one request per sliding 300 ms.
+ * concurrent requests and at least 300 ms between calls, 429 beyond (its API introduction): one request per sliding 300 ms;
+ * Kraken's call counter (Starter tier: at most 15, decaying 0.33 a second, so it drains from full in 45 s; every public call adds 1).
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EmulatedLimit> = {
   alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   fred: { enabled: true, limit: 120, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
+  kraken: { enabled: true, limit: 15, windowMs: 45_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   limitless: { enabled: true, limit: 1, windowMs: 300, banAfter: 0, banMs: 0, maxDelayMs: 0, maxConcurrent: 2 },
   polygon: { enabled: true, limit: 5, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   polymarket: { enabled: true, limit: 1500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 },

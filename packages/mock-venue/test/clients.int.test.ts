@@ -1,14 +1,16 @@
 /**
  * Widely used clients parse every emulated endpoint the fleet uses, over real HTTP: Binance's
  * `binance` (tiagosiebler) MainClient for exchangeInfo, depth, klines, aggTrades and
- * historicalTrades (the REST tape the stream sessions heal gaps from) and its -1003 errors, and
- * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash), and
- * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars, and Limitless's official
- * @limitless-exchange/sdk for active markets, order books and the throttler's 429. Gamma `/markets`
- * has no official TypeScript client; PolymarketAdapter's schemas cover it.
+ * historicalTrades (the REST tape the stream sessions heal gaps from) and its -1003 errors,
+ * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash),
+ * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars, Limitless's official
+ * @limitless-exchange/sdk for active markets, order books and the throttler's 429, and CCXT's
+ * `kraken` for Kraken's public REST (markets with pair_decimals, OHLC, Trades, Depth, error arrays).
+ * Gamma `/markets` has no official TypeScript client; PolymarketAdapter's schemas cover it.
  */
 import { marketData, PermissionError } from '@alpacahq/alpaca-trade-api';
 import { HttpClient, MarketFetcher, RateLimitError } from '@limitless-exchange/sdk';
+import ccxt from 'ccxt';
 import { ApiError, Chain, ClobClient, type OrderBookSummary } from '@polymarket/clob-client';
 import { MainClient, type SymbolLotSizeFilter, type SymbolMinNotionalFilter, type SymbolPriceFilter } from 'binance';
 import { ManualClock } from '@tickfleet/testkit';
@@ -21,7 +23,8 @@ import { alpacaBarTimes } from '../src/venues/alpaca-emulation.js';
 import { rawSize } from '../src/venues/limitless-emulation.js';
 import { limitlessBookSlugs, limitlessMarkets } from '../src/venues/limitless-markets.js';
 import { binanceDepthSnapshot, binanceModel } from '../src/venues/binance-ws-market.js';
-import { STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
+import { krakenModel } from '../src/venues/kraken-ws-emulation.js';
+import { lastClosedTick, STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30, 250);
 const SEED = 11;
@@ -246,5 +249,82 @@ describe('public clients against the emulations', () => {
     expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
     expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
     expect(book.minSize).toBe('1000000');
+  });
+
+  describe('ccxt kraken', () => {
+    const kraken = (): InstanceType<typeof ccxt.kraken> => {
+      const k = new ccxt.kraken({ enableRateLimit: false });
+      k.urls['api'] = { ...(k.urls['api'] as Record<string, string>), public: mv.baseUrl('kraken') };
+      return k;
+    };
+
+    test('loadMarkets: ids, unified symbols and pair_decimals as price precision', async () => {
+      const k = kraken();
+      const markets = await k.loadMarkets();
+      expect(markets['BTC/USD']).toMatchObject({ id: 'XXBTZUSD', altname: 'XBTUSD', base: 'BTC', quote: 'USD', active: true, precision: { price: 0.1 } });
+      expect(markets['DOGE/USD']).toMatchObject({ id: 'XDGUSD', precision: { price: 1e-7 } });
+      expect(markets['ETH/BTC']).toMatchObject({ id: 'XETHXXBT', precision: { price: 0.00001 } });
+      expect(Object.keys(markets)).toHaveLength(12);
+    });
+
+    test('fetchOHLCV: the closed candles since a time, then the open frame; prices at pair_decimals', async () => {
+      const k = kraken();
+      const minute = T0 - (T0 % 60_000);
+      const since = minute - 30 * 60_000;
+      const rows = await k.fetchOHLCV('BTC/USD', '1m', since);
+      const want = expectedCandles('kraken', 'BTC/USD', '1m', since, minute, SEED, { nowMs: T0 });
+      expect(want).toHaveLength(30);
+      expect(rows.slice(0, -1).map((r) => [r[0], String(r[1]), String(r[4]), String(r[5])])).toEqual(want.map((c) => [c.openTime, c.open, c.close, c.volume]));
+      expect(rows.at(-1)![0]).toBe(minute);
+      for (const r of rows) expect(Math.round(Number(r[4]) * 10) / 10).toBe(r[4]);
+      // Kraken keeps 720 entries: a since beyond them gets the 720 most recent.
+      const old = await k.fetchOHLCV('BTC/USD', '1m', minute - 10_000 * 60_000);
+      expect(old).toHaveLength(720);
+      expect(old[0]![0]).toBe(minute - 719 * 60_000);
+    });
+
+    test('fetchTrades: the model tape since a time, with trade ids; fetchOrderBook: the model book', async () => {
+      const k = kraken();
+      const model = krakenModel('BTC/USD', SEED);
+      const since = T0 - 4000;
+      const trades = await k.fetchTrades('BTC/USD', since);
+      const sinceSecond = Math.floor(since / 1000) * 1000;
+      const first = model.lastTradeId(Math.floor(sinceSecond / STREAM_TICK_MS) - 1) + 1;
+      const want = model.tradesBetween(first, model.lastTradeId(lastClosedTick(T0))).filter((t) => t.timeMs >= since);
+      expect(want.length).toBeGreaterThan(10);
+      expect(trades.map((t) => [Number(t.id), t.timestamp, t.price, t.amount, t.side])).toEqual(
+        want.map((t) => [t.id, t.timeMs, Number(model.formatPrice(t.priceTicks)), Number(model.formatQty(t.qtyUnits)), t.buyerMaker ? 'sell' : 'buy']),
+      );
+      expect(model.priceDecimals).toBe(1);
+
+      const book = await k.fetchOrderBook('BTC/USD', 10);
+      const levels = model.levels(lastClosedTick(T0), 10);
+      expect(book.bids.map(([p, q]) => [p, q])).toEqual(levels.bids.map(([p, q]) => [Number(model.formatPrice(p)), Number(model.formatQty(q, 3))]));
+      expect(book.asks.map(([p]) => p)).toEqual(levels.asks.map(([p]) => Number(model.formatPrice(p))));
+    });
+
+    test('the call counter: a full counter answers EAPI:Rate limit exceeded, which ccxt raises as DDoSProtection', async () => {
+      mv.reset();
+      mv.patchScenario({ venues: { kraken: { limit: { requests: 3, windowMs: 60_000 } } } });
+      try {
+        const k = kraken();
+        await k.loadMarkets(); // Assets and AssetPairs: 2 of 3
+        await k.fetchOrderBook('ETH/USD', 5);
+        const limited = await k.fetchOrderBook('ETH/USD', 5).catch((e: unknown) => e);
+        expect(limited).toBeInstanceOf(ccxt.DDoSProtection);
+        expect((limited as Error).message).toContain('EAPI:Rate limit exceeded');
+        expect(mv.stats().venues.kraken).toMatchObject({ requests: 4, overLimitRequests: 1, maxWindowWeight: 3 });
+        const bad = await k.publicGetDepth({ pair: 'NOPEUSD' }).catch((e: unknown) => e);
+        expect(bad).toBeInstanceOf(ccxt.DDoSProtection);
+      } finally {
+        mv.patchScenario({ venues: { kraken: { limit: { requests: 15, windowMs: 45_000 } } } });
+        mv.reset();
+      }
+      const unknown = await kraken()
+        .publicGetDepth({ pair: 'NOPEUSD' })
+        .catch((e: unknown) => e);
+      expect(unknown).toBeInstanceOf(ccxt.ExchangeError);
+      expect((unknown as Error).message).toContain('EQuery:Unknown asset pair');
+    });
   });
 });

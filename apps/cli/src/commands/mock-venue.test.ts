@@ -35,6 +35,7 @@ describe('tickfleet mock-venue', () => {
         binance: `${ready.url}/binance`,
         finnhub: `${ready.url}/finnhub`,
         fred: `${ready.url}/fred`,
+        kraken: `${ready.url}/kraken`,
         limitless: `${ready.url}/limitless`,
         polygon: `${ready.url}/polygon`,
         polymarket: `${ready.url}/polymarket`,

@@ -1,5 +1,6 @@
 import { alignDown, lastClosedOpenTime, timeframeMs, ValidationError, type Candle, type Timeframe } from '@tickfleet/core';
 import type { Holes } from '../scenario.js';
+import { krakenPairOfKey } from './kraken-pairs.js';
 import { absorb, HASH_START, roundTo, unitFloat, unitFloatOf } from './random.js';
 
 const DAY_MS = 86_400_000;
@@ -47,7 +48,9 @@ function priceSeries(venue: string, symbol: string, seed: number): PriceSeries {
   const last = lastPrice;
   if (last !== undefined && last.venue === venue && last.symbol === symbol && last.seed === seed) return last;
   const key = canonicalSymbol(symbol);
-  const base = basePrice(venue, key, seed);
+  // Kraken pairs print their published pair_decimals, at a price level that suits them.
+  const kraken = venue === 'kraken' ? krakenPairOfKey(key) : undefined;
+  const base = kraken ? kraken.basePrice * (0.8 + 0.4 * unitFloat('base', venue, key, seed)) : basePrice(venue, key, seed);
   lastPrice = {
     venue,
     symbol,
@@ -55,7 +58,7 @@ function priceSeries(venue: string, symbol: string, seed: number): PriceSeries {
     key,
     base,
     phase: 2 * PI * unitFloat('phase', venue, key, seed),
-    decimals: base >= 1000 ? 2 : base >= 10 ? 3 : 5,
+    decimals: kraken ? kraken.pairDecimals : base >= 1000 ? 2 : base >= 10 ? 3 : 5,
     jitter: absorb(HASH_START, 'jitter', venue, key, seed),
   };
   return lastPrice;

@@ -150,8 +150,11 @@ describe('kraken WebSocket v2 emulation', () => {
     await s.next(isBook, 'book snapshot');
     clock.advance(3000);
     await waitFor(() => s.messages.filter(isBook).length === 31, 'thirty book updates');
+    // BTC/USD prices carry Kraken's pair_decimals for the pair: 1.
+    expect(krakenPricePrecision('BTC/USD', SEED)).toBe(1);
     const book = new KrakenBook(25, krakenPricePrecision('BTC/USD', SEED));
     const msgs = s.messages.filter(isBook);
+    for (const m of msgs) for (const l of [...m.data[0]!.bids, ...m.data[0]!.asks]) expect(Math.round(l.price * 10) / 10).toBe(l.price);
     expect(msgs[0]!.type).toBe('snapshot');
     expect(msgs.slice(1).every((m) => m.type === 'update')).toBe(true);
     for (const m of msgs) expect(book.apply(m)).toBe(true);
