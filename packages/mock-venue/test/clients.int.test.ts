@@ -299,7 +299,7 @@ describe('public clients against the emulations', () => {
 
       const book = await k.fetchOrderBook('BTC/USD', 10);
       const levels = model.levels(lastClosedTick(T0), 10);
-      expect(book.bids.map(([p, q]) => [p, q])).toEqual(levels.bids.map(([p, q]) => [Number(model.formatPrice(p)), Number(model.formatQty(q, 3))]));
+      expect(book.bids.map(([p, q]) => [p, q])).toEqual(levels.bids.map(([p, q]) => [Number(model.formatPrice(p)), Number(model.formatQty(q))]));
       expect(book.asks.map(([p]) => p)).toEqual(levels.asks.map(([p]) => Number(model.formatPrice(p))));
     });
 

@@ -52,8 +52,10 @@ describe('createVenueAdapter', () => {
   });
 
   it('rejects unknown venues and bad options naming them', () => {
-    expect(() => createVenueAdapter('kraken', { baseUrl: 'https://api.kraken.com' })).toThrow(ValidationError);
-    expect(() => createVenueAdapter('kraken', { baseUrl: 'https://api.kraken.com' })).toThrow(/invalid venue/);
+    expect(() => createVenueAdapter('bitstamp', { baseUrl: 'https://www.bitstamp.net' })).toThrow(ValidationError);
+    expect(() => createVenueAdapter('bitstamp', { baseUrl: 'https://www.bitstamp.net' })).toThrow(/invalid venue.*ccxt-<exchange>/);
+    expect(hasVenueAdapter('ccxt-bitstamp')).toBe(true);
+    expect(hasVenueAdapter('ccxt-')).toBe(false);
     expect(() => createVenueAdapter('binance', { baseUrl: 'ftp://x' })).toThrow(/invalid baseUrl/);
     expect(() => createVenueAdapter('binance', { baseUrl: 'https://x', maxCandlesPerPage: 5000 })).toThrow(
       /invalid maxCandlesPerPage: expected an integer from 1 to 1000/,

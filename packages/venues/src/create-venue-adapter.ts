@@ -1,6 +1,8 @@
 import { ValidationError } from '@tickfleet/core';
 import { AlpacaAdapter } from './alpaca/alpaca-adapter.js';
 import { BinanceAdapter } from './binance/binance-adapter.js';
+import { CcxtAdapter, type CcxtAdapterOptions } from './ccxt/ccxt-adapter.js';
+import { CCXT_VENUE_PREFIX, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
 import { FinnhubAdapter } from './finnhub/finnhub-adapter.js';
 import { FredAdapter } from './fred/fred-adapter.js';
 import { LimitlessAdapter } from './limitless/limitless-adapter.js';
@@ -14,6 +16,7 @@ const ADAPTER_CLASSES = {
   binance: BinanceAdapter,
   finnhub: FinnhubAdapter,
   fred: FredAdapter,
+  kraken: KrakenAdapter,
   limitless: LimitlessAdapter,
   polygon: PolygonAdapter,
   polymarket: PolymarketAdapter,
@@ -29,12 +32,13 @@ export type VenueAdapters = {
 export type AdapterVenue = keyof VenueAdapters;
 export const ADAPTER_VENUES: readonly AdapterVenue[] = Object.freeze(Object.keys(ADAPTER_CLASSES) as AdapterVenue[]);
 
-export function hasVenueAdapter(venue: string): venue is AdapterVenue {
-  return (ADAPTER_VENUES as readonly string[]).includes(venue);
+/** Whether tickfleet can serve `venue`: a venue with an adapter, or `ccxt-<exchange>` (the CCXT engine). */
+export function hasVenueAdapter(venue: string): venue is AdapterVenue | CcxtVenue {
+  return (ADAPTER_VENUES as readonly string[]).includes(venue) || isCcxtVenue(venue);
 }
 
-type AnyAdapterOptions = VenueAdapters[AdapterVenue]['options'];
-type AnyAdapter = VenueAdapters[AdapterVenue]['adapter'];
+type AnyAdapterOptions = VenueAdapters[AdapterVenue]['options'] | CcxtAdapterOptions;
+type AnyAdapter = VenueAdapters[AdapterVenue]['adapter'] | CcxtAdapter;
 
 /**
  * The adapter for `venue`. Typed per venue when the name is a literal; a venue without an adapter
@@ -43,7 +47,9 @@ type AnyAdapter = VenueAdapters[AdapterVenue]['adapter'];
 export function createVenueAdapter<V extends AdapterVenue>(venue: V, options: VenueAdapters[V]['options']): VenueAdapters[V]['adapter'];
 export function createVenueAdapter(venue: string, options: AnyAdapterOptions): AnyAdapter;
 export function createVenueAdapter(venue: string, options: AnyAdapterOptions): AnyAdapter {
-  if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
+  if (!hasVenueAdapter(venue))
+    throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')}) or ${CCXT_VENUE_PREFIX}<exchange>`, venue);
+  if (isCcxtVenue(venue)) return new CcxtAdapter(venue, { ...options, exchange: venue.slice(CCXT_VENUE_PREFIX.length) });
   // Any adapter accepts any adapter options: each needs only baseUrl and reads only its own.
   const Adapter = ADAPTER_CLASSES[venue] as new (options: AnyAdapterOptions) => AnyAdapter;
   return new Adapter(options);

@@ -203,7 +203,7 @@ export class KrakenEmulation implements VenueEmulation {
     const book = model.levels(tick, raw ?? DEPTH_DEFAULT_COUNT);
     const ts = Math.floor(((tick + 1) * STREAM_TICK_MS) / 1000);
     const side = (levels: Array<[number, number]>): string =>
-      `[${levels.map(([p, q]) => `["${model.formatPrice(p)}","${model.formatQty(q, 3)}",${ts}]`).join(',')}]`;
+      `[${levels.map(([p, q]) => `["${model.formatPrice(p)}","${model.formatQty(q)}",${ts}]`).join(',')}]`;
     return this.ok(`{"${pair.id}":{"asks":${side(book.asks)},"bids":${side(book.bids)}}}`);
   }
 
