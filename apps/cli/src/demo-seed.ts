@@ -6,10 +6,7 @@ const DAY = 86_400_000;
 /** How far back the demo's Polygon day-bar job starts (see seedDemo). */
 const POLYGON_DEMO_DAYS = 5;
 
-/**
- * The demo's streams. Kraken has no connector in the demo: its sessions make no REST calls (a
- * Kraken trade gap is not healed but goes on the gap ledger), so no budget or base URL is needed.
- */
+/** The demo's streams: trade holes of both are healed from their venue's REST API, under its connector's budget. */
 const DEMO_STREAMS: readonly StreamInput[] = [
   { name: 'demo-binance', venue: 'binance', symbols: ['BTC/USDT', 'ETH/USDT', 'SOL/USDT'], channels: ['trades', 'book'], bookDepth: 100 },
   { name: 'demo-kraken', venue: 'kraken', symbols: ['BTC/USD', 'ETH/USD'], channels: ['trades', 'book'], bookDepth: 10 },
@@ -18,7 +15,7 @@ const DEMO_STREAMS: readonly StreamInput[] = [
 /**
  * The demo emulation drops a stream message now and then (every Nth data message of a
  * connection), so a new user sees within a minute what the streams do about it: Binance trade
- * gaps healed from REST and books resynchronised, Kraken trade gaps recorded on the gap ledger.
+ * and Kraken trade gaps healed from REST (aggTrades/historicalTrades, Trades) and books resynchronised.
  * A mock-venue Scenario, type-checked where up.ts passes it (the emulation is loaded only for --demo).
  */
 export const DEMO_SCENARIO = { streams: { binance: { gapEvery: 400 }, kraken: { gapEvery: 400 } } };
@@ -39,7 +36,8 @@ export const DEMO_KEYS = {
 } as const;
 
 /**
- * The demo fleet: each venue emulation with its real published limits, candle jobs that start a
+ * The demo fleet: each venue emulation with its real published limits, candle jobs (Kraken's through
+ * the CCXT engine) that start a
  * few hours back (so history arrives at once, then live candles every minute), Polymarket and
  * Limitless discovery feeding order-book polling, Xetra's post-trade files, Alpaca day bars (per-day
  * units), Finnhub option chains over a small universe and FRED's Treasury curve; and the WebSocket
@@ -48,7 +46,7 @@ export const DEMO_KEYS = {
  */
 export async function seedDemo(
   store: StateStore,
-  baseUrl: (venue: 'alpaca' | 'binance' | 'finnhub' | 'fred' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string,
+  baseUrl: (venue: 'alpaca' | 'binance' | 'finnhub' | 'fred' | 'kraken' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string,
 ): Promise<void> {
   const now = Date.now();
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
@@ -72,11 +70,16 @@ export async function seedDemo(
   await store.connectors.upsert({ venue: 'alpaca', baseUrl: baseUrl('alpaca'), rateLimit: { limit: 200, periodMs: 60_000 } });
   await store.connectors.upsert({ venue: 'finnhub', baseUrl: baseUrl('finnhub'), rateLimit: { limit: 60, periodMs: 60_000 } });
   await store.connectors.upsert({ venue: 'fred', baseUrl: baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
+  // Kraken through the CCXT engine: its call counter (15, drained in 45 s) is a leaky bucket, as GCRA is.
+  await store.connectors.upsert({ venue: 'kraken', baseUrl: baseUrl('kraken'), rateLimit: { policy: 'gcra', limit: 15, periodMs: 45_000 }, maxInflight: 2 });
   if (!(await store.universes.get('finnhub', 'megacaps'))) await store.universes.set('finnhub', 'megacaps', ['AAPL', 'MSFT', 'NVDA']);
   const jobs = [
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'ETH/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1h', since: now - 30 * DAY },
+    // Kraken keeps the 720 newest candles of an interval: six hours of minutes are within them.
+    { venue: 'kraken', type: 'ohlcv', symbol: 'BTC/USD', timeframe: '1m', since: now - 6 * 3600_000 },
+    { venue: 'kraken', type: 'ohlcv', symbol: 'ETH/USD', timeframe: '1m', since: now - 6 * 3600_000 },
     // Day bars: US-equity minutes exist only in sessions, day bars of past sessions whenever the demo starts.
     // Five days hold two to four past sessions: at Polygon's 5 requests a minute (one a session day)
     // the job is caught up within a minute or two instead of starting weeks behind.

@@ -23,12 +23,14 @@ describe('KrakenStreamSession against the emulation', () => {
   let session: KrakenStreamSession | undefined;
   let records: Envelope[];
   let events: StreamEvent[];
+  let rest: Array<{ venue: string; endpoint: string; weight: number }>;
 
   beforeEach(async () => {
     clock = new ManualClock(T0);
     mv = await startMockVenue({ clock });
     records = [];
     events = [];
+    rest = [];
   });
   afterEach(async () => {
     await session?.stop();
@@ -39,6 +41,8 @@ describe('KrakenStreamSession against the emulation', () => {
   const open = async (): Promise<KrakenStreamSession> => {
     session = new KrakenStreamSession({
       url: mv.url.replace('http://', 'ws://') + '/kraken/v2',
+      restBaseUrl: mv.baseUrl('kraken'),
+      beforeRestRequest: async (r) => void rest.push(r),
       symbols: PAIRS,
       channels: ['trades', 'book'],
       clock,
@@ -139,21 +143,62 @@ describe('KrakenStreamSession against the emulation', () => {
     expectBooksMatch();
   });
 
-  test('trade-id gaps are found and reported unhealed with their range', async () => {
+  test('gapEvery: every trade-id gap is healed from REST Trades by time, each call weighing 1; the tape complete and equal to the model', async () => {
     const s = await open();
     mv.patchScenario({ streams: { kraken: { gapEvery: 5 } } });
-    // trade messages hold a tick's trades: the last one of a step can be the lost one, so step until a gap shows
-    for (let i = 0; i < 10 && s.stats().gapsFound < 2; i++) {
+    // trade messages hold a tick's trades: the last one of a step can be the lost one, seen with the next trade
+    for (let i = 0; i < 6; i++) {
       clock.advance(500);
-      await waitFor(() => s.stats().messages + mv.stats().streams.kraken.gapsInjected >= 0 && s.stats().lastMessageAgeMs === 0, 'the step received');
+      await waitFor(() => s.stats().lastMessageAgeMs === 0, 'the step received');
     }
+    mv.patchScenario({ streams: { kraken: { gapEvery: 1_000_000_000 } } });
+    await run(s, 1000);
+    const st = s.stats();
+    const gaps = events.filter((e): e is Extract<StreamEvent, { type: 'gap' }> => e.type === 'gap');
+    expect(st.gapsFound).toBe(gaps.length);
+    expect(st.gapsFound).toBeGreaterThan(2);
+    expect(st.gapsHealed).toBe(st.gapsFound);
+    expect(st.gapsUnhealed).toBe(0);
+    expect(events.filter((e) => e.type === 'unhealed')).toEqual([]);
+    // one Trades call finds each hole (its trades are seconds old, well within a page)
+    const healed = events.filter((e): e is Extract<StreamEvent, { type: 'healed' }> => e.type === 'healed');
+    expect(healed.map((h) => [h.fromId, h.toId, h.restCalls])).toEqual(gaps.map((g) => [g.fromId, g.toId, 1]));
+    expect(rest).toHaveLength(gaps.length);
+    expect(rest.every((r) => r.venue === 'kraken' && r.endpoint === 'Trades' && r.weight === 1)).toBe(true);
+    // ground truth: the venue counted exactly the calls the session declared
+    expect(mv.stats().venues.kraken.weightUsed).toBe(rest.length);
+    for (const pair of PAIRS) {
+      const model = krakenModel(pair, SEED);
+      const trades = records.filter((e) => e.channel === 'trades' && e.symbol === pair);
+      const ids = trades.map((e) => Number(e.payload.tradeId));
+      expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => ids[0]! + i));
+      const tape = model.tradesBetween(ids[0]!, ids.at(-1)!);
+      expect(trades.map((e) => [e.messageId, e.payload.price, e.payload.size, e.payload.timeMs, e.payload.side])).toEqual(
+        tape.map((t) => [
+          `kraken:${pair}:trade:${t.id}`,
+          model.formatPrice(t.priceTicks),
+          model.formatQty(t.qtyUnits),
+          t.timeMs,
+          t.buyerMaker ? 'sell' : 'buy',
+        ]),
+      );
+    }
+  });
+
+  test('REST refused after retries: the hole is reported unhealed with its range and the reason', async () => {
+    const s = await open();
+    mv.patchScenario({ venues: { kraken: { errorRate: 1, errorStatuses: [503] } }, streams: { kraken: { gapEvery: 5 } } });
+    for (let i = 0; i < 10 && s.stats().gapsFound < 1; i++) {
+      clock.advance(500);
+      await waitFor(() => s.stats().lastMessageAgeMs === 0, 'the step received');
+    }
+    await waitFor(() => s.stats().gapsUnhealed >= 1, 'a hole reported unhealed');
     const unhealed = events.filter((e): e is Extract<StreamEvent, { type: 'unhealed' }> => e.type === 'unhealed');
-    expect(unhealed.length).toBeGreaterThanOrEqual(2);
+    expect(unhealed[0]!.reason).toMatch(/^Trades failed: kraken Trades answered HTTP 503/);
     for (const u of unhealed) {
       const ids = new Set(records.filter((e) => e.channel === 'trades' && e.symbol === u.symbol).map((e) => Number(e.payload.tradeId)));
-      expect(ids.has(u.fromId - 1) && ids.has(u.toId + 1)).toBe(true);
       for (let id = u.fromId; id <= u.toId; id++) expect(ids.has(id)).toBe(false);
     }
-    expect(s.stats().gapsUnhealed).toBe(s.stats().gapsFound);
+    mv.patchScenario({ venues: { kraken: { errorRate: 0 } }, streams: { kraken: { gapEvery: 1_000_000_000 } } });
   });
 });

@@ -6,7 +6,7 @@ import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { BinanceStreamSession } from './binance-stream-session.js';
 import { ConnectAttempts } from './connect-attempts.js';
 import { streamEventEnvelope, streamGapJobId, type RecordedStreamEvent } from './internal/stream-events.js';
-import { KrakenStreamSession } from './kraken-stream-session.js';
+import { KRAKEN_REST_URL, KrakenStreamSession } from './kraken-stream-session.js';
 import { StreamCheckpoints } from './stream-checkpoints.js';
 import { STREAM_DEFAULTS, streamLiveTtlMs, streamStatsEveryMs } from './stream-defaults.js';
 import { StreamLeases, type StreamLostReason } from './stream-leases.js';
@@ -268,7 +268,13 @@ export class StreamRunner {
         ...(def.bookDepth !== null ? { depthLimit: def.bookDepth } : {}),
       });
     }
-    return new KrakenStreamSession({ ...common, url: this.options.endpoints.krakenWsUrl, ...(def.bookDepth !== null ? { depth: def.bookDepth } : {}) });
+    const kraken = await this.options.store.connectors.get('kraken');
+    return new KrakenStreamSession({
+      ...common,
+      url: this.options.endpoints.krakenWsUrl,
+      restBaseUrl: kraken?.baseUrl ?? KRAKEN_REST_URL,
+      ...(def.bookDepth !== null ? { depth: def.bookDepth } : {}),
+    });
   }
 
   /**
