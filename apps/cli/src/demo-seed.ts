@@ -36,8 +36,8 @@ export const DEMO_KEYS = {
 } as const;
 
 /**
- * The demo fleet: each venue emulation with its real published limits, candle jobs (Kraken's through
- * the CCXT engine) that start a
+ * The demo fleet: each venue emulation with its real published limits, candle jobs (Kraken's and
+ * Coinbase's through the CCXT engine) that start a
  * few hours back (so history arrives at once, then live candles every minute), Polymarket and
  * Limitless discovery feeding order-book polling, Xetra's post-trade files, Alpaca day bars (per-day
  * units), Finnhub option chains over a small universe and FRED's Treasury curve; and the WebSocket
@@ -46,7 +46,7 @@ export const DEMO_KEYS = {
  */
 export async function seedDemo(
   store: StateStore,
-  baseUrl: (venue: 'alpaca' | 'binance' | 'finnhub' | 'fred' | 'kraken' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string,
+  baseUrl: (venue: 'alpaca' | 'binance' | 'coinbase' | 'finnhub' | 'fred' | 'kraken' | 'limitless' | 'polygon' | 'polymarket' | 'xetra') => string,
 ): Promise<void> {
   const now = Date.now();
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
@@ -72,6 +72,8 @@ export async function seedDemo(
   await store.connectors.upsert({ venue: 'fred', baseUrl: baseUrl('fred'), rateLimit: { limit: 120, periodMs: 60_000 } });
   // Kraken through the CCXT engine: its call counter (15, drained in 45 s) is a leaky bucket, as GCRA is.
   await store.connectors.upsert({ venue: 'kraken', baseUrl: baseUrl('kraken'), rateLimit: { policy: 'gcra', limit: 15, periodMs: 45_000 }, maxInflight: 2 });
+  // Coinbase Exchange through the CCXT engine: 10 public requests a second.
+  await store.connectors.upsert({ venue: 'coinbase', baseUrl: baseUrl('coinbase'), rateLimit: { limit: 10, periodMs: 1000 }, maxInflight: 2 });
   if (!(await store.universes.get('finnhub', 'megacaps'))) await store.universes.set('finnhub', 'megacaps', ['AAPL', 'MSFT', 'NVDA']);
   const jobs = [
     { venue: 'binance', type: 'ohlcv', symbol: 'BTC/USDT', timeframe: '1m', since: now - 6 * 3600_000 },
@@ -80,6 +82,7 @@ export async function seedDemo(
     // Kraken keeps the 720 newest candles of an interval: six hours of minutes are within them.
     { venue: 'kraken', type: 'ohlcv', symbol: 'BTC/USD', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'kraken', type: 'ohlcv', symbol: 'ETH/USD', timeframe: '1m', since: now - 6 * 3600_000 },
+    { venue: 'coinbase', type: 'ohlcv', symbol: 'BTC/USD', timeframe: '1m', since: now - DAY },
     // Day bars: US-equity minutes exist only in sessions, day bars of past sessions whenever the demo starts.
     // Five days hold two to four past sessions: at Polygon's 5 requests a minute (one a session day)
     // the job is caught up within a minute or two instead of starting weeks behind.

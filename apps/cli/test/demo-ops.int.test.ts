@@ -19,7 +19,7 @@ type QueryResult = { status: string; data: { result: Array<{ metric: Record<stri
  * the dashboard the way an operator would.
  */
 /** Every venue `up --demo` seeds. */
-const DEMO_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'kraken', 'limitless', 'polygon', 'polymarket', 'xetra'];
+const DEMO_VENUES = ['alpaca', 'binance', 'coinbase', 'finnhub', 'fred', 'kraken', 'limitless', 'polygon', 'polymarket', 'xetra'];
 
 describe('operations surface on a running demo fleet', () => {
   let dir: TempDir;

@@ -146,13 +146,16 @@ describe('tickfleet up --demo', () => {
         const events = (await cliData(['export', venue, '--channel', 'stream_events', '--format', 'jsonl'])).split('\n').filter((l) => l !== '');
         expect(events.map((l) => (JSON.parse(l) as { payload: { event: string } }).payload.event)).toContain('healed');
       }
-      // Kraken candles through the CCXT engine
-      expect((JSON.parse(await cliData(['count', 'kraken', 'BTC/USD', '--timeframe', '1m', '--json'])) as { count: number }).count).toBeGreaterThan(0);
+      // Kraken and Coinbase candles through the CCXT engine
+      for (const venue of ['kraken', 'coinbase']) {
+        expect((JSON.parse(await cliData(['count', venue, 'BTC/USD', '--timeframe', '1m', '--json'])) as { count: number }).count).toBeGreaterThan(0);
+      }
 
       const status = (await (await fetch(`${fleet.dashboardUrl}/api/status`)).json()) as { venues: Array<{ venue: string }> };
       expect(status.venues.map((v) => v.venue).sort()).toEqual([
         'alpaca',
         'binance',
+        'coinbase',
         'finnhub',
         'fred',
         'kraken',

@@ -29,6 +29,7 @@ import {
 import type { LimitGroupStats, MockVenueStats, VenueStats } from './stats.js';
 import { AlpacaEmulation } from './venues/alpaca-emulation.js';
 import { BinanceEmulation } from './venues/binance-emulation.js';
+import { CoinbaseEmulation } from './venues/coinbase-emulation.js';
 import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { FredEmulation } from './venues/fred-emulation.js';
@@ -104,6 +105,7 @@ export class MockVenueServer implements MockVenue {
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
+    coinbase: new CoinbaseEmulation(),
     finnhub: new FinnhubEmulation(),
     fred: new FredEmulation(),
     kraken: new KrakenEmulation(),

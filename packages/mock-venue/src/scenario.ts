@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Timeframe, ValidationError } from '@tickfleet/core';
 
 /** The venues the emulation hosts, each under its own path prefix (`/binance/...`). */
-export const MOCK_VENUES = ['alpaca', 'binance', 'finnhub', 'fred', 'kraken', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
+export const MOCK_VENUES = ['alpaca', 'binance', 'coinbase', 'finnhub', 'fred', 'kraken', 'limitless', 'polygon', 'polymarket', 'xetra'] as const;
 export const MockVenueName = z.enum(MOCK_VENUES);
 export type MockVenueName = z.infer<typeof MockVenueName>;
 
@@ -165,6 +165,7 @@ export const Scenario = z.strictObject({
     .strictObject({
       alpaca: VenueScenario.optional(),
       binance: VenueScenario.optional(),
+      coinbase: VenueScenario.optional(),
       finnhub: VenueScenario.optional(),
       fred: VenueScenario.optional(),
       kraken: VenueScenario.optional(),
@@ -259,11 +260,13 @@ export interface EmulatedLimit {
  * to 2 s (Gamma `/markets` has its own limit, POLYMARKET_GAMMA_LIMIT);
  * Xetra no published limit, the emulation paces at 5 per 2 s; FRED 120 requests per minute (per key); Limitless at most 2
  * concurrent requests and at least 300 ms between calls, 429 beyond (its API introduction): one request per sliding 300 ms;
- * Kraken's call counter (Starter tier: at most 15, decaying 0.33 a second, so it drains from full in 45 s; every public call adds 1).
+ * Kraken's call counter (Starter tier: at most 15, decaying 0.33 a second, so it drains from full in 45 s; every public call adds 1); Coinbase Exchange's public endpoints
+ * 10 requests per second per IP.
  */
 export const DEFAULT_LIMITS: Record<MockVenueName, EmulatedLimit> = {
   alpaca: { enabled: true, limit: 200, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   binance: { enabled: true, limit: 6000, windowMs: 60_000, banAfter: 5, banMs: 120_000, maxDelayMs: 0 },
+  coinbase: { enabled: true, limit: 10, windowMs: 1000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   finnhub: { enabled: true, limit: 60, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   fred: { enabled: true, limit: 120, windowMs: 60_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },
   kraken: { enabled: true, limit: 15, windowMs: 45_000, banAfter: 0, banMs: 0, maxDelayMs: 0 },

@@ -5,7 +5,8 @@
  * Polymarket's official @polymarket/clob-client for the CLOB book (and its own book hash),
  * Alpaca's official @alpacahq/alpaca-trade-api for single-symbol stock bars, Limitless's official
  * @limitless-exchange/sdk for active markets, order books and the throttler's 429, and CCXT's
- * `kraken` for Kraken's public REST (markets with pair_decimals, OHLC, Trades, Depth, error arrays).
+ * `kraken` for Kraken's public REST (markets with pair_decimals, OHLC, Trades, Depth, error arrays)
+ * and CCXT's `coinbaseexchange` for Coinbase Exchange's public market data (products, candles, trades, book).
  * Gamma `/markets` has no official TypeScript client; PolymarketAdapter's schemas cover it.
  */
 import { marketData, PermissionError } from '@alpacahq/alpaca-trade-api';
@@ -24,6 +25,7 @@ import { rawSize } from '../src/venues/limitless-emulation.js';
 import { limitlessBookSlugs, limitlessMarkets } from '../src/venues/limitless-markets.js';
 import { binanceDepthSnapshot, binanceModel } from '../src/venues/binance-ws-market.js';
 import { krakenModel } from '../src/venues/kraken-ws-emulation.js';
+import { streamModel } from '../src/venues/stream-book-model.js';
 import { lastClosedTick, STREAM_TICK_MS, type ModelAggregate } from '../src/venues/stream-book-model.js';
 
 const T0 = Date.UTC(2024, 0, 15, 8, 0, 30, 250);
@@ -325,6 +327,59 @@ describe('public clients against the emulations', () => {
         .catch((e: unknown) => e);
       expect(unknown).toBeInstanceOf(ccxt.ExchangeError);
       expect((unknown as Error).message).toContain('EQuery:Unknown asset pair');
+    });
+  });
+
+  describe('ccxt coinbaseexchange', () => {
+    const coinbase = (): InstanceType<typeof ccxt.coinbaseexchange> => {
+      const c = new ccxt.coinbaseexchange({ enableRateLimit: false });
+      c.urls['api'] = { public: mv.baseUrl('coinbase'), private: mv.baseUrl('coinbase') };
+      return c;
+    };
+
+    test('loadMarkets, fetchOHLCV by since (300 at most, newest first on the wire), fetchTrades, fetchOrderBook', async () => {
+      const c = coinbase();
+      const markets = await c.loadMarkets();
+      expect(markets['BTC/USD']).toMatchObject({ id: 'BTC-USD', base: 'BTC', quote: 'USD', active: true });
+      expect(Object.keys(markets).sort()).toEqual(['BTC/EUR', 'BTC/USD', 'DOGE/USD', 'ETH/BTC', 'ETH/USD', 'SOL/USD']);
+      const minute = T0 - (T0 % 60_000);
+      const since = minute - 400 * 60_000;
+      const rows = await c.fetchOHLCV('ETH/USD', '1m', since, 300);
+      const want = expectedCandles('coinbase', 'ETH/USD', '1m', since, since + 300 * 60_000, SEED, { nowMs: T0 });
+      expect(want).toHaveLength(300);
+      expect(rows.map((r) => [r[0], String(r[1]), String(r[2]), String(r[3]), String(r[4]), String(r[5])])).toEqual(
+        want.map((w) => [w.openTime, w.open, w.high, w.low, w.close, w.volume]),
+      );
+      // more than 300 candles in one window: Coinbase's 400, which ccxt raises as ExchangeError
+      const tooMany = await c
+        .publicGetProductsIdCandles({ id: 'ETH-USD', granularity: 60, start: new Date(since).toISOString(), end: new Date(minute).toISOString() })
+        .catch((e: unknown) => e);
+      expect(tooMany).toBeInstanceOf(ccxt.ExchangeError);
+      expect((tooMany as Error).message).toContain('Count of aggregations requested exceeds 300');
+
+      const model = streamModel('coinbase', 'BTC/USD', SEED, 8);
+      const trades = await c.fetchTrades('BTC/USD', undefined, 20);
+      const newest = model.lastTradeId(lastClosedTick(T0));
+      expect(trades.map((t) => Number(t.id))).toEqual(Array.from({ length: 20 }, (_, i) => newest - 19 + i));
+      const book = await c.fetchOrderBook('BTC/USD');
+      const levels = model.levels(lastClosedTick(T0), 50);
+      expect(book.bids.map(([p]) => p)).toEqual(levels.bids.map(([p]) => Number(model.formatPrice(p))));
+      expect(book.nonce).toBe(lastClosedTick(T0));
+    });
+
+    test('the public limit answers 429, raised by ccxt as a rate-limit error', async () => {
+      mv.reset();
+      mv.patchScenario({ venues: { coinbase: { limit: { requests: 2, windowMs: 60_000 } } } });
+      try {
+        const c = coinbase();
+        await c.loadMarkets(); // products and currencies: 2 of 2
+        const limited = await c.fetchOrderBook('BTC/USD').catch((e: unknown) => e);
+        expect(limited).toBeInstanceOf(ccxt.RateLimitExceeded);
+        expect(mv.stats().venues.coinbase).toMatchObject({ responses429: 1, overLimitRequests: 1 });
+      } finally {
+        mv.patchScenario({ venues: { coinbase: { limit: { requests: 10, windowMs: 1000 } } } });
+        mv.reset();
+      }
     });
   });
 });

@@ -2,7 +2,7 @@ import { ValidationError } from '@tickfleet/core';
 import { AlpacaAdapter } from './alpaca/alpaca-adapter.js';
 import { BinanceAdapter } from './binance/binance-adapter.js';
 import { CcxtAdapter, type CcxtAdapterOptions } from './ccxt/ccxt-adapter.js';
-import { CCXT_VENUE_PREFIX, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
+import { CCXT_VENUE_PREFIX, CoinbaseAdapter, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
 import { FinnhubAdapter } from './finnhub/finnhub-adapter.js';
 import { FredAdapter } from './fred/fred-adapter.js';
 import { LimitlessAdapter } from './limitless/limitless-adapter.js';
@@ -14,6 +14,7 @@ import { XetraAdapter } from './xetra/xetra-adapter.js';
 const ADAPTER_CLASSES = {
   alpaca: AlpacaAdapter,
   binance: BinanceAdapter,
+  coinbase: CoinbaseAdapter,
   finnhub: FinnhubAdapter,
   fred: FredAdapter,
   kraken: KrakenAdapter,

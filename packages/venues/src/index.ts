@@ -17,7 +17,7 @@ export { BinanceAdapter, binanceLimits, type BinanceAdapterOptions } from './bin
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
 export { CcxtAdapter, CCXT_DEFAULTS, type CcxtAdapterOptions } from './ccxt/ccxt-adapter.js';
-export { CCXT_VENUE_PREFIX, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
+export { CCXT_VENUE_PREFIX, CoinbaseAdapter, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
 export { FinnhubAdapter, newYorkLocalMs, rateLimitUsage, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
 export { FredAdapter, TREASURY_CURVE, TREASURY_CURVE_SERIES, type FredAdapterOptions } from './fred/fred-adapter.js';
 export { LimitlessAdapter, LIMITLESS_MAX_PAGE_SIZE, type LimitlessAdapterOptions } from './limitless/limitless-adapter.js';

@@ -119,6 +119,9 @@ describe('CCXT engine against recorded error answers', () => {
     const limited = await caught(() => adapter.fetchBook('BTC/USD'));
     expect(limited).toBeInstanceOf(RateLimitedError);
     expect(limited).toMatchObject({ retryAtMs: T0 + 7000, fromVenue: true });
+    // CCXT's broad match gives RateLimitExceeded, not a DDoSProtection: rate limited all the same
+    depth = { body: '{"error":["EQuery:Rate limit exceeded"]}' };
+    expect(await caught(() => adapter.fetchBook('BTC/USD'))).toBeInstanceOf(RateLimitedError);
     depth = { body: '{"error":["EService:Unavailable"]}' };
     expect(await caught(() => adapter.fetchBook('BTC/USD'))).toBeInstanceOf(TransientError);
     depth = { body: '{"error":["EGeneral:Invalid arguments"]}' };

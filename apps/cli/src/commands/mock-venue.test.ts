@@ -33,6 +33,7 @@ describe('tickfleet mock-venue', () => {
       expect(ready.venues).toEqual({
         alpaca: `${ready.url}/alpaca`,
         binance: `${ready.url}/binance`,
+        coinbase: `${ready.url}/coinbase`,
         finnhub: `${ready.url}/finnhub`,
         fred: `${ready.url}/fred`,
         kraken: `${ready.url}/kraken`,

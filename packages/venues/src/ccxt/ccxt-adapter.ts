@@ -141,8 +141,11 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       }
       if (candles.length > 0) yield { candles, envelopes: candles.map((c) => candleEnvelope(c, receivedAtMs, c.openTime + lenMs - 1)) };
       const last = rows.at(-1)?.[0];
-      if (last === undefined || last < cursor) return;
-      cursor = last + lenMs;
+      // An empty page of an exchange that answers by time window (Coinbase) is a hole of `limit`
+      // candles, not the end: step over it. A page that does not move forward ends the range.
+      if (last === undefined) cursor += limit * lenMs;
+      else if (last < cursor) return;
+      else cursor = last + lenMs;
     }
   }
 
@@ -266,7 +269,8 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     if (err instanceof TickfleetError) return err;
     const ccxt = await loadCcxt();
     const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof ccxt.DDoSProtection) {
+    // RateLimitExceeded is not a DDoSProtection in CCXT 4.5: both are named.
+    if (err instanceof ccxt.DDoSProtection || err instanceof ccxt.RateLimitExceeded) {
       const retryAtMs = this.clock.now() + CCXT_DEFAULTS.rateLimitFallbackMs;
       return new RateLimitedError(this.venue, retryAtMs, `${this.venue} rate limited: ${message}`, { cause: err });
     }
@@ -305,7 +309,14 @@ function num(ex: Exchange, value: unknown): string {
  * `<baseUrl>/api/v3`), unless `baseUrl` is one of the exchange's own hosts.
  */
 function pointAt(ex: Exchange, baseUrl: string): void {
-  const api = ex.urls['api'] as unknown;
+  // CCXT fills `{hostname}` when it signs a request; the roots are compared and rewritten filled.
+  const implode = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? v.replace('{hostname}', String(ex.hostname))
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, implode(x)]))
+        : v;
+  const api = implode(ex.urls['api']);
   const target = new URL(baseUrl);
   const roots: string[] = [];
   const walk = (v: unknown): void => {
@@ -313,7 +324,10 @@ function pointAt(ex: Exchange, baseUrl: string): void {
     else if (v && typeof v === 'object') for (const x of Object.values(v)) walk(x);
   };
   walk(api);
-  if (roots.some((r) => URL.canParse(r) && new URL(r).host === target.host)) return;
+  if (roots.some((r) => URL.canParse(r) && new URL(r).host === target.host)) {
+    ex.urls['api'] = api as typeof ex.urls.api;
+    return;
+  }
   const rewrite = (v: unknown): unknown => {
     if (typeof v === 'string') return URL.canParse(v) ? `${baseUrl}${new URL(v).pathname.replace(/\/+$/, '')}` : v;
     if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, rewrite(x)]));

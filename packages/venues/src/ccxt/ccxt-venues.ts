@@ -7,6 +7,13 @@ export class KrakenAdapter extends CcxtAdapter {
   }
 }
 
+/** Coinbase Exchange public market data through the CCXT engine (CCXT's `coinbaseexchange`): candles, book, products. */
+export class CoinbaseAdapter extends CcxtAdapter {
+  constructor(options: CcxtAdapterOptions) {
+    super('coinbase', { ...options, exchange: 'coinbaseexchange' });
+  }
+}
+
 /** A venue named `ccxt-<exchange id>` is served by the CCXT engine with that exchange (`ccxt-bitstamp`). */
 export const CCXT_VENUE_PREFIX = 'ccxt-';
 export type CcxtVenue = `ccxt-${string}`;
