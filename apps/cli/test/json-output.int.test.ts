@@ -52,6 +52,10 @@ const CASES: Record<string, JsonCase> = {
     runs: () => [['connectors', 'upsert', 'polymarket', '--base-url', 'http://127.0.0.1:1', '--limit', '50']],
     check: (out) => expect(asObject(out)).toMatchObject({ venue: 'polymarket', status: 'active', rateLimit: { limit: 50 } }),
   },
+  venues: {
+    runs: () => [['venues', '--no-ccxt']],
+    check: (out) => expect((asObject(out) as { venues: Array<{ venue: string }> }).venues.map((v) => v.venue)).toContain('kraken'),
+  },
   'connectors list': {
     runs: () => [['connectors', 'list']],
     check: (out) => expect(asArray(out).map((c) => c.venue)).toEqual(['binance', 'polygon', 'polymarket']),

@@ -16,7 +16,7 @@ export {
 export { BinanceAdapter, binanceLimits, type BinanceAdapterOptions } from './binance/binance-adapter.js';
 export { binanceDepthWeight, binanceWeights } from './binance/binance-weights.js';
 export { binanceVenueSymbol, binanceSymbolBySuffix, KNOWN_QUOTES } from './binance/binance-symbols.js';
-export { CcxtAdapter, CCXT_DEFAULTS, type CcxtAdapterOptions } from './ccxt/ccxt-adapter.js';
+export { CcxtAdapter, ccxtExchangeJobs, CCXT_DEFAULTS, type CcxtAdapterOptions } from './ccxt/ccxt-adapter.js';
 export { CCXT_VENUE_PREFIX, CoinbaseAdapter, isCcxtVenue, KrakenAdapter, type CcxtVenue } from './ccxt/ccxt-venues.js';
 export { FinnhubAdapter, newYorkLocalMs, rateLimitUsage, type FinnhubAdapterOptions } from './finnhub/finnhub-adapter.js';
 export { FredAdapter, TREASURY_CURVE, TREASURY_CURVE_SERIES, type FredAdapterOptions } from './fred/fred-adapter.js';

@@ -1,4 +1,5 @@
 import type {
+  JobType,
   AfterResponseInfo,
   BeforeRequestInfo,
   BookSnapshot,
@@ -186,4 +187,15 @@ export function isOptionChainSource(adapter: VenueAdapter): adapter is VenueAdap
 
 export function isSeriesSource(adapter: VenueAdapter): adapter is VenueAdapter & SeriesSource {
   return typeof (adapter as Partial<SeriesSource>).fetchSeries === 'function';
+}
+
+/** The job types an adapter collects, by the sources it implements (trade polling has no adapter yet). */
+export function supportedJobTypes(adapter: VenueAdapter): JobType[] {
+  return [
+    ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
+    ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
+    ...(isFileSource(adapter) ? (['files'] as const) : []),
+    ...(isOptionChainSource(adapter) ? (['options'] as const) : []),
+    ...(isSeriesSource(adapter) ? (['series'] as const) : []),
+  ];
 }

@@ -26,6 +26,7 @@ const GROUPS = {
   worker: async () => (await import('./worker.js')).registerWorker,
   dashboard: async () => (await import('./dashboard.js')).registerDashboard,
   'mock-venue': async () => (await import('./mock-venue.js')).registerMockVenue,
+  venues: async () => (await import('./venues.js')).registerVenues,
   connectors: async () => (await import('./connectors.js')).registerConnectors,
   jobs: async () => (await import('./jobs.js')).registerJobs,
   universes: async () => (await import('./universes.js')).registerUniverses,

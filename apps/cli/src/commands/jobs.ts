@@ -18,16 +18,7 @@ import {
   VenueName,
   DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import {
-  ADAPTER_VENUES,
-  createVenueAdapter,
-  hasVenueAdapter,
-  isBookSource,
-  isCandleSource,
-  isFileSource,
-  isOptionChainSource,
-  isSeriesSource,
-} from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isSeriesSource, supportedJobTypes } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -160,13 +151,7 @@ const VENUE_TIMEFRAMES: Readonly<Record<string, readonly Timeframe[]>> = { alpac
 function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string, timeframe: Timeframe | undefined): void {
   if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
   const adapter = createVenueAdapter(venue, { baseUrl });
-  const supported: JobType[] = [
-    ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
-    ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
-    ...(isFileSource(adapter) ? (['files'] as const) : []),
-    ...(isOptionChainSource(adapter) ? (['options'] as const) : []),
-    ...(isSeriesSource(adapter) ? (['series'] as const) : []),
-  ];
+  const supported = supportedJobTypes(adapter);
   if (!supported.includes(type)) throw new ValidationError('type', `a job type ${venue} supports (${supported.join(', ')})`, type);
   if (type === 'series' && isSeriesSource(adapter)) adapter.seriesOf(symbol);
   if (type !== 'ohlcv' || timeframe === undefined) return;

@@ -55,6 +55,8 @@ export interface CcxtAdapterOptions extends VenueAdapterOptions {
   maxCandlesPerPage?: number;
   /** Levels per side of book snapshots. @defaultValue CCXT_DEFAULTS.depthLimit */
   depthLimit?: number;
+  /** CCXT `options` of the exchange (Binance: `{ fetchMarkets: { types: ['spot'] } }`). */
+  exchangeOptions?: Record<string, unknown>;
 }
 
 /**
@@ -71,6 +73,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
   readonly exchangeId: string;
   readonly depthLimit: number;
   private readonly pageOption: number | undefined;
+  private readonly exchangeOptions: Record<string, unknown> | undefined;
   private exchangeP: Promise<Exchange> | undefined;
   private loaded: Exchange | undefined;
   private marketsP: Promise<unknown> | undefined;
@@ -80,6 +83,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     super(options, { venue, weights: {}, limits: { errorPolicy: { rateLimitFallbackMs: CCXT_DEFAULTS.rateLimitFallbackMs } } });
     this.exchangeId = options.exchange ?? venue;
     this.depthLimit = intOption('depthLimit', options.depthLimit, CCXT_DEFAULTS.depthLimit, 1, 5000);
+    this.exchangeOptions = options.exchangeOptions;
     this.pageOption = options.maxCandlesPerPage === undefined ? undefined : intOption('maxCandlesPerPage', options.maxCandlesPerPage, 1, 1, 100_000);
   }
 
@@ -196,7 +200,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     if (Ctor === undefined) {
       throw new ConfigError('exchange', `a CCXT exchange id for venue ${this.venue} (e.g. kraken, coinbase); got ${this.exchangeId}`);
     }
-    const ex = new Ctor({ enableRateLimit: false });
+    const ex = new Ctor({ enableRateLimit: false, ...(this.exchangeOptions ? { options: this.exchangeOptions } : {}) });
     pointAt(ex, this.baseUrl);
     const fetch2 = ex.fetch2.bind(ex);
     // Each request's endpoint and weight, from CCXT's own cost table, travel with the call to `fetch`.
@@ -287,6 +291,27 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
 const ENVELOPES: Readonly<Record<string, (body: object) => boolean>> = {
   kraken: (body) => !Array.isArray(body) && Array.isArray((body as { error?: unknown }).error),
 };
+
+/**
+ * Every exchange CCXT lists with the job types the engine runs on it: `ohlcv` where the exchange has
+ * `fetchOHLCV`, `book` where it has `fetchOrderBook`. Loads `ccxt` (about a second of CPU).
+ */
+export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs: Array<'ohlcv' | 'book'> }>> {
+  const ccxt = await loadCcxt();
+  const exchanges = ccxt.exchanges as unknown as Record<string, new (config: object) => Exchange>;
+  const out: Array<{ exchange: string; jobs: Array<'ohlcv' | 'book'> }> = [];
+  for (const id of Object.keys(exchanges).sort()) {
+    let has: Record<string, unknown>;
+    try {
+      has = new exchanges[id]!({}).has as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const jobs = [...(has['fetchOHLCV'] === true ? (['ohlcv'] as const) : []), ...(has['fetchOrderBook'] === true ? (['book'] as const) : [])];
+    out.push({ exchange: id, jobs });
+  }
+  return out;
+}
 
 /** CCXT's cost in the venue's units: Kraken's calls cost 1 (CCXT says 1.2 for OHLC to slow its own throttle). */
 function costToWeight(cost: number): number {
