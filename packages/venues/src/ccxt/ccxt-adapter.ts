@@ -101,16 +101,11 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     return this.loaded?.markets_by_id?.[venueSymbol]?.[0]?.symbol ?? venueSymbol;
   }
 
-  /** The CCXT weight of one call of `path` in `api`, in the venue's units (at least 1). */
-  async weightOf(api: string, path: string): Promise<number> {
-    const ex = await this.exchange();
-    return costToWeight(ex.calculateRateLimiterCost(api, 'GET', path, {}, {}) as number);
-  }
-
   /**
    * Pages `fetchOHLCV(symbol, timeframe, since = cursor, limit)`: next cursor = last open time + one
-   * interval, until `toMs` or the last closed candle. Only closed candles are stored, with CCXT's
-   * timestamps as the exchange gave them; a page that does not move forward ends the range.
+   * interval (an empty page: `limit` intervals on), until `toMs` or the last closed candle. Only closed
+   * candles are stored, with CCXT's timestamps as the exchange gave them; a page that does not move
+   * forward ends the range.
    */
   async *fetchCandles(symbol: string, timeframe: Timeframe, fromMs: number, toMs: number, options: FetchOptions = {}): AsyncIterable<CandlePage> {
     const ex = await this.exchange();
