@@ -221,38 +221,6 @@ describe('public clients against the emulations', () => {
     expect(denied).toMatchObject({ status: 403, message: 'forbidden.' });
   });
 
-  // Last in the file: it moves the shared manual clock (Limitless wants 300 ms between calls).
-  test('limitless SDK: active markets with every Market field, the order book, and the 429 as RateLimitError', async () => {
-    const markets = new MarketFetcher(new HttpClient({ baseURL: mv.baseUrl('limitless') }));
-    const active = await markets.getActiveMarkets({ limit: 25, page: 1 });
-    const want = limitlessMarkets(SEED, 12);
-    expect(active.totalMarketsCount).toBe(12);
-    expect(active.data.map((m) => m.slug)).toEqual(want.map((m) => m.slug));
-    const group = active.data.find((m) => m.marketType === 'group')!;
-    expect(group.markets).toHaveLength(2);
-    for (const m of [...active.data, ...group.markets!]) {
-      expect(m).toMatchObject({ proxyTitle: null, collateralToken: { symbol: 'USDC', decimals: 6 }, creator: { name: 'Limitless' }, priorityIndex: 0 });
-      expect(typeof m.createdAt).toBe('string');
-      expect(typeof m.updatedAt).toBe('string');
-      expect(m.tags.length).toBeGreaterThan(0);
-      expect(m.metadata.fee).toBe(true);
-    }
-
-    // a second call within 300 ms of the first: the throttler's 429
-    const slug = limitlessBookSlugs(want)[0]!;
-    const refused = await markets.getOrderBook(slug).catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(RateLimitError);
-    expect(refused).toMatchObject({ status: 429, data: { statusCode: 429, message: 'ThrottlerException: Too Many Requests' } });
-
-    clock.advance(300);
-    const book = await markets.getOrderBook(slug);
-    const snap = bookAt('limitless', slug, clock.now(), SEED);
-    expect(book.tokenId).toBe(want.find((m) => m.slug === slug)!.tokens!.yes);
-    expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
-    expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
-    expect(book.minSize).toBe('1000000');
-  });
-
   describe('ccxt kraken', () => {
     const kraken = (): InstanceType<typeof ccxt.kraken> => {
       const k = new ccxt.kraken({ enableRateLimit: false });
@@ -381,5 +349,37 @@ describe('public clients against the emulations', () => {
         mv.reset();
       }
     });
+  });
+
+  // Last in the file: it moves the shared manual clock (Limitless wants 300 ms between calls).
+  test('limitless SDK: active markets with every Market field, the order book, and the 429 as RateLimitError', async () => {
+    const markets = new MarketFetcher(new HttpClient({ baseURL: mv.baseUrl('limitless') }));
+    const active = await markets.getActiveMarkets({ limit: 25, page: 1 });
+    const want = limitlessMarkets(SEED, 12);
+    expect(active.totalMarketsCount).toBe(12);
+    expect(active.data.map((m) => m.slug)).toEqual(want.map((m) => m.slug));
+    const group = active.data.find((m) => m.marketType === 'group')!;
+    expect(group.markets).toHaveLength(2);
+    for (const m of [...active.data, ...group.markets!]) {
+      expect(m).toMatchObject({ proxyTitle: null, collateralToken: { symbol: 'USDC', decimals: 6 }, creator: { name: 'Limitless' }, priorityIndex: 0 });
+      expect(typeof m.createdAt).toBe('string');
+      expect(typeof m.updatedAt).toBe('string');
+      expect(m.tags.length).toBeGreaterThan(0);
+      expect(m.metadata.fee).toBe(true);
+    }
+
+    // a second call within 300 ms of the first: the throttler's 429
+    const slug = limitlessBookSlugs(want)[0]!;
+    const refused = await markets.getOrderBook(slug).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RateLimitError);
+    expect(refused).toMatchObject({ status: 429, data: { statusCode: 429, message: 'ThrottlerException: Too Many Requests' } });
+
+    clock.advance(300);
+    const book = await markets.getOrderBook(slug);
+    const snap = bookAt('limitless', slug, clock.now(), SEED);
+    expect(book.tokenId).toBe(want.find((m) => m.slug === slug)!.tokens!.yes);
+    expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
+    expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
+    expect(book.minSize).toBe('1000000');
   });
 });
