@@ -1,0 +1,158 @@
+/**
+ * The multi-host topology by hand (root only: network namespaces). See docs/reliability.md#the-fleet-across-hosts.
+ *
+ *   node --import tsx scripts/hosts/run.ts up                  start the hosts, the scheduler and one worker per host; print where everything is; Ctrl-C removes it all
+ *   node --import tsx scripts/hosts/run.ts scenario [--full] [names…]
+ *                                                             run scenarios (scale, clock, store-split, redis-split, both-split, link-cut, host-lost; default: all)
+ *                                                             on one fleet and print each one's figures and end checks
+ *
+ * `--full`: longer steps and partitions (60 s: longer than every lease and TTL of the fleet, the
+ * 15 s unit lease the longest), and the scaling steps 1 -> 3 -> 8 -> 2.
+ */
+import { parseArgs } from 'node:util';
+import { hostsUnsupported } from './netns.js';
+import { HostTopology } from './topology.js';
+import {
+  clockScenario,
+  endCheckFailures,
+  endChecks,
+  formatEndChecks,
+  partitionScenario,
+  prepareFleet,
+  scaleScenario,
+  scenarioStart,
+  startBackfills,
+  venueScenario,
+  type EndChecks,
+} from './scenarios.js';
+
+const { values, positionals } = parseArgs({ options: { full: { type: 'boolean', default: false } }, allowPositionals: true });
+const [command, ...names] = positionals;
+const why = hostsUnsupported();
+if (why) {
+  process.stderr.write(`hosts: ${why}\n`);
+  process.exit(2);
+}
+const full = values.full;
+const holdMs = full ? 60_000 : 30_000;
+const fmt = (u: number | null): string => (u === null ? 'n/a' : u.toFixed(2));
+
+const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<EndChecks>> = {
+  scale: async (t, liveSince) => {
+    const r = await scaleScenario(t, liveSince, {
+      counts: full ? [1, 3, 8, 2] : [1, 2, 3],
+      stepMs: full ? 30_000 : 12_000,
+      backfillDays: full ? 70 : 25,
+      endDaysAgo: 10,
+    });
+    for (const s of r.steps)
+      print(
+        `  ${s.workers} worker process(es): utilisation ${fmt(s.utilisation)} of the limit over ${s.windows} windows; in-flight max ${s.maxInflight} (cap ${r.cap})`,
+      );
+    return r.checks;
+  },
+  clock: async (t, liveSince) => {
+    let last: EndChecks | undefined;
+    for (const [i, offset] of (full ? ['+2s', '-2s', '+30s', '+120s'] : ['+30s']).entries()) {
+      const r = await clockScenario(t, liveSince, {
+        host: 'w3',
+        offset,
+        holdMs: full ? 40_000 : 20_000,
+        backfillDays: full ? 28 : 14,
+        endDaysAgo: 100 + 30 * i,
+      });
+      print(`  w3 clock ${offset}: utilisation ${fmt(r.utilisation)}; ${formatEndChecks(r.checks)}`);
+      last = r.checks;
+    }
+    return last!;
+  },
+  'store-split': (t, liveSince) => split(t, liveSince, 'w2', ['store'], 250),
+  'redis-split': (t, liveSince) => split(t, liveSince, 'w2', ['redis'], 310),
+  'both-split': (t, liveSince) => split(t, liveSince, 'w2', ['store', 'redis'], 370),
+  'link-cut': async (t, liveSince) => {
+    const start = await scenarioStart(t);
+    const backfills = await startBackfills(t, full ? 48 : 24, 430);
+    await new Promise((r) => setTimeout(r, 5000));
+    t.net.cutLink('w1');
+    await new Promise((r) => setTimeout(r, holdMs));
+    t.net.restoreLink('w1');
+    return endChecks(t, { backfills, liveSince, ...start });
+  },
+  'host-lost': async (t, liveSince) => {
+    const start = await scenarioStart(t);
+    const backfills = await startBackfills(t, full ? 48 : 24, 490);
+    await new Promise((r) => setTimeout(r, 8000));
+    await t.killHost('w1');
+    await t.startProxy('w1');
+    await t.startWorker('w1');
+    return endChecks(t, { backfills, liveSince, ...start });
+  },
+};
+
+async function split(t: HostTopology, liveSince: number, host: string, peers: string[], endDaysAgo: number): Promise<EndChecks> {
+  let checks: EndChecks | undefined;
+  // Several peers at once: one partition per peer, begun together.
+  if (peers.length === 1) {
+    const r = await partitionScenario(t, liveSince, { host, peer: peers[0]!, holdMs, backfillDays: full ? 48 : 24, endDaysAgo });
+    print(`  ${host} <-> ${peers[0]} cut ${holdMs / 1000} s: ${r.requestsDuring} requests during it, ${r.overLimitDuring} over the limit during it`);
+    checks = r.checks;
+  } else {
+    const start = await scenarioStart(t);
+    const backfills = await startBackfills(t, full ? 48 : 24, endDaysAgo);
+    await new Promise((r) => setTimeout(r, 5000));
+    for (const p of peers) t.net.partition(host, p);
+    await new Promise((r) => setTimeout(r, holdMs));
+    for (const p of peers) t.net.heal(host, p);
+    checks = await endChecks(t, { backfills, liveSince, ...start });
+  }
+  return checks;
+}
+
+function print(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+const t = await HostTopology.start({ scenario: venueScenario() as never });
+let stopping = false;
+const stop = async (code: number): Promise<never> => {
+  if (!stopping) {
+    stopping = true;
+    await t.stop();
+  }
+  process.exit(code);
+};
+process.on('SIGINT', () => void stop(130));
+process.on('SIGTERM', () => void stop(143));
+try {
+  const { liveSince } = await prepareFleet(t);
+  if (command === 'up') {
+    for (const h of t.workerHosts) await t.startWorker(h);
+    print(`hosts up (run ${t.net.runId}, subnet ${t.net.subnet}.0/24, bridge ${t.net.bridge}):`);
+    for (const h of t.net.hosts.values()) print(`  ${h.name.padEnd(6)} ${h.ip.padEnd(15)} ip netns exec ${h.ns} …`);
+    print(`  redis ${t.redisUrl}  store ${t.storeUrl}  venues ${t.venueUrl} (stats: ${t.venueUrl}/_mock/stats)`);
+    print(`  faults: ip -n ${t.host('w1').ns} link set ${t.host('w1').dev} down | ip -n ${t.host('w2').ns} route add blackhole ${t.host('store').ip}/32`);
+    print('Ctrl-C stops every process and removes the namespaces and the bridge.');
+    await new Promise<never>(() => undefined);
+  } else if (command === 'scenario') {
+    const run = names.length ? names : Object.keys(SCENARIOS);
+    let failed = 0;
+    for (const name of run) {
+      const scenario = SCENARIOS[name];
+      if (!scenario) throw new Error(`unknown scenario ${name}; one of ${Object.keys(SCENARIOS).join(', ')}`);
+      print(`scenario ${name}${full ? ' (full)' : ''}:`);
+      const started = Date.now();
+      const checks = await scenario(t, liveSince);
+      const failures = endCheckFailures(checks);
+      if (failures.length || checks.overLimit) failed += 1;
+      print(`  ${formatEndChecks(checks)}; ${Math.round((Date.now() - started) / 1000)} s`);
+      for (const f of failures) print(`  FAILED: ${f}`);
+    }
+    await stop(failed ? 1 : 0);
+  } else {
+    process.stderr.write('usage: run.ts up | scenario [--full] [names…]\n');
+    await stop(2);
+  }
+} catch (err) {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  await stop(1);
+}
