@@ -14,8 +14,8 @@ if [ "${TICKFLEET_SETUP_TEST_TOOLS:-1}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium fonts-liberation)
   command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
-  # libfaketime: the venue-timeline test runs a worker process with its clock 30 s off.
-  compgen -G '/usr/lib/*/faketime/libfaketimeMT.so.1' >/dev/null || need_apt+=(libfaketime)
+  # libfaketime: the venue-timeline test and the host scenarios (scripts/hosts) run processes with skewed clocks.
+  compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || need_apt+=(libfaketime)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo_cmd=()

@@ -150,3 +150,33 @@ export class HostNetwork {
     }
   }
 }
+
+/**
+ * Removes what a killed run left behind (its process SIGKILLed before it could clean up): the
+ * namespaces named like this module's with no process left in them, and the bridges of runs none
+ * of whose namespaces remain. Returns what it removed.
+ */
+export function removeLeftovers(): string[] {
+  const removed: string[] = [];
+  const names = ip('netns', 'list')
+    .split('\n')
+    .map((l) => l.split(' ')[0]!)
+    .filter((n) => /^tf[0-9a-f]{4}-/.test(n));
+  for (const ns of names) {
+    if (ip('netns', 'pids', ns).trim()) continue;
+    ip('netns', 'del', ns);
+    removed.push(ns);
+  }
+  const liveRuns = new Set(
+    ip('netns', 'list')
+      .split('\n')
+      .map((l) => /^tf([0-9a-f]{4})-/.exec(l)?.[1])
+      .filter(Boolean),
+  );
+  for (const m of ip('-o', 'link', 'show', 'type', 'bridge').matchAll(/^\d+: tf([0-9a-f]{4})br[:@]/gm)) {
+    if (liveRuns.has(m[1]!)) continue;
+    ip('link', 'del', `tf${m[1]}br`);
+    removed.push(`tf${m[1]}br`);
+  }
+  return removed;
+}

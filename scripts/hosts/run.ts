@@ -6,11 +6,13 @@
  *                                                             run scenarios (scale, clock, store-split, redis-split, both-split, link-cut, host-lost; default: all)
  *                                                             on one fleet and print each one's figures and end checks
  *
+ *   node --import tsx scripts/hosts/run.ts clean               remove the namespaces and bridges of a run killed before it cleaned up
+ *
  * `--full`: longer steps and partitions (60 s: longer than every lease and TTL of the fleet, the
  * 15 s unit lease the longest), and the scaling steps 1 -> 3 -> 8 -> 2.
  */
 import { parseArgs } from 'node:util';
-import { hostsUnsupported } from './netns.js';
+import { hostsUnsupported, removeLeftovers } from './netns.js';
 import { HostTopology } from './topology.js';
 import {
   clockScenario,
@@ -32,6 +34,11 @@ const why = hostsUnsupported();
 if (why) {
   process.stderr.write(`hosts: ${why}\n`);
   process.exit(2);
+}
+if (command === 'clean') {
+  const removed = removeLeftovers();
+  process.stdout.write(removed.length ? `removed ${removed.join(' ')}\n` : 'nothing left behind\n');
+  process.exit(0);
 }
 const full = values.full;
 const holdMs = full ? 60_000 : 30_000;
@@ -94,7 +101,9 @@ async function split(t: HostTopology, liveSince: number, host: string, peers: st
   // Several peers at once: one partition per peer, begun together.
   if (peers.length === 1) {
     const r = await partitionScenario(t, liveSince, { host, peer: peers[0]!, holdMs, backfillDays: full ? 48 : 24, endDaysAgo });
-    print(`  ${host} <-> ${peers[0]} cut ${holdMs / 1000} s: ${r.requestsDuring} requests during it, ${r.overLimitDuring} over the limit during it`);
+    print(
+      `  ${host} <-> ${peers[0]} cut ${holdMs / 1000} s: ${r.requestsDuring} requests during it (${r.hostRequestsDuring ?? 'n/a'} from ${host}, fallback engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it`,
+    );
     checks = r.checks;
   } else {
     const start = await scenarioStart(t);

@@ -312,13 +312,21 @@ export async function partitionScenario(
   t: HostTopology,
   liveSince: number,
   opts: { host: string; peer: string; holdMs: number; backfillDays: number; endDaysAgo: number },
-): Promise<{ checks: EndChecks; requestsDuring: number; overLimitDuring: number }> {
+): Promise<{ checks: EndChecks; requestsDuring: number; overLimitDuring: number; hostRequestsDuring: number | null; fallbackEngaged: boolean }> {
   await ensureWorkerPerHost(t);
   const start = await scenarioStart(t);
   const backfills = await startBackfills(t, opts.backfillDays, opts.endDaysAgo);
   // Let collection get under way on every host before the split.
   await new Promise((r) => setTimeout(r, 5000));
+  const split = t.workers(opts.host);
+  /** Venue requests the split host's workers sent (their own metric); null when one does not answer. */
+  const hostRequests = async (): Promise<number | null> => {
+    const values = await Promise.all(split.map((w) => t.metric(w, 'tickfleet_request_duration_seconds_count', { venue: HOST_SCENARIO_DEFAULTS.venue })));
+    return values.some((v) => v === null) ? null : values.reduce<number>((n, v) => n + v!, 0);
+  };
   const before = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
+  const hostBefore = await hostRequests();
+  const outputBefore = split.map((w) => w.output().length);
   t.net.partition(opts.host, opts.peer);
   try {
     await new Promise((r) => setTimeout(r, opts.holdMs));
@@ -326,8 +334,17 @@ export async function partitionScenario(
     t.net.heal(opts.host, opts.peer);
   }
   const after = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
+  const hostAfter = await hostRequests();
+  const hostRequestsDuring = hostBefore === null || hostAfter === null ? null : hostAfter - hostBefore;
+  const fallbackEngaged = split.some((w, i) => w.output().slice(outputBefore[i]).includes('budgeting locally'));
   const checks = await endChecks(t, { backfills, liveSince, ...start });
-  return { checks, requestsDuring: after.requests - before.requests, overLimitDuring: after.overLimitRequests - before.overLimitRequests };
+  return {
+    checks,
+    requestsDuring: after.requests - before.requests,
+    overLimitDuring: after.overLimitRequests - before.overLimitRequests,
+    hostRequestsDuring,
+    fallbackEngaged,
+  };
 }
 
 /** At least one running worker on every worker host. */
