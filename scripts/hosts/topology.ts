@@ -179,9 +179,10 @@ export class HostTopology {
     return proc;
   }
 
+  /** Starts a process and waits for its ready line; several node processes starting at once on a loaded machine take minutes. */
   private async spawnReady(host: string, name: string, argv: string[], ready: RegExp, env: Record<string, string> = {}): Promise<HostProcess> {
     const p = this.spawnIn(host, name, argv, env);
-    await waitFor(() => ready.test(p.output()) || !isRunning(p.child), `${name} on ${host} ready`, { timeoutMs: 60_000, intervalMs: 100 });
+    await waitFor(() => ready.test(p.output()) || !isRunning(p.child), `${name} on ${host} ready`, { timeoutMs: 180_000, intervalMs: 100 });
     if (!isRunning(p.child)) throw new Error(`${name} on ${host} exited ${p.child.exitCode}:\n${p.output().slice(-3000)}`);
     return p;
   }
@@ -281,22 +282,28 @@ export class HostTopology {
     return out;
   }
 
-  async withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {
-    const store = await openStore(this.storeUrl);
-    try {
-      return await fn(store);
-    } finally {
-      await store.close();
-    }
+  /** `fn` on a fresh store connection; retried (it only reads, or upserts) when the loaded wire server times a connection out. */
+  withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {
+    return retried(async () => {
+      const store = await openStore(this.storeUrl);
+      try {
+        return await fn(store);
+      } finally {
+        await store.close();
+      }
+    });
   }
 
-  async withSink<T>(fn: (sink: Sink) => Promise<T>): Promise<T> {
-    const sink = await openSink(this.sinkUrl);
-    try {
-      return await fn(sink);
-    } finally {
-      await sink.close();
-    }
+  /** `fn` on a fresh sink connection; retried as {@link withStore}. */
+  withSink<T>(fn: (sink: Sink) => Promise<T>): Promise<T> {
+    return retried(async () => {
+      const sink = await openSink(this.sinkUrl);
+      try {
+        return await fn(sink);
+      } finally {
+        await sink.close();
+      }
+    });
   }
 
   /** The emulation's ground truth for one venue (`/_mock/stats`). */
@@ -355,6 +362,19 @@ export class HostTopology {
     await Promise.all(this.procs.map((p) => p.exited));
     this.net.remove();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The test's own reads of the store host: a few tries, since on 2 loaded cores the wire server can miss the driver's timeouts. */
+async function retried<T>(fn: () => Promise<T>, tries = 4): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i >= tries || !/MongoServerSelectionError|MongoNetwork|StoreUnavailable|timed out/.test(`${(err as Error).name} ${(err as Error).message}`))
+        throw err;
+      await new Promise((r) => setTimeout(r, 2000));
+    }
   }
 }
 
