@@ -55,7 +55,7 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
   }, 60_000);
 
   it('scenario 1, scaled 1 -> 3 worker processes over 3 hosts: in-flight within the cap, every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await scaleScenario(t, liveSince, { counts: [1, 2, 3], stepMs: 20_000, backfillDays: 50, endDaysAgo: 10 });
+    const r = await scaleScenario(t, liveSince, { counts: [1, 2, 3], stepMs: 20_000, backfillDays: 80, endDaysAgo: 10 });
     process.stdout.write(
       `\nhosts scenario 1 (scale): ` +
         r.steps
@@ -73,7 +73,7 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
   }, 400_000);
 
   it('scenario 4, one worker host 30 s fast (libfaketime): every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await clockScenario(t, liveSince, { host: 'w3', offset: '+30s', holdMs: 20_000, backfillDays: 14, endDaysAgo: 80 });
+    const r = await clockScenario(t, liveSince, { host: 'w3', offset: '+30s', holdMs: 20_000, backfillDays: 14, endDaysAgo: 100 });
     process.stdout.write(
       `\nhosts scenario 4 (w3 clock +30 s): utilisation ${fmt(r.utilisation)}\n  ${formatEndChecks(r.checks)}${knownOverspend('clock +30 s', r.checks.overLimit)}\n`,
     );
@@ -82,7 +82,7 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
   }, 300_000);
 
   it('scenario 2, worker host w2 loses the store (keeps Redis) for 30 s: every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await partitionScenario(t, liveSince, { host: 'w2', peer: 'store', holdMs: 30_000, backfillDays: 24, endDaysAgo: 100 });
+    const r = await partitionScenario(t, liveSince, { host: 'w2', peer: 'store', holdMs: 30_000, backfillDays: 24, endDaysAgo: 130 });
     process.stdout.write(
       `\nhosts scenario 2 (w2 <-> store cut 30 s): ${r.requestsDuring} venue requests during the split (${r.hostRequestsDuring ?? 'n/a: metrics unanswered'} from w2, fallback budget engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it` +
         `\n  ${formatEndChecks(r.checks)}${knownOverspend('store split', r.checks.overLimit)}\n`,

@@ -48,8 +48,8 @@ const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<
   scale: async (t, liveSince) => {
     const r = await scaleScenario(t, liveSince, {
       counts: full ? [1, 3, 8, 2] : [1, 2, 3],
-      stepMs: full ? 30_000 : 12_000,
-      backfillDays: full ? 70 : 25,
+      stepMs: full ? 30_000 : 20_000,
+      backfillDays: 80,
       endDaysAgo: 10,
     });
     for (const s of r.steps)
