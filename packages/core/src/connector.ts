@@ -201,12 +201,15 @@ export function defaultMaxInflight(venue: string): number {
  * A venue's documented request limit, which a connector created without `--limit`, `--period` and
  * `--policy` (`connectors upsert`) gets: Xetra 5 per 2 s across all its markets (the
  * proactive-limiter design's); Polymarket's CLOB `/book`, 1,500 per sliding 10 s (its Cloudflare
- * limits slide, so the policy does too). A venue not listed needs `--limit`; its period defaults to
- * {@link DEFAULT_RATE_LIMIT_PERIOD_MS}, its policy to `fixed-window`.
+ * limits slide, so the policy does too); Limitless's {@link LIMITLESS_CONNECTOR_DEFAULTS}. A venue not
+ * listed needs `--limit`; its period defaults to {@link DEFAULT_RATE_LIMIT_PERIOD_MS}, its policy to `fixed-window`.
  */
-export const VENUE_RATE_LIMIT_DEFAULTS: Readonly<Record<string, Readonly<{ limit: number; periodMs: number; policy?: RateLimitPolicyName }>>> = Object.freeze({
+export const VENUE_RATE_LIMIT_DEFAULTS: Readonly<
+  Record<string, Readonly<{ limit: number; periodMs: number; policy?: RateLimitPolicyName; headroom?: number }>>
+> = Object.freeze({
   xetra: Object.freeze({ limit: 5, periodMs: 2000 }),
   polymarket: Object.freeze({ limit: 1500, periodMs: 10_000, policy: 'sliding-window' as const }),
+  limitless: LIMITLESS_CONNECTOR_DEFAULTS.rateLimit,
 });
 /** Rate-limit period of a new connector of a venue without an entry in {@link VENUE_RATE_LIMIT_DEFAULTS}. */
 export const DEFAULT_RATE_LIMIT_PERIOD_MS = 60_000;

@@ -117,4 +117,11 @@ describe('tickfleet connectors upsert: a venue with a documented limit', () => {
     expect((await upsert(store, 'binance', '--base-url', 'http://127.0.0.1:1', '--limit', '10')).rateLimit).toMatchObject({ policy: 'fixed-window' });
     expect((await upsert(store, 'binance', '--policy', 'sliding-window')).rateLimit).toMatchObject({ policy: 'sliding-window', limit: 10 });
   });
+
+  it('limitless gets its documented pacing (one request per 400 ms, GCRA) and a cap of 2 without --limit', async () => {
+    const store = dir.sqliteUrl('defaults-4.db');
+    const created = await upsert(store, 'limitless', '--base-url', 'http://127.0.0.1:1');
+    expect(created.rateLimit).toEqual({ policy: 'gcra', limit: 1, periodMs: 400, headroom: 1 });
+    expect(created).toMatchObject({ maxInflight: 2 });
+  });
 });

@@ -126,7 +126,7 @@ export function registerConnectors(program: Command): void {
         }
         // A new connector without --policy or --headroom gets the RateLimit schema's defaults.
         const policy = opts.policy ?? existing?.rateLimit.policy ?? documented?.policy;
-        const headroom = opts.headroom ?? existing?.rateLimit.headroom;
+        const headroom = opts.headroom ?? existing?.rateLimit.headroom ?? documented?.headroom;
         const input: ConnectorInput = {
           ...(existing ?? {}),
           venue: name,
