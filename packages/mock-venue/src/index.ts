@@ -47,6 +47,8 @@ export {
   type XetraPostTrade,
   type XetraSource,
 } from './data/trades.js';
+export { type BookRequestRecord } from './venues/polymarket-emulation.js';
+export { POLYMARKET_BOOKS_LIMIT, POLYMARKET_MAX_BOOKS_PER_REQUEST } from './scenario.js';
 export { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type PolymarketMarket } from './data/markets.js';
 export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type LimitlessMarket } from './venues/limitless-markets.js';
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';

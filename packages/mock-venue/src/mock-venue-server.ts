@@ -14,6 +14,7 @@ import {
   DEFAULT_SEED,
   emulatedLimit,
   gammaLimit,
+  booksLimit,
   type EmulatedLimit,
   mergeScenario,
   MOCK_VENUES,
@@ -35,7 +36,7 @@ import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { FredEmulation } from './venues/fred-emulation.js';
 import { KrakenEmulation } from './venues/kraken-emulation.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
-import { PolymarketEmulation } from './venues/polymarket-emulation.js';
+import { PolymarketEmulation, type BookRequestRecord } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
 import { XetraEmulation } from './venues/xetra-emulation.js';
 
@@ -62,6 +63,8 @@ export interface MockVenue {
   /** A connector's base URL for `venue`: `http://127.0.0.1:<port>/<venue>`. */
   baseUrl(venue: MockVenueName): string;
   stats(): MockVenueStats;
+  /** Polymarket's book requests (`GET /book`, `POST /books`) since reset, oldest first: which tokens were asked for, when. */
+  polymarketBookRequests(): readonly BookRequestRecord[];
   /** The current scenario (relative windows already resolved to absolute ones). */
   scenario(): Scenario;
   /** Validates and applies a patch (as `PATCH /_mock/scenario`); throws ValidationError naming the bad field. */
@@ -102,6 +105,7 @@ export class MockVenueServer implements MockVenue {
   private readonly server: Server;
   private readonly clock: Clock;
   private current: Scenario = {};
+  private readonly polymarket = new PolymarketEmulation();
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
@@ -111,12 +115,14 @@ export class MockVenueServer implements MockVenue {
     kraken: new KrakenEmulation(),
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
-    polymarket: new PolymarketEmulation(),
+    polymarket: this.polymarket,
     xetra: new XetraEmulation(),
   };
   private readonly limiters: Record<MockVenueName, VenueLimiter>;
   /** Polymarket's Gamma API limit, apart from its CLOB limit (`limiters.polymarket`). */
   private readonly gamma = new SlidingWindowLimiter(gammaLimit(undefined), 'delay');
+  /** Polymarket's CLOB batch `POST /books` limit, apart from `/book`'s. */
+  private readonly books = new SlidingWindowLimiter(booksLimit(undefined), 'delay');
   private counters: Record<MockVenueName, VenueCounters>;
   /** Per venue, the limits of its scopes (Xetra markets), created at a scope's first request. */
   private scopes: Record<MockVenueName, Map<string, ScopeLimits>> = freshScopes();
@@ -183,8 +189,13 @@ export class MockVenueServer implements MockVenue {
       this.emulations[v].reset?.();
     }
     this.gamma.reset();
+    this.books.reset();
     this.streams.reset();
     this.resetAtMs = this.clock.now();
+  }
+
+  polymarketBookRequests(): readonly BookRequestRecord[] {
+    return this.polymarket.bookRequests();
   }
 
   stats(): MockVenueStats {
@@ -196,7 +207,7 @@ export class MockVenueServer implements MockVenue {
       const { maxConcurrent } = emulatedLimit(v, this.current.venues?.[v]?.limit);
       venues[v] = {
         requests: c.requests,
-        weightUsed: l.weightUsed + (v === 'polymarket' ? this.gamma.weightUsed : 0),
+        weightUsed: l.weightUsed + (v === 'polymarket' ? this.gamma.weightUsed + this.books.weightUsed : 0),
         limit: l.limit,
         windowMs: l.windowMs,
         maxWindowWeight: l.maxWindowWeight,
@@ -229,7 +240,8 @@ export class MockVenueServer implements MockVenue {
         venues[v].scopes = Object.fromEntries([...this.scopes[v]].sort(([a], [b]) => a.localeCompare(b)).map(([s, x]) => [s, x.stats(now)]));
     }
     const clob = this.limiters.polymarket;
-    if (clob instanceof SlidingWindowLimiter) venues.polymarket.groups = { clob: groupStats(clob, now), gamma: groupStats(this.gamma, now) };
+    if (clob instanceof SlidingWindowLimiter)
+      venues.polymarket.groups = { clob: groupStats(clob, now), books: groupStats(this.books, now), gamma: groupStats(this.gamma, now) };
     return { startedAtMs: this.startedAtMs, resetAtMs: this.resetAtMs, venues, streams: this.streams.stats() };
   }
 
@@ -254,6 +266,7 @@ export class MockVenueServer implements MockVenue {
       this.emulations[v].invalidate();
     }
     this.gamma.update(gammaLimit(scenario.venues?.polymarket?.gammaLimit));
+    this.books.update(booksLimit(scenario.venues?.polymarket?.booksLimit));
   }
 
   /** Whether `venue` (or the whole server) is in an outage window now. */
@@ -281,14 +294,19 @@ export class MockVenueServer implements MockVenue {
     const rest = slash < 0 ? '' : pathname.slice(slash);
     if (prefix === '_mock') {
       this.admin(req, res, rest);
+    } else if (VENUE_SET.has(prefix) && req.method === 'POST') {
+      readBody(req).then(
+        (body) => this.venueRequest(prefix as MockVenueName, req, res, rest, search, body),
+        (err: Error) => writeReply(res, { status: 413, headers: {}, body: JSON.stringify({ error: err.message }) }),
+      );
     } else if (VENUE_SET.has(prefix)) {
-      this.venueRequest(prefix as MockVenueName, req, res, rest, search);
+      this.venueRequest(prefix as MockVenueName, req, res, rest, search, '');
     } else {
       writeReply(res, { status: 404, headers: {}, body: `{"error":"no venue at ${JSON.stringify(pathname).slice(1, -1)}"}` });
     }
   }
 
-  private venueRequest(venue: MockVenueName, req: IncomingMessage, res: ServerResponse, path: string, search: string): void {
+  private venueRequest(venue: MockVenueName, req: IncomingMessage, res: ServerResponse, path: string, search: string, body: string): void {
     const arrival = performance.now();
     const nowMs = this.clock.now();
     const c = this.counters[venue];
@@ -309,6 +327,7 @@ export class MockVenueServer implements MockVenue {
       method: req.method ?? 'GET',
       path,
       query: new URLSearchParams(search),
+      body,
       headers: req.headers,
       baseUrl: `http://${req.headers.host ?? `127.0.0.1:${this.port}`}/${venue}`,
       seed: this.seed,
@@ -338,7 +357,9 @@ export class MockVenueServer implements MockVenue {
     }
     const scope = routed.scope === undefined ? undefined : this.scopeLimits(venue, routed.scope, ctx.limit);
     if (scope) scope.requests += 1;
-    const decision = scope ? scope.limiter.decide(nowMs, routed.weight) : (routed.limitGroup === 'gamma' ? this.gamma : limiter).decide(nowMs, routed.weight);
+    const decision = scope
+      ? scope.limiter.decide(nowMs, routed.weight)
+      : (routed.limitGroup === 'gamma' ? this.gamma : routed.limitGroup === 'books' ? this.books : limiter).decide(nowMs, routed.weight);
     if (scope && decision.kind === 'accept') {
       scope.accepted(nowMs);
       if (limiter instanceof WindowLimiter) limiter.record(nowMs, routed.weight);

@@ -74,6 +74,8 @@ export const VenueScenario = z.strictObject({
   limit: VenueLimit.optional(),
   /** Polymarket: the Gamma API's own `/markets` limit, apart from the CLOB's (default 300 per sliding 10 s). */
   gammaLimit: VenueLimit.optional(),
+  /** Polymarket: the CLOB batch `POST /books` limit, apart from `/book`'s (default 500 per sliding 10 s). */
+  booksLimit: VenueLimit.optional(),
   latencyMs: Latency.optional(),
   /** Fraction of accepted requests answered 5xx. @defaultValue 0 */
   errorRate: rate.optional(),
@@ -214,6 +216,7 @@ export function mergeScenario(base: Scenario, patch: Scenario, nowMs: number): S
     const next: VenueScenario = { ...prev, ...rest };
     if (prev.limit && rest.limit) next.limit = mergeLimit(prev.limit, rest.limit);
     if (prev.gammaLimit && rest.gammaLimit) next.gammaLimit = mergeLimit(prev.gammaLimit, rest.gammaLimit);
+    if (prev.booksLimit && rest.booksLimit) next.booksLimit = mergeLimit(prev.booksLimit, rest.booksLimit);
     if (rest.storm === null) delete next.storm;
     if (stormForMs !== undefined) next.storm = { fromMs: nowMs, toMs: nowMs + stormForMs };
     if (outageForMs !== undefined) next.outages = [...(next.outages ?? []), { fromMs: nowMs, toMs: nowMs + outageForMs }];
@@ -281,6 +284,19 @@ export const DEFAULT_LIMITS: Record<MockVenueName, EmulatedLimit> = {
  * throttled by the same Cloudflare queue as the CLOB.
  */
 export const POLYMARKET_GAMMA_LIMIT: EmulatedLimit = { enabled: true, limit: 300, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 };
+
+/**
+ * Polymarket's CLOB batch `POST /books`: 500 requests per sliding 10 s, whatever the number of books
+ * asked (up to {@link POLYMARKET_MAX_BOOKS_PER_REQUEST}); docs.polymarket.com/api-reference/rate-limits.
+ */
+export const POLYMARKET_BOOKS_LIMIT: EmulatedLimit = { enabled: true, limit: 500, windowMs: 10_000, banAfter: 0, banMs: 0, maxDelayMs: 2000 };
+/** Books one `POST /books` may ask for (docs.polymarket.com, "Fetch Multiple Order Books": maximum 500 items per request). */
+export const POLYMARKET_MAX_BOOKS_PER_REQUEST = 500;
+
+/** Polymarket's `POST /books` limit with defaults filled in. */
+export function booksLimit(limit: VenueLimit | undefined): EmulatedLimit {
+  return fillLimit(POLYMARKET_BOOKS_LIMIT, limit, 0);
+}
 
 /** Polymarket's Gamma `/markets` limit with defaults filled in. */
 export function gammaLimit(limit: VenueLimit | undefined): EmulatedLimit {

@@ -79,11 +79,11 @@ export interface VenueStats {
   /** Accepted weight of the latest aligned windows (up to 64, oldest first; may include buckets of queued requests). */
   windows: Array<{ startMs: number; weight: number }>;
   /**
-   * Polymarket only: each limit of its own (`clob` for `/book`, `gamma` for `/markets`). The venue-level
+   * Polymarket only: each limit of its own (`clob` for `/book`, `books` for `POST /books`, `gamma` for `/markets`). The venue-level
    * `limit`, `windowMs`, `maxWindowWeight`, `currentWindowWeight` and `windows` above are the CLOB's;
    * `weightUsed`, `overLimitRequests` and `delayedRequests` count both.
    */
-  groups?: Record<'clob' | 'gamma', LimitGroupStats>;
+  groups?: Record<'clob' | 'books' | 'gamma', LimitGroupStats>;
   /** Counters of limits a venue enforces besides its window (Finnhub: `maxPerSecond`, `burstRejected`, `burstLimitPerSecond`). */
   extra?: Record<string, number>;
   /** Venues limited per scope (Xetra: per market): each scope's own accounting, by scope name. */

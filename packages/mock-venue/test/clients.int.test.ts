@@ -12,7 +12,7 @@
 import { marketData, PermissionError } from '@alpacahq/alpaca-trade-api';
 import { HttpClient, MarketFetcher, RateLimitError } from '@limitless-exchange/sdk';
 import ccxt from 'ccxt';
-import { ApiError, Chain, ClobClient, type OrderBookSummary } from '@polymarket/clob-client';
+import { ApiError, Chain, ClobClient, Side, type OrderBookSummary } from '@polymarket/clob-client';
 import { MainClient, type SymbolLotSizeFilter, type SymbolMinNotionalFilter, type SymbolPriceFilter } from 'binance';
 import { ManualClock } from '@tickfleet/testkit';
 import { bookAt } from '../src/data/books.js';
@@ -381,5 +381,24 @@ describe('public clients against the emulations', () => {
     expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
     expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
     expect(book.minSize).toBe('1000000');
+  });
+  test('clob-client: getOrderBooks posts a batch to /books; each summary hashes as served; books without one left out', async () => {
+    const markets = polymarketMarkets(SEED, 6);
+    const tokens = [marketTokenIds(markets[0]!)[0]!, marketTokenIds(markets[4]!)[1]!, marketTokenIds(markets[1]!)[1]!];
+    const clob = new ClobClient(mv.baseUrl('polymarket'), Chain.POLYGON);
+    const before = mv.polymarketBookRequests().length;
+    const books: OrderBookSummary[] = await clob.getOrderBooks([
+      ...tokens.map((token_id) => ({ token_id, side: Side.BUY })),
+      { token_id: '123', side: Side.BUY },
+    ]);
+    expect(books.map((b) => b.asset_id)).toEqual(tokens);
+    for (const book of books) {
+      const snap = bookAt('polymarket', book.asset_id, T0, SEED);
+      expect(book.bids.at(-1)).toEqual({ price: snap.bids[0]![0], size: snap.bids[0]![1] });
+      expect(await clob.getOrderBookHash({ ...book })).toBe(book.hash);
+    }
+    // one request, counted against the /books limit, asking for all four tokens
+    expect(mv.polymarketBookRequests().slice(before)).toEqual([{ atMs: T0, path: '/books', tokens: [...tokens, '123'] }]);
+    expect(mv.stats().venues.polymarket.groups?.books.weightUsed).toBeGreaterThanOrEqual(1);
   });
 });

@@ -97,6 +97,32 @@ export abstract class HttpVenueAdapter<E extends string, C extends string = neve
     }
   }
 
+  /** One POST of `body` (as JSON) to `endpoint` at `weight` (its declared one by default), the answer validated by `schema`. */
+  protected async postJson<S extends z.ZodType>(
+    endpoint: E,
+    url: string,
+    body: unknown,
+    schema: S,
+    options: RequestOptions & { weight?: number } = {},
+  ): Promise<{ data: z.infer<S>; res: HttpResponse }> {
+    let res: HttpResponse;
+    try {
+      res = await this.send({
+        endpoint,
+        weight: options.weight ?? this.weights[endpoint],
+        url,
+        signal: options.signal,
+        headers: options.headers,
+        scope: options.scope,
+        jsonBody: JSON.stringify(body),
+      });
+    } catch (err) {
+      if (options.rejected && err instanceof VenueRejectedError) throw options.rejected(err);
+      throw err;
+    }
+    return { data: parsePayload(this.venue, endpoint, res.body, schema), res };
+  }
+
   /** `get`, then the body as JSON validated by `schema` (`conforms`: see parsePayload). */
   protected async getJson<S extends z.ZodType>(
     endpoint: E,

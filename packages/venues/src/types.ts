@@ -98,6 +98,22 @@ export interface BookSource {
   fetchBook(symbol: string, options?: FetchOptions): Promise<{ book: BookSnapshot; envelope: Envelope }>;
 }
 
+/** What one batch book request brought: the books the venue answered, and the symbols it had none for. */
+export interface BookBatch {
+  books: Array<{ book: BookSnapshot; envelope: Envelope }>;
+  /** Symbols asked for that the answer left out (unknown token, resolved market): each one failed alone. */
+  missing: string[];
+  /** Budget weight the request spent. */
+  weight: number;
+}
+
+/** A venue that serves many books in one request (Polymarket's `POST /books`). */
+export interface BatchBookSource extends BookSource {
+  /** The most symbols one request may ask for (the venue's documented maximum). */
+  readonly maxBooksPerRequest: number;
+  fetchBooks(symbols: readonly string[], options?: FetchOptions): Promise<BookBatch>;
+}
+
 /** One downloadable file of a file-publishing venue. */
 export interface FileRef {
   /** File name as the venue lists it, e.g. `DETR-posttrade-2024-01-15T08_00.json.gz`. */

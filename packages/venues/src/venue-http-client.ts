@@ -68,6 +68,8 @@ export interface HttpRequest {
   headers?: Record<string, string>;
   /** The part of the venue with a limit of its own (Xetra: the market); handed to `beforeRequest`. */
   scope?: string;
+  /** A JSON body, sent as a POST (Polymarket's batch `POST /books`); absent: a GET. */
+  jsonBody?: string;
 }
 
 export interface HttpResponse {
@@ -167,10 +169,15 @@ export class VenueHttpClient {
    */
   private async send(req: HttpRequest): Promise<{ status: number; headers: ResponseHeaders; body: Buffer }> {
     let url = req.url;
-    let headers: Record<string, string> = { accept: 'application/json, */*', ...req.headers };
+    let headers: Record<string, string> = {
+      accept: 'application/json, */*',
+      ...(req.jsonBody === undefined ? {} : { 'content-type': 'application/json' }),
+      ...req.headers,
+    };
     for (let hop = 0; ; hop++) {
       const res = await request(url, {
-        method: 'GET',
+        method: req.jsonBody === undefined ? 'GET' : 'POST',
+        ...(req.jsonBody === undefined ? {} : { body: req.jsonBody }),
         headers,
         dispatcher,
         headersTimeout: this.timeoutMs,

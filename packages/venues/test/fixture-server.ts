@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Reads `packages/venues/fixtures/<path>` as text. */
@@ -21,6 +21,9 @@ export interface FixtureRequest {
   url: string;
   /** Request headers, names lower-case (credentials sent in headers are checked here). */
   headers: Record<string, string | string[] | undefined>;
+  method: string;
+  /** The request body as text (empty for a GET). */
+  body: string;
 }
 
 export type FixtureRoute = (req: FixtureRequest, server: FixtureServer) => FixtureResponse | undefined;
@@ -38,8 +41,13 @@ export class FixtureServer {
   static async start(route: FixtureRoute): Promise<FixtureServer> {
     const box: { self?: FixtureServer } = {};
     const server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => answerRequest(req, Buffer.concat(chunks).toString('utf8'), res));
+    });
+    const answerRequest = (req: IncomingMessage, body: string, res: ServerResponse): void => {
       const parsed = new URL(req.url ?? '/', 'http://127.0.0.1');
-      const request = { path: parsed.pathname, query: parsed.searchParams, url: req.url ?? '/', headers: req.headers };
+      const request = { path: parsed.pathname, query: parsed.searchParams, url: req.url ?? '/', headers: req.headers, method: req.method ?? 'GET', body };
       box.self?.requests.push(request);
       const answer = box.self ? route(request, box.self) : undefined;
       const send = (): void => {
@@ -51,7 +59,7 @@ export class FixtureServer {
       };
       if (answer?.delayMs) setTimeout(send, answer.delayMs);
       else send();
-    });
+    };
     const self = new FixtureServer(server);
     box.self = self;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -12,6 +12,8 @@ export interface RequestContext {
   /** Path after the venue prefix, e.g. `/api/v3/klines`. */
   path: string;
   query: URLSearchParams;
+  /** The request body (POST), as text; empty without one. */
+  body: string;
   headers: IncomingHttpHeaders;
   /** `http://host:port/<venue>` as the client addressed it (for Polygon's next_url). */
   baseUrl: string;
@@ -25,8 +27,8 @@ export interface RequestContext {
 /** A recognised endpoint: its weight, and the handler that builds the answer once the limiter accepts. */
 export interface Route {
   weight: number;
-  /** Set when the endpoint has a limit of its own apart from the venue's (Polymarket's Gamma API). */
-  limitGroup?: 'gamma';
+  /** Set when the endpoint has a limit of its own apart from the venue's (Polymarket's Gamma API, its CLOB `POST /books`). */
+  limitGroup?: 'gamma' | 'books';
   /**
    * The part of the venue with a limit of its own (Xetra: the market): the request is decided by that
    * scope's limiter, which allows the venue's whole limit per scope, instead of the venue's.

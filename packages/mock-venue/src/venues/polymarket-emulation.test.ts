@@ -36,6 +36,26 @@ describe('polymarket emulation', () => {
       expect((await get(`${base}/markets?limit=x`)).status).toBe(400);
     });
 
+    test('POST /books: the books asked for in order, a token without a book left out, 400 past 500 items or on a bad body', async () => {
+      const markets = polymarketMarkets(7, 12);
+      const tokens = [marketTokenIds(markets[5]!)[0]!, marketTokenIds(markets[2]!)[1]!];
+      const post = async (body: string) => {
+        const r = await fetch(`${base}/books`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        return { status: r.status, json: (await r.json()) as Array<{ asset_id: string; hash: string; timestamp: string }> };
+      };
+      const r = await post(JSON.stringify([{ token_id: tokens[0] }, { token_id: '999' }, { token_id: tokens[1], side: 'BUY' }]));
+      expect(r.status).toBe(200);
+      expect(r.json.map((b) => b.asset_id)).toEqual(tokens);
+      const single = (await get(`${base}/book?token_id=${tokens[1]}`)).json();
+      expect(r.json[1]).toEqual(single);
+      const tooMany = Array.from({ length: 501 }, () => ({ token_id: tokens[0] }));
+      expect((await post(JSON.stringify(tooMany))).status).toBe(400);
+      expect((await post('[{"token":"1"}]')).status).toBe(400);
+      expect((await post('not json')).status).toBe(400);
+      expect((await post('[]')).status).toBe(400);
+      expect(mv.stats().venues.polymarket.groups).toMatchObject({ books: { limit: 500, windowMs: 10_000, weightUsed: 5 } });
+    });
+
     test('GET /book: documented fields, bids ascending and asks descending (best last), unknown token 404', async () => {
       const market = polymarketMarkets(7, 12)[3]!;
       const token = marketTokenIds(market)[1]!;

@@ -55,6 +55,29 @@ describe('PolymarketAdapter against documented response samples', () => {
     expect(err).toBeInstanceOf(MalformedPayloadError);
   });
 
+  it('fetches a batch with one POST /books at the batch weight; a token the answer leaves out comes back missing', async () => {
+    route = (req) =>
+      req.path === '/books' && req.method === 'POST'
+        ? { body: `[${fixture('polymarket/book.json')}]` }
+        : req.path === '/book'
+          ? { body: fixture('polymarket/book.json') }
+          : undefined;
+    const adapter = new PolymarketAdapter({ baseUrl: clob.url });
+    const before = clob.requests.length;
+    const batch = await adapter.fetchBooks([YES, NO]);
+    const sent = clob.requests.slice(before);
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]!.body)).toEqual([{ token_id: YES }, { token_id: NO }]);
+    expect(sent[0]!.headers['content-type']).toBe('application/json');
+    expect(batch.missing).toEqual([NO]);
+    expect(batch.weight).toBe(3);
+    expect(batch.books.map((b) => b.book.symbol)).toEqual([YES]);
+    expect(batch.books[0]!.envelope.messageId).toBe(`polymarket:${YES}:book:1727357346181`);
+    const single = await adapter.fetchBook(YES);
+    expect(batch.books[0]!.book).toEqual(single.book);
+    await expect(adapter.fetchBooks(Array.from({ length: 501 }, (_, i) => String(i)))).rejects.toThrow(/1 to 500 symbols/);
+  });
+
   it('parses a book, best levels first, with the venue timestamp', async () => {
     route = (req) => (req.path === '/book' && req.query.get('token_id') === YES ? { body: fixture('polymarket/book.json') } : undefined);
     const { book, envelope } = await new PolymarketAdapter({ baseUrl: clob.url }).fetchBook(YES);

@@ -1,9 +1,10 @@
-import { MalformedPayloadError, type BookLevel, type BookSnapshot, type Envelope, bookEnvelope } from '@tickfleet/core';
+import { MalformedPayloadError, ValidationError, type BookLevel, type BookSnapshot, type Envelope, bookEnvelope } from '@tickfleet/core';
+import { z } from 'zod';
 import { HttpVenueAdapter } from '../http-venue-adapter.js';
 import { durationOption, intOption, normaliseBaseUrl } from '../internal/options.js';
 import { SlidingWindowPacer } from '../internal/sliding-window-pacer.js';
 import { validatePayload } from '../internal/parse-payload.js';
-import type { BookSource, FetchOptions, Instrument, MarketMeta, VenueAdapterOptions } from '../types.js';
+import type { BatchBookSource, BookBatch, FetchOptions, Instrument, MarketMeta, VenueAdapterOptions } from '../types.js';
 import type { HttpRequest, HttpResponse } from '../venue-http-client.js';
 import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
 
@@ -13,7 +14,18 @@ export const POLYMARKET_DEFAULTS = Object.freeze({
   maxDiscoveryPages: 200,
   discoveryRateLimit: Object.freeze({ limit: 300, periodMs: 10_000 }),
   rateLimitFallbackMs: 10_000,
+  /** Books one `POST /books` asks for at most: the CLOB's documented maximum ("Maximum 500 items per request"). */
+  maxBooksPerRequest: 500,
+  /**
+   * Budget weight of one `POST /books`, in the connector's unit (CLOB `/book` requests: 1500 per 10 s). The
+   * batch has a limit of its own, 500 requests per 10 s whatever their size, so one batch uses a third
+   * as much of its limit's window as three `/book` requests of theirs: a budget that keeps `/book`
+   * traffic within 1500 keeps batches within 500, and the two together within both.
+   */
+  booksWeight: 3,
 });
+
+const PolymarketBooks = z.array(PolymarketBook);
 
 export interface PolymarketAdapterOptions extends VenueAdapterOptions {
   /** Gamma API root for market discovery (real: https://gamma-api.polymarket.com). @defaultValue baseUrl */
@@ -40,7 +52,8 @@ export interface PolymarketAdapterOptions extends VenueAdapterOptions {
  * snapshots from CLOB `GET /book?token_id=`; the token id is the symbol in both forms. Throttled
  * responses are just slow responses; the request timeout (`timeoutMs`) bounds them.
  */
-export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book'> implements BookSource {
+export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book' | 'books'> implements BatchBookSource {
+  readonly maxBooksPerRequest = POLYMARKET_DEFAULTS.maxBooksPerRequest;
   private readonly discoveryBaseUrl: string;
   private readonly pageSize: number;
   private readonly maxPages: number;
@@ -48,7 +61,11 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book'> impl
 
   constructor(options: PolymarketAdapterOptions) {
     const fallbackMs = durationOption('rateLimitFallbackMs', options.rateLimitFallbackMs, POLYMARKET_DEFAULTS.rateLimitFallbackMs, 0);
-    super(options, { venue: 'polymarket', weights: { markets: 1, book: 1 }, limits: { errorPolicy: { rateLimitFallbackMs: fallbackMs } } });
+    super(options, {
+      venue: 'polymarket',
+      weights: { markets: 1, book: 1, books: POLYMARKET_DEFAULTS.booksWeight },
+      limits: { errorPolicy: { rateLimitFallbackMs: fallbackMs } },
+    });
     this.discoveryBaseUrl = normaliseBaseUrl('discoveryBaseUrl', options.discoveryBaseUrl ?? options.baseUrl);
     this.pageSize = intOption('discoveryPageSize', options.discoveryPageSize, POLYMARKET_DEFAULTS.discoveryPageSize, 1, 1000);
     this.maxPages = intOption('maxDiscoveryPages', options.maxDiscoveryPages, POLYMARKET_DEFAULTS.maxDiscoveryPages, 1, 100_000);
@@ -117,6 +134,34 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book'> impl
   /** One snapshot, levels reordered best first (the CLOB lists bids ascending and asks descending). */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
     const { data: raw, res } = await this.getJson('book', this.url('/book', { token_id: this.toVenueSymbol(symbol) }), PolymarketBook, options);
+    return this.snapshot(symbol, raw, res.receivedAtMs);
+  }
+
+  /**
+   * Up to {@link maxBooksPerRequest} books in one CLOB `POST /books`, at the batch's budget weight.
+   * The CLOB leaves out a token it has no book for (unknown, or its market resolved): those come
+   * back as `missing`, for the caller to back off one by one, while the others are stored.
+   */
+  async fetchBooks(symbols: readonly string[], options: FetchOptions = {}): Promise<BookBatch> {
+    if (symbols.length === 0 || symbols.length > this.maxBooksPerRequest) {
+      throw new ValidationError('symbols', `1 to ${this.maxBooksPerRequest} symbols per POST /books`, symbols.length);
+    }
+    const asked = new Map(symbols.map((s) => [this.toVenueSymbol(s), s]));
+    const body = [...asked.keys()].map((token_id) => ({ token_id }));
+    const { data, res } = await this.postJson('books', this.url('/books'), body, PolymarketBooks, options);
+    const books: BookBatch['books'] = [];
+    const answered = new Set<string>();
+    for (const raw of data) {
+      const symbol = asked.get(raw.asset_id);
+      if (symbol === undefined || answered.has(raw.asset_id)) continue;
+      answered.add(raw.asset_id);
+      books.push(this.snapshot(symbol, raw, res.receivedAtMs));
+    }
+    const missing = [...asked].filter(([token]) => !answered.has(token)).map(([, symbol]) => symbol);
+    return { books, missing, weight: this.weights.books };
+  }
+
+  private snapshot(symbol: string, raw: PolymarketBook, receivedAtMs: number): { book: BookSnapshot; envelope: Envelope } {
     const timeMs = parseTimestamp(raw.timestamp);
     if (timeMs === undefined) throw new MalformedPayloadError(this.venue, 'book timestamp is not epoch ms', raw.timestamp);
     const bids: BookLevel[] = raw.bids.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(b[0]) - Number(a[0]));
@@ -130,7 +175,7 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book'> impl
       ...(raw.neg_risk === undefined ? {} : { negRisk: raw.neg_risk }),
     };
     // Same token and venue timestamp = the same snapshot, so a re-poll dedups.
-    return { book, envelope: bookEnvelope(book, `polymarket:${raw.asset_id}:book:${timeMs}`, res.receivedAtMs, timeMs, extra) };
+    return { book, envelope: bookEnvelope(book, `polymarket:${raw.asset_id}:book:${timeMs}`, receivedAtMs, timeMs, extra) };
   }
 }
 
