@@ -28,4 +28,11 @@ export const SCHEDULER_DEFAULTS = {
   repairBatch: 1000,
   /** A repair leaves the chunks of a backfill created less than this long ago to its creator. */
   repairGraceMs: 15_000,
+  /**
+   * A book job of a venue polled by its book loop (connector `bookLoop`) gets no unit: its lease is
+   * freed with this long until it is due again, so turning the loop off brings its units back within it.
+   */
+  bookLoopRecheckMs: 60_000,
+  /** How long the list of venues polled by a book loop is reused before the connectors are read again. */
+  bookLoopVenuesTtlMs: 5000,
 } as const;

@@ -1,5 +1,5 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import { ConfigError } from '@tickfleet/core';
+import { ConfigError, jobId } from '@tickfleet/core';
 import { createRedisConnection, type QueuedUnit } from '@tickfleet/queues';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
@@ -7,6 +7,7 @@ import { startRedis, tempDir, waitFor, type TempDir, type TestRedis, ManualClock
 import { parseConfig, type Env } from '@tickfleet/config';
 import { SchedulerEnv } from './env.js';
 import { Scheduler, type SchedulerOptions } from './scheduler.js';
+import { SCHEDULER_DEFAULTS } from './scheduler-defaults.js';
 
 let redis: TestRedis;
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -151,6 +152,26 @@ describe('Scheduler', () => {
     await f.store.connectors.setStatus('kraken', 'active');
     await f.store.jobs.setEnabled('binance:ETH/USDT:1h:ohlcv', true);
     expect((await s.tick()).added).toBe(2);
+  });
+
+  it('queues no book units for a venue polled by its book loop, and frees their leases until the next check', async () => {
+    const f = await fixture();
+    await f.store.connectors.upsert({
+      venue: 'kraken',
+      baseUrl: 'https://kraken.example',
+      rateLimit: { limit: 1200, periodMs: 60_000 },
+      bookLoop: { cadenceMs: 1000 },
+    });
+    const s = f.scheduler();
+    expect(await s.tick()).toMatchObject({ claimed: 3, added: 2 });
+    expect(await unitsIn(s, 'kraken')).toHaveLength(0);
+    const book = await f.store.jobs.get(jobId({ venue: 'kraken', type: 'book', symbol: 'XBT/USD' }));
+    expect(book?.nextRunAt).toBe(START + SCHEDULER_DEFAULTS.bookLoopRecheckMs);
+    // the loop turned off: book units again once the venue list is read anew
+    await f.store.connectors.upsert({ venue: 'kraken', baseUrl: 'https://kraken.example', rateLimit: { limit: 1200, periodMs: 60_000 }, bookLoop: null });
+    f.clock.advance(SCHEDULER_DEFAULTS.bookLoopRecheckMs);
+    await s.tick();
+    expect((await unitsIn(s, 'kraken')).map((u) => u.data.kind)).toEqual(['book-poll']);
   });
 
   it('enqueues the next run at the time the worker stored, and requeues a unit that finished without updating its job', async () => {

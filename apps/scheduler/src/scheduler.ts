@@ -140,6 +140,8 @@ export class Scheduler {
   /** Set when this replica gains the lead: the next tick ends leases taken for another Redis epoch. */
   private staleLeasesDue = false;
 
+  private loopVenues: { atMs: number; venues: Set<string> } | undefined;
+
   constructor(options: SchedulerOptions) {
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
@@ -371,6 +373,16 @@ export class Scheduler {
     return out;
   }
 
+  /** Venues whose books a book loop polls (connector `bookLoop`), read at most every `bookLoopVenuesTtlMs`. */
+  private async bookLoopVenues(): Promise<Set<string>> {
+    const now = this.clock.monotonic();
+    if (!this.loopVenues || now - this.loopVenues.atMs >= SCHEDULER_DEFAULTS.bookLoopVenuesTtlMs) {
+      const connectors = await this.store.connectors.list();
+      this.loopVenues = { atMs: now, venues: new Set(connectors.filter((c) => c.bookLoop).map((c) => c.venue)) };
+    }
+    return this.loopVenues.venues;
+  }
+
   /** The unit one run of `job` claimed at `nowMs` becomes. */
   unitFor(job: Job, nowMs: number): QueuedUnit {
     const kind = unitKindFor(job.type);
@@ -402,7 +414,14 @@ export class Scheduler {
     const units: QueuedUnit[] = [];
     const days = new Map<string, { jobs: Job[]; dayStartMs: number; nextRunAt: number; perUnit: number }>();
     const notYet: Array<Promise<void>> = [];
+    const loopVenues = jobs.some((j) => j.type === 'book') ? await this.bookLoopVenues() : new Set<string>();
     for (const job of jobs) {
+      if (job.type === 'book' && loopVenues.has(job.venue)) {
+        // polled by the venue's book loop, not by units
+        const recheckAt = nowMs + SCHEDULER_DEFAULTS.bookLoopRecheckMs;
+        notYet.push(this.store.jobs.release(job.id, recheckAt).catch((err: unknown) => this.logger.debug({ err, jobId: job.id }, 'could not release a job')));
+        continue;
+      }
       const perDay = sessionDayVenueOf(job);
       if (!perDay || !job.timeframe) {
         units.push(...(await this.jobUnits(job, nowMs)));

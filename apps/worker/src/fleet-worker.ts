@@ -17,10 +17,11 @@ import {
 import { createRedisConnection, QUEUE_PREFIX, VenueQueues, type RedisClient } from '@tickfleet/queues';
 import { GapLedger, type Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
-import { StreamMetrics, StreamRunner, type StreamEndpoints, type StreamHealth } from '@tickfleet/streams';
+import { StreamLeases, StreamMetrics, StreamRunner, type StreamEndpoints, type StreamHealth } from '@tickfleet/streams';
 import { rateLimitedLog, type Logger, type Registry } from '@tickfleet/telemetry';
 import { hasVenueAdapter } from '@tickfleet/venues';
 import { ActiveSets } from './active-set.js';
+import { BookLoop, bookShareName, parseBookShareName } from './book-loop.js';
 import { UnitExecutor } from './unit-executor.js';
 import { VenueRunner } from './venue-runner.js';
 import { UnitLocks } from './unit-locks.js';
@@ -54,6 +55,8 @@ export interface FleetWorkerOptions {
   initialLookbackMs?: number;
   /** Interval of the per-venue order-book poll statistics (`poll_stats` records and gauges). @defaultValue {@link WORKER_DEFAULTS.pollStatsMs} */
   pollStatsMs?: number;
+  /** Lease TTL of book poll loop shares (a dead worker's shares move within it). @defaultValue {@link WORKER_DEFAULTS.bookLoopLeaseTtlMs} */
+  bookLoopLeaseTtlMs?: number;
   /** Hold streams (docs/streams-fleet.md) beside units; absent: this worker runs units only. */
   streams?: { endpoints: StreamEndpoints; leaseTtlMs?: number; pollMs?: number; silenceTimeoutMs?: number };
 }
@@ -104,6 +107,11 @@ export class FleetWorker {
   private stopping = false;
   private refreshing: Promise<void> | undefined;
   private streamRunner: StreamRunner | undefined;
+  /** Leases of the book poll loops' shares (group `bookloop`), created with the first loop. */
+  private bookLeases: StreamLeases | undefined;
+  private readonly bookLoops = new Map<string, BookLoop>();
+  private bookShareNames = '';
+  private bookShareVersion = 0;
   /** The last read of the served venues' shared state for `/healthz`, reused for `healthzCacheMs`. */
   private shared: { atMs: number; value: Promise<Map<string, VenueSharedState>> } | undefined;
 
@@ -281,6 +289,83 @@ export class FleetWorker {
       await created.start(liveWorkers);
       this.options.logger.info({ venue: connector.venue, maxInflight: connector.maxInflight }, 'serving venue');
     }
+    await this.syncBookLoops(connectors);
+  }
+
+  /**
+   * Starts, updates and stops the venues' book poll loops as their connectors ask (`bookLoop`), and
+   * sets the shares this worker competes for: every share of every loop it serves.
+   */
+  private async syncBookLoops(connectors: readonly Connector[]): Promise<void> {
+    const wanted = new Map<string, Connector>();
+    for (const c of connectors) {
+      if (c.bookLoop && this.runners.has(c.venue) && STATUS_EFFECTS[c.status].servesQueue) wanted.set(c.venue, c);
+    }
+    for (const [venue, loop] of this.bookLoops) {
+      if (wanted.has(venue)) continue;
+      this.bookLoops.delete(venue);
+      this.runners.get(venue)?.attachBookLoop(undefined);
+      await loop.stop();
+    }
+    if (wanted.size === 0 && !this.bookLeases) return;
+    this.bookLeases ??= this.createBookLeases();
+    for (const [venue, connector] of wanted) {
+      const existing = this.bookLoops.get(venue);
+      if (existing) {
+        existing.update(connector.bookLoop!);
+        continue;
+      }
+      const runner = this.runners.get(venue)!;
+      const leases = this.bookLeases;
+      const loop = new BookLoop({
+        venue,
+        settings: connector.bookLoop!,
+        host: runner.bookLoopHost(),
+        isHeld: (name, token) => leases.isHeld(name, token),
+        redis: this.connection!,
+        prefix: this.prefix,
+        control: this.control!,
+        activeSets: this.activeSets!,
+        pipeline: this.options.pipeline,
+        store: this.options.store,
+        clock: this.clock,
+        logger: this.options.logger,
+        workerId: this.workerId,
+        backoff: {},
+      });
+      this.bookLoops.set(venue, loop);
+      runner.attachBookLoop(loop);
+      loop.start();
+      this.options.logger.info({ venue, ...connector.bookLoop }, 'polling books by the loop');
+    }
+    const names = [...wanted.values()].flatMap((c) => Array.from({ length: c.bookLoop!.shares }, (_, i) => bookShareName(c.venue, i)));
+    const key = names.join(',');
+    if (key !== this.bookShareNames) {
+      this.bookShareNames = key;
+      this.bookLeases.setStreams(names, ++this.bookShareVersion);
+      this.bookLeases.start();
+      // take shares now rather than at the first timed renewal
+      await this.bookLeases.tick().catch((err: unknown) => this.options.logger.warn({ err }, 'book loop lease cycle failed'));
+    }
+  }
+
+  private createBookLeases(): StreamLeases {
+    const refreshLog = rateLimitedLog(this.options.logger, 60_000);
+    return new StreamLeases(this.connection!, this.workerId, {
+      prefix: this.prefix,
+      group: 'bookloop',
+      ttlMs: this.options.bookLoopLeaseTtlMs ?? WORKER_DEFAULTS.bookLoopLeaseTtlMs,
+      clock: this.clock,
+      onAcquired: (name, token) => {
+        const s = parseBookShareName(name);
+        if (s) this.bookLoops.get(s.venue)?.addShare(s.share, token);
+      },
+      onLost: (name, reason) => {
+        const s = parseBookShareName(name);
+        if (s) this.bookLoops.get(s.venue)?.removeShare(s.share, reason);
+      },
+      onError: (err) => refreshLog('warn', 'book-leases', { err }, 'book loop lease cycle failed'),
+    });
   }
 
   private serves(connector: Connector): boolean {
@@ -365,6 +450,9 @@ export class FleetWorker {
     // Streams first: their leases go to the other workers at once, and the sessions deliver what
     // they hold while the budget gate and the pipeline still work.
     await this.streamRunner?.stop();
+    // shares released at once: the other workers take them at their next cycle, not after the TTL
+    await Promise.all([...this.bookLoops.values()].map((l) => l.stop()));
+    await this.bookLeases?.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'could not release the book loop shares'));
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.refreshing?.catch(() => undefined);

@@ -34,6 +34,7 @@ import { dueUnitToken, type StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
+import { bookLoopKey, type BookLoop, type BookLoopHost, type BookLoopReport } from './book-loop.js';
 import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
 import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
 import type { UnitLockHandle, UnitLocks } from './unit-locks.js';
@@ -115,6 +116,7 @@ export class VenueRunner {
   private inflightLimit = 0;
   /** Workers serving the venue at the last count (the heartbeat's, this one included: at least 1). */
   private liveWorkers = 1;
+  private bookLoop: BookLoop | undefined;
 
   constructor(private readonly options: VenueRunnerOptions) {
     this.venue = options.connector.venue;
@@ -528,7 +530,12 @@ export class VenueRunner {
    * window; logs the poll that started a cooldown. A Redis failure here never fails the unit.
    */
   private async notePoll(unit: QueuedUnit, latencyMs: number, err?: unknown): Promise<void> {
-    const symbol = parseJobId(unit.jobId).symbol;
+    this.countPoll(parseJobId(unit.jobId).symbol, latencyMs, err);
+    await this.reportToCooldown(err);
+  }
+
+  /** One instrument's poll in the venue's poll statistics and metrics. */
+  private countPoll(symbol: string, latencyMs: number, err?: unknown): void {
     const market = this.options.activeSets.cached(this.venue)?.instruments[symbol]?.market;
     const errorClass = err === undefined ? undefined : pollErrorClass(err);
     const status = err === undefined ? undefined : errorStatus(err);
@@ -544,7 +551,10 @@ export class VenueRunner {
       ...(market ? { marketId: market.marketId, ...(market.slug === undefined ? {} : { slug: market.slug }) } : {}),
     });
     this.options.metrics.bookPolls.inc({ venue: this.venue, outcome: errorClass ?? 'ok' });
-    if (errorClass === 'http_429') return;
+  }
+
+  private async reportToCooldown(err?: unknown): Promise<void> {
+    if (err !== undefined && pollErrorClass(err) === 'http_429') return;
     try {
       const { untilMs, started } = await this.options.control.reportBookPoll(this.venue, err !== undefined, this.connector.bookCooldown);
       if (started) {
@@ -560,6 +570,43 @@ export class VenueRunner {
   }
 
   /**
+   * What the venue's book poll loop uses of this runner: the budgeted adapter, the AIMD value, and
+   * the outcomes. A loop request counts once toward the cooldown window and AIMD (it is one request
+   * to the venue, whatever its books); each of its books counts in the poll statistics; a 429
+   * freezes the venue and halves its concurrency as a unit's would.
+   */
+  bookLoopHost(): BookLoopHost {
+    return {
+      adapter: () => this.adapter,
+      inflightLimit: () => this.inflightLimit,
+      notePoll: (symbol, latencyMs, err) => this.countPoll(symbol, latencyMs, err),
+      noteRequest: async (latencyMs, err) => {
+        if (err instanceof RateLimitedError || err instanceof BannedError) {
+          const venueUntilMs = err instanceof BannedError ? err.bannedUntilMs : err.fromVenue ? err.retryAtMs : 0;
+          const cause = err instanceof BannedError ? '418' : '429';
+          this.counters.rateLimited += 1;
+          this.options.metrics.rateLimited.inc({ venue: this.venue, status: cause });
+          const step = await this.options.control.onRateLimited(this.venue, venueUntilMs, cause, freezeEscalationFor(this.connector));
+          await this.applyConcurrency(step, true);
+          return;
+        }
+        if (err === undefined) this.outcomes.record({ ok: true, latencyMs, records: 0 });
+        else {
+          const cause = failureCause(err);
+          this.options.metrics.unitFailures.inc({ venue: this.venue, cause });
+          this.outcomes.record({ ok: false, latencyMs, cause, message: err instanceof Error ? err.message : String(err) });
+        }
+        await this.reportToCooldown(err);
+      },
+    };
+  }
+
+  /** The venue's book loop, whose report the poll statistics carry. */
+  attachBookLoop(loop: BookLoop | undefined): void {
+    this.bookLoop = loop;
+  }
+
+  /**
    * Ends this venue's poll-statistics interval `[fromMs, toMs)`: its `poll_stats` record and the
    * sampled `poll_errors` records as envelopes (none for a venue that neither polled books nor has
    * an active set), and the stats gauges set.
@@ -568,7 +615,9 @@ export class VenueRunner {
     const set = this.options.activeSets.cached(this.venue);
     if (this.pollStats.idle && !set) return [];
     const cooldownRemainingMs = this.options.control.knownBookCooldownMs(this.venue);
-    const { stats, errors } = this.pollStats.flush(fromMs, toMs, {
+    const loop = this.bookLoop?.report();
+    if (loop) this.publishLoopReport(loop);
+    const { stats: polled, errors } = this.pollStats.flush(fromMs, toMs, {
       activeInstruments: set ? Object.keys(set.instruments).length : 0,
       activeVersion: set?.version ?? 0,
       cooldownRemainingMs,
@@ -576,12 +625,35 @@ export class VenueRunner {
       // The design's pool size: this worker's slots for the venue.
       poolSize: this.localConcurrency(),
     });
+    const stats = loop
+      ? {
+          ...polled,
+          loop: {
+            shares: loop.shares,
+            instruments: loop.instruments,
+            unchanged: loop.unchanged,
+            requests: loop.requests,
+            weight: loop.weight,
+            cycles: loop.cycles,
+            p50AgeMs: loop.p50AgeMs,
+            p95AgeMs: loop.p95AgeMs,
+          },
+        }
+      : polled;
     const { metrics } = this.options;
     metrics.bookActiveInstruments.set({ venue: this.venue }, stats.activeInstruments);
     metrics.bookCooldownSeconds.set({ venue: this.venue }, cooldownRemainingMs / 1000);
     if (stats.p50LatencyMs !== null) metrics.bookPollLatencyP50.set({ venue: this.venue }, stats.p50LatencyMs / 1000);
     if (stats.p95LatencyMs !== null) metrics.bookPollLatencyP95.set({ venue: this.venue }, stats.p95LatencyMs / 1000);
     return [pollStatsEnvelope(stats), ...errors.map((e, i) => pollErrorEnvelope(e, this.options.workerId, fromMs, toMs, i))];
+  }
+
+  /** This worker's loop report in the venue's `book-loop:live` hash (for `status` and the dashboard); best effort. */
+  private publishLoopReport(report: BookLoopReport): void {
+    const key = bookLoopKey(this.options.prefix, this.venue, 'live');
+    this.options.connection
+      .hset(key, this.options.workerId, JSON.stringify(report))
+      .catch((err: unknown) => this.sampleLog('warn', 'loop-report', { venue: this.venue, err }, 'could not publish the book loop report (sampled)'));
   }
 
   /** Applies a fleet-wide AIMD step to the queue's global concurrency (only when it changed). */

@@ -28,4 +28,6 @@ export const WORKER_DEFAULTS = Object.freeze({
   healthzCacheMs: 1000,
   /** `/healthz` waits this long for that read, then answers with what the process knows without it (a liveness probe must not hang on Redis). */
   healthzReadTimeoutMs: 1000,
+  /** Lease of a book poll loop's share: a dead worker's shares move to the others within this long. */
+  bookLoopLeaseTtlMs: 5000,
 });

@@ -158,6 +158,27 @@ export const BookCooldownSettings = z.object({
 });
 export type BookCooldownSettings = z.infer<typeof BookCooldownSettings>;
 
+/** Defaults of a connector's book poll loop ({@link BookLoopSettings}). */
+export const BOOK_LOOP_DEFAULTS = Object.freeze({
+  /** Every active instrument once per this period (the order-book design's 1 Hz class). */
+  cadenceMs: 1000,
+  /** Leased shares the venue's instruments are split into (by a hash of the symbol); workers hold whole shares. */
+  shares: 8,
+});
+
+/**
+ * A venue's order books polled by a leased loop instead of one queued unit per poll: workers hold
+ * shares of the active set under leases and poll them in batches every `cadenceMs`
+ * (docs/order-books.md). Absent: one `book-poll` unit per instrument and poll.
+ */
+export const BookLoopSettings = z.object({
+  /** @defaultValue BOOK_LOOP_DEFAULTS.cadenceMs */
+  cadenceMs: z.number().int().min(100).max(3_600_000).default(BOOK_LOOP_DEFAULTS.cadenceMs),
+  /** @defaultValue BOOK_LOOP_DEFAULTS.shares */
+  shares: z.number().int().min(1).max(256).default(BOOK_LOOP_DEFAULTS.shares),
+});
+export type BookLoopSettings = z.infer<typeof BookLoopSettings>;
+
 /**
  * How requests of a venue budgeted per scope (Xetra: one budget per market) are spread over the
  * period, fleet-wide: `even` spaces them `periodMs / limit` apart (no bursts, the proactive-limiter
@@ -255,6 +276,8 @@ export const Connector = z
     pacing: Pacing.optional(),
     aimd: AimdSettings.default(() => AimdSettings.parse({})),
     bookCooldown: BookCooldownSettings.default({ ...DEFAULT_BOOK_COOLDOWN }),
+    /** Book polling by a leased loop (venues with a book source); absent: one unit per poll. `null` on input turns it off. */
+    bookLoop: BookLoopSettings.nullish().transform((v) => v ?? undefined),
     createdAt: z.number().int().optional(),
     updatedAt: z.number().int().optional(),
   })

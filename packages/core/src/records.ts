@@ -194,6 +194,24 @@ export const PollStatsRecord = z.object({
    * design's pool size (`workers`). Optional: records stored before it was kept have none.
    */
   poolSize: z.number().int().positive().optional(),
+  /**
+   * Book poll loop only (connector `bookLoop`): the shares this worker held at the interval's end,
+   * the instruments in them, the books that came back unchanged (counted, not stored), the loop's
+   * requests and the budget weight they spent, and the age of each instrument's newest snapshot at
+   * the interval's end (p50, p95; null before the first).
+   */
+  loop: z
+    .object({
+      shares: z.array(z.number().int().nonnegative()),
+      instruments: z.number().int().nonnegative(),
+      unchanged: z.number().int().nonnegative(),
+      requests: z.number().int().nonnegative(),
+      weight: z.number().nonnegative(),
+      cycles: z.number().int().nonnegative(),
+      p50AgeMs: z.number().nonnegative().nullable(),
+      p95AgeMs: z.number().nonnegative().nullable(),
+    })
+    .optional(),
   errorsSampled: z.number().int().nonnegative(),
   errorsSuppressed: z.number().int().nonnegative(),
 });

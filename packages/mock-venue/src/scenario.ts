@@ -117,6 +117,8 @@ export const VenueScenario = z.strictObject({
   marketEnds: z.record(z.string().min(1), epochMs).optional(),
   /** Polymarket and Limitless: extra time before a discovery listing page (`/markets`, `/markets/active`) is answered. @defaultValue 0 */
   listingDelayMs: z.number().int().nonnegative().optional(),
+  /** Polymarket: token ids whose book never changes (levels as at time 0; the timestamp and hash still change with each answer, as the CLOB's do). */
+  idleBooks: z.array(z.string().min(1)).optional(),
   /** Polymarket and Limitless: instruments (token ids, slugs) whose book requests answer the venue's 500. */
   failingBooks: z.array(z.string().min(1)).optional(),
   /** Xetra: the ISINs traded in the files. */

@@ -108,6 +108,17 @@ export function describeStoreContract(name: string, open: OpenStoreInNamespace):
         await expect(store.connectors.upsert(connector('binance', { pacing: 'even' }))).rejects.toThrow(/pacing/);
       });
 
+      it("keeps a connector's book loop across upserts that do not name one; null turns it off", async () => {
+        expect((await store.connectors.upsert(connector('polymarket'))).bookLoop).toBeUndefined();
+        const on = await store.connectors.upsert(connector('polymarket', { bookLoop: { cadenceMs: 1000 } }));
+        expect(on.bookLoop).toEqual({ cadenceMs: 1000, shares: 8 });
+        expect((await store.connectors.upsert(connector('polymarket', { maxInflight: 3 }))).bookLoop).toEqual({ cadenceMs: 1000, shares: 8 });
+        expect((await store.connectors.get('polymarket'))?.bookLoop).toEqual({ cadenceMs: 1000, shares: 8 });
+        expect((await store.connectors.upsert(connector('polymarket', { bookLoop: null }))).bookLoop).toBeUndefined();
+        expect((await store.connectors.get('polymarket'))?.bookLoop).toBeUndefined();
+        await expect(store.connectors.upsert(connector('polymarket', { bookLoop: { cadenceMs: 10 } }))).rejects.toThrow(/bookLoop/);
+      });
+
       it('keeps status across upserts that do not name one', async () => {
         await store.connectors.upsert(connector('kraken'));
         await store.connectors.setStatus('kraken', 'paused');

@@ -17,6 +17,8 @@ export type StreamLostReason = 'balance' | 'expired' | 'removed' | 'released';
 export interface StreamLeasesOptions {
   /** Key prefix (namespace) of the fleet. @defaultValue QUEUE_PREFIX ('tickfleet') */
   prefix?: string;
+  /** Which set of leases within the fleet: `streams`, or another user of the same scheme (the book poll loop's shares). @defaultValue 'streams' */
+  group?: string;
   /** Lease and membership lifetime: a dead worker's streams free up after this long. @defaultValue {@link STREAM_DEFAULTS.leaseTtlMs} */
   ttlMs?: number;
   /** How often {@link StreamLeases.start} runs a cycle. @defaultValue a third of ttlMs ({@link renewEveryMsFor}) */
@@ -61,8 +63,8 @@ interface LocalLease {
 }
 
 /** Keys of the fleet's stream leases: one hash tag, so each cycle's script runs in one Cluster slot. */
-export function streamLeaseKeys(prefix: string): { members: string; leases: string; epochs: string; nudge: string } {
-  const base = `${assertPrefix(prefix)}:streams:{streams}`;
+export function streamLeaseKeys(prefix: string, group = 'streams'): { members: string; leases: string; epochs: string; nudge: string } {
+  const base = `${assertPrefix(prefix)}:${group}:{${group}}`;
   return { members: `${base}:workers`, leases: `${base}:leases`, epochs: `${base}:epochs`, nudge: `${base}:nudge` };
 }
 
@@ -76,6 +78,7 @@ export function streamLeaseKeys(prefix: string): { members: string; leases: stri
  */
 export class StreamLeases {
   private readonly prefix: string;
+  private readonly group: string;
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
   private readonly clock: Clock;
@@ -103,6 +106,8 @@ export class StreamLeases {
   ) {
     if (!/^\S{1,200}$/.test(workerId)) throw new ValidationError('workerId', '1-200 characters without whitespace', workerId);
     this.prefix = assertPrefix(options.prefix ?? QUEUE_PREFIX);
+    this.group = options.group ?? 'streams';
+    if (!/^[a-z][a-z0-9-]{0,40}$/.test(this.group)) throw new ValidationError('group', 'a lower-case name such as streams', options.group);
     this.ttlMs = options.ttlMs ?? STREAM_DEFAULTS.leaseTtlMs;
     if (!Number.isInteger(this.ttlMs) || this.ttlMs < 10) throw new ValidationError('ttlMs', 'an integer of at least 10 ms', options.ttlMs);
     this.renewEveryMs = options.renewEveryMs ?? renewEveryMsFor(this.ttlMs);
@@ -166,7 +171,7 @@ export class StreamLeases {
    */
   releaseAll(): Promise<string[]> {
     return this.serial(async () => {
-      const { members, leases } = streamLeaseKeys(this.prefix);
+      const { members, leases } = streamLeaseKeys(this.prefix, this.group);
       const released = (await this.releaseCmd([members, leases], [this.workerId])) as string[];
       this.announced = false;
       this.nudge();
@@ -211,7 +216,7 @@ export class StreamLeases {
         });
     };
     this.timer = setInterval(run, this.renewEveryMs);
-    const { nudge } = streamLeaseKeys(this.prefix);
+    const { nudge } = streamLeaseKeys(this.prefix, this.group);
     const subscriber = this.redis.duplicate();
     this.subscriber = subscriber;
     subscriber.on('message', (channel: string, from: string) => {
@@ -237,7 +242,7 @@ export class StreamLeases {
 
   /** Every lease in Redis now, by stream name (expired ones excluded, on the server's clock). */
   async holders(): Promise<Map<string, StreamHolder>> {
-    const flat = (await this.readCmd([streamLeaseKeys(this.prefix).leases], [])) as string[];
+    const flat = (await this.readCmd([streamLeaseKeys(this.prefix, this.group).leases], [])) as string[];
     const out = new Map<string, StreamHolder>();
     for (let i = 0; i < flat.length; i += 2) {
       const m = /^(\d+)\|(\d+)\|(\d+)\|(.*)$/s.exec(flat[i + 1]!);
@@ -247,7 +252,7 @@ export class StreamLeases {
   }
 
   private async cycle(): Promise<LeaseCycle> {
-    const { members, leases, epochs } = streamLeaseKeys(this.prefix);
+    const { members, leases, epochs } = streamLeaseKeys(this.prefix, this.group);
     const sentAt = this.clock.monotonic();
     let reply: [number, number, number, Array<string | number>, string[], string[], number];
     try {
@@ -299,7 +304,7 @@ export class StreamLeases {
    * act on their next timed cycle, as they would without one.
    */
   private nudge(): void {
-    this.redis.publish(streamLeaseKeys(this.prefix).nudge, this.workerId).then(
+    this.redis.publish(streamLeaseKeys(this.prefix, this.group).nudge, this.workerId).then(
       () => undefined,
       () => undefined,
     );

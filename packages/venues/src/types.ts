@@ -193,6 +193,10 @@ export function isBookSource(adapter: VenueAdapter): adapter is VenueAdapter & B
   return typeof (adapter as Partial<BookSource>).fetchBook === 'function';
 }
 
+export function isBatchBookSource(adapter: VenueAdapter): adapter is VenueAdapter & BatchBookSource {
+  return typeof (adapter as Partial<BatchBookSource>).fetchBooks === 'function';
+}
+
 export function isFileSource(adapter: VenueAdapter): adapter is VenueAdapter & FileSource {
   return typeof (adapter as Partial<FileSource>).fetchFile === 'function';
 }

@@ -2,6 +2,7 @@ import { type Command } from 'commander';
 import {
   type Connector,
   type ConnectorInput,
+  BOOK_LOOP_DEFAULTS,
   DEFAULT_BOOK_COOLDOWN,
   DEFAULT_MAX_INFLIGHT,
   DEFAULT_RATE_LIMIT_PERIOD_MS,
@@ -39,6 +40,9 @@ interface UpsertOptions {
   cooldownWindow?: number;
   cooldown?: number;
   pacing?: Pacing;
+  /** A cadence turns the loop on; false (`--no-book-loop`) off. */
+  bookLoop?: number | false;
+  bookLoopShares?: number;
   json?: boolean;
 }
 
@@ -111,6 +115,17 @@ export function registerConnectors(program: Command): void {
       "venues budgeted per market (xetra): even spaces each market's requests period/limit apart, burst allows the limit back to back (default even)",
       oneOf('--pacing', PACINGS),
     )
+    .option(
+      '--book-loop <cadence>',
+      `order books: poll the venue's active instruments by a leased loop every <cadence>, in batches, instead of one unit per poll (docs/order-books.md; e.g. ${formatDurationMs(BOOK_LOOP_DEFAULTS.cadenceMs)})`,
+      duration('--book-loop'),
+    )
+    .option('--no-book-loop', 'order books: back to one unit per poll')
+    .option(
+      '--book-loop-shares <n>',
+      `order books: leased shares the loop's instruments are split into (default ${BOOK_LOOP_DEFAULTS.shares})`,
+      positiveInt('--book-loop-shares'),
+    )
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
       const name = parseOrThrow(VenueName, venue, 'venue');
@@ -154,6 +169,7 @@ export function registerConnectors(program: Command): void {
               }
             : {}),
           ...(opts.pacing !== undefined ? { pacing: opts.pacing } : {}),
+          ...bookLoopInput(opts, existing?.bookLoop),
         };
         return store.connectors.upsert(input);
       });
@@ -252,4 +268,16 @@ function printConnectorsWithJobs(list: ConnectorWithJobs[]): void {
     [...CONNECTOR_COLUMNS, 'JOBS', 'LAST JOB RUN'],
     list.map((c) => [...connectorCells(c), `${c.activeJobsCount}/${c.jobsCount}`, isoOrDash(c.lastJobRunAt)]),
   );
+}
+
+/** The connector's `bookLoop` from the flags: on with a cadence, off with `--no-book-loop`, shares changed on a running loop; nothing when none was given. */
+function bookLoopInput(opts: UpsertOptions, existing: Connector['bookLoop']): Pick<ConnectorInput, 'bookLoop'> {
+  if (opts.bookLoop === false) {
+    if (opts.bookLoopShares !== undefined) throw new ValidationError('--book-loop-shares', 'shares of a loop that is on (not with --no-book-loop)');
+    return { bookLoop: null };
+  }
+  if (opts.bookLoop === undefined && opts.bookLoopShares === undefined) return {};
+  const cadenceMs = opts.bookLoop ?? existing?.cadenceMs;
+  if (cadenceMs === undefined) throw new ValidationError('--book-loop', 'a cadence to turn the book loop on (e.g. --book-loop 1s)');
+  return { bookLoop: { cadenceMs, shares: opts.bookLoopShares ?? existing?.shares ?? BOOK_LOOP_DEFAULTS.shares } };
 }

@@ -149,7 +149,7 @@ export class PolymarketEmulation implements VenueEmulation {
     // A market past its scenario end is resolved: the CLOB has no book for its tokens any more.
     if (!market || (endMs !== undefined && ctx.nowMs >= endMs)) return 'none';
     if (ctx.settings.failingBooks?.includes(token)) return 'failing';
-    const snap = bookAt('polymarket', token, ctx.nowMs, ctx.seed);
+    const snap = bookAt('polymarket', token, ctx.settings.idleBooks?.includes(token) ? 0 : ctx.nowMs, ctx.seed);
     const bids = snap.bids.map(([price, size]) => ({ price, size })).reverse();
     const asks = snap.asks.map(([price, size]) => ({ price, size })).reverse();
     // the last trade printed at the touch, on a side the book's second decides

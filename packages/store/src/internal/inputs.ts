@@ -14,6 +14,7 @@ export interface NormalizedConnector {
     pacing: boolean;
     aimd: boolean;
     bookCooldown: boolean;
+    bookLoop: boolean;
   };
 }
 
@@ -33,6 +34,7 @@ export function normalizeConnector(input: ConnectorInput): NormalizedConnector {
       pacing: raw.pacing !== undefined,
       aimd: raw.aimd !== undefined,
       bookCooldown: raw.bookCooldown !== undefined,
+      bookLoop: raw.bookLoop !== undefined,
     },
   };
 }

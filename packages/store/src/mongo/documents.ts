@@ -14,7 +14,8 @@ import {
 } from '@tickfleet/core';
 
 /** Mongo stores an absent `freezeResetMs` or `pacing` as null (a $setOnInsert of undefined). */
-export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'pacing'> & {
+export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'pacing' | 'bookLoop'> & {
+  bookLoop?: Connector['bookLoop'] | null;
   _id: string;
   freezeResetMs?: number | null;
   bookCooldown?: Connector['bookCooldown'];
@@ -110,6 +111,7 @@ export function toConnector(d: ConnectorDoc): Connector {
     aimd: d.aimd,
     // Documents written before the cooldown settings existed carry none.
     bookCooldown: d.bookCooldown ?? { ...DEFAULT_BOOK_COOLDOWN },
+    bookLoop: d.bookLoop ?? undefined,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };

@@ -33,6 +33,7 @@ export class MongoConnectorsRepo implements ConnectorsRepo {
     put(given.pacing, 'pacing', v.pacing ?? null);
     put(given.aimd, 'aimd', v.aimd);
     put(given.bookCooldown, 'bookCooldown', v.bookCooldown);
+    put(given.bookLoop, 'bookLoop', v.bookLoop ?? null);
     const doc = await this.c.connectors.findOneAndUpdate({ _id: v.venue }, { $set: set, $setOnInsert: onInsert }, { upsert: true, returnDocument: 'after' });
     if (!doc) throw new NotFoundError('connector', v.venue);
     const connector = toConnector(doc);

@@ -151,6 +151,10 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE connectors ADD COLUMN b_slots TEXT;
   `,
+  // A venue's book poll loop settings (JSON; null: books polled as units).
+  `
+  ALTER TABLE connectors ADD COLUMN book_loop TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

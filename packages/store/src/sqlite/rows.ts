@@ -28,6 +28,7 @@ export interface ConnectorRow {
   pacing: Pacing | null;
   aimd: string;
   book_cooldown: string | null;
+  book_loop: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -45,6 +46,7 @@ export function toConnector(r: ConnectorRow): Connector {
     ...(r.pacing !== null ? { pacing: r.pacing } : {}),
     aimd: JSON.parse(r.aimd) as Connector['aimd'],
     bookCooldown: r.book_cooldown === null ? { ...DEFAULT_BOOK_COOLDOWN } : (JSON.parse(r.book_cooldown) as Connector['bookCooldown']),
+    bookLoop: r.book_loop === null ? undefined : (JSON.parse(r.book_loop) as NonNullable<Connector['bookLoop']>),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -6,7 +6,7 @@ import { bit, toConnector, type ConnectorRow } from './rows.js';
 import { prepareReturning } from './returning-statement.js';
 
 const COLUMNS =
-  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, pacing, aimd, book_cooldown, created_at, updated_at';
+  'venue, status, base_url, policy, rl_limit, period_ms, headroom, max_inflight, freeze_ms, freeze_max_ms, freeze_reset_ms, pacing, aimd, book_cooldown, book_loop, created_at, updated_at';
 
 export class SqliteConnectorsRepo implements ConnectorsRepo {
   private readonly upsertStmt: Statement;
@@ -24,7 +24,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       db,
       `
       INSERT INTO connectors (${COLUMNS})
-      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :pacing, :aimd, :bookCooldown, :now, :now)
+      VALUES (:venue, :status, :baseUrl, :policy, :limit, :periodMs, :headroom, :maxInflight, :freezeMs, :freezeMaxMs, :freezeResetMs, :pacing, :aimd, :bookCooldown, :bookLoop, :now, :now)
       ON CONFLICT (venue) DO UPDATE SET
         status       = CASE WHEN :g_status      THEN excluded.status       ELSE status       END,
         base_url     = excluded.base_url,
@@ -39,6 +39,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
         pacing          = CASE WHEN :g_pacing        THEN excluded.pacing          ELSE pacing          END,
         aimd         = CASE WHEN :g_aimd        THEN excluded.aimd         ELSE aimd         END,
         book_cooldown = CASE WHEN :g_bookCooldown THEN excluded.book_cooldown ELSE book_cooldown END,
+        book_loop     = CASE WHEN :g_bookLoop     THEN excluded.book_loop     ELSE book_loop     END,
         updated_at   = excluded.updated_at
       RETURNING ${COLUMNS}`,
     );
@@ -64,6 +65,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       pacing: c.pacing ?? null,
       aimd: JSON.stringify(c.aimd),
       bookCooldown: JSON.stringify(c.bookCooldown),
+      bookLoop: c.bookLoop ? JSON.stringify(c.bookLoop) : null,
       now: this.clock.now(),
       g_status: bit(given.status),
       g_policy: bit(given.policy),
@@ -75,6 +77,7 @@ export class SqliteConnectorsRepo implements ConnectorsRepo {
       g_pacing: bit(given.pacing),
       g_aimd: bit(given.aimd),
       g_bookCooldown: bit(given.bookCooldown),
+      g_bookLoop: bit(given.bookLoop),
     }) as ConnectorRow;
     return toConnector(row);
   }
