@@ -1,0 +1,118 @@
+import { hostname } from 'node:os';
+import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, type BookRequestRecord } from '@tickfleet/mock-venue';
+import { createRedisConnection } from '@tickfleet/queues';
+import { StreamLeases } from '@tickfleet/streams';
+import { waitFor } from '@tickfleet/testkit';
+import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { bookShareOf, parseBookShareName } from '../src/book-loop.js';
+
+const MARKETS = 60;
+const CADENCE_MS = 1000;
+const SHARES = 4;
+const WAIT = { timeoutMs: 120_000, intervalMs: 100 };
+
+/** Per token, the times (emulation clock) at which a book request asked for it. */
+function pollTimes(log: readonly BookRequestRecord[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const r of log) for (const t of r.tokens) out.set(t, [...(out.get(t) ?? []), r.atMs]);
+  return out;
+}
+
+/**
+ * Tokens polled twice in one cycle: a cycle's requests start within its first quarter (a later
+ * start skips it), so polls of one token in two cycles are at least 3/4 of a period apart; closer
+ * than half a period is two in one cycle. Also a token polled more often than the cycles its polls span.
+ */
+function doublePolls(log: readonly BookRequestRecord[]): string[] {
+  const out: string[] = [];
+  for (const [t, ts] of pollTimes(log)) {
+    const close = ts.some((x, i) => i > 0 && x - ts[i - 1]! < CADENCE_MS / 2);
+    const cycles = Math.floor(ts.at(-1)! / CADENCE_MS) - Math.floor(ts[0]! / CADENCE_MS) + 1;
+    if (close || ts.length > cycles) out.push(t);
+  }
+  return out;
+}
+
+/**
+ * The book loop end to end: a scheduler and two worker processes from the CLI, discovery through
+ * units, books through the loop, the emulation's request log as ground truth of each instrument's
+ * polls. One worker is SIGKILLed mid-cycle: its shares move to the other once their leases lapse
+ * (5 s), and no instrument is polled twice in a cycle, before, during or after.
+ */
+describe('fleet: book poll loop with a worker killed mid-cycle', () => {
+  let fleet: FleetHarness;
+  beforeAll(async () => {
+    fleet = await FleetHarness.start({ venues: { polymarket: { markets: MARKETS } } });
+  });
+  afterAll(() => fleet.stop());
+
+  it('polls every instrument once per cycle in batches, within the limit, and moves a killed worker’s shares', async () => {
+    await fleet.upsertConnector('polymarket', '--limit', '1500', '--period', '10s', '--book-loop', '1s', '--book-loop-shares', String(SHARES));
+    await fleet.ok('jobs', 'add', 'polymarket', 'discovery', 'markets');
+    const scheduler = fleet.spawnScheduler();
+    const w1 = fleet.spawn('worker-1', ['worker']);
+    const w2 = fleet.spawn('worker-2', ['worker']);
+    await fleet.ready(w1);
+    await fleet.ready(w2);
+
+    const tokens = polymarketMarkets(DEFAULT_SEED, MARKETS)
+      .filter((m) => !m.closed)
+      .flatMap(marketTokenIds);
+    const polled = (n: number, which: readonly string[], since = 0) => {
+      const times = pollTimes(fleet.mock.polymarketBookRequests().slice(since));
+      return which.every((t) => (times.get(t)?.length ?? 0) >= n);
+    };
+    await waitFor(() => polled(3, tokens), 'every token polled 3 times', WAIT);
+
+    // who holds which share, as the leases say
+    const redis = createRedisConnection(fleet.redis.url);
+    const holders = await new StreamLeases(redis, 'test-reader', { prefix: fleet.prefix, group: 'bookloop' }).holders();
+    redis.disconnect();
+    const sharesOf = (worker: string) => [...holders].filter(([, h]) => h.worker === worker).map(([name]) => parseBookShareName(name)!.share);
+    // a worker's id is <hostname>-<pid>
+    const idOf = (p: typeof w1) => `${hostname()}-${p.child.pid}`;
+    expect([...sharesOf(idOf(w1)), ...sharesOf(idOf(w2))].sort()).toEqual([0, 1, 2, 3]);
+    const killedShares = sharesOf(idOf(w1));
+    expect(killedShares.length).toBeGreaterThan(0);
+    const moved = tokens.filter((t) => killedShares.includes(bookShareOf(t, SHARES)));
+
+    // SIGKILL w1 just after one of its cycles began (a request for one of its tokens in the current second)
+    await waitFor(
+      () => {
+        const last = fleet.mock.polymarketBookRequests().at(-1);
+        return last !== undefined && moved.includes(last.tokens[0]!) && Date.now() - last.atMs < 200;
+      },
+      'w1 in the middle of a cycle',
+      WAIT,
+    );
+    const killedAt = fleet.mock.polymarketBookRequests().length;
+    await fleet.stopProcess(w1, 'SIGKILL');
+    await waitFor(() => polled(3, moved, killedAt), 'the killed worker’s tokens polled 3 times by the other', WAIT);
+
+    const log = fleet.mock.polymarketBookRequests();
+    // every poll a batch (no unit polled a book), within the documented maximum; never twice in one cycle
+    expect(log.every((r) => r.path === '/books' && r.tokens.length <= 500)).toBe(true);
+    expect(doublePolls(log)).toEqual([]);
+    const stats = fleet.mock.stats().venues.polymarket;
+    expect(stats.overLimitRequests).toBe(0);
+    expect(stats.responses429).toBe(0);
+    // how long the killed worker's tokens went unpolled: the lease TTL (5 s) and a cycle, reported, not asserted
+    const lastBefore = Math.max(
+      ...log
+        .slice(0, killedAt)
+        .filter((r) => moved.includes(r.tokens[0]!))
+        .map((r) => r.atMs),
+    );
+    const firstAfter = Math.min(
+      ...log
+        .slice(killedAt)
+        .filter((r) => moved.includes(r.tokens[0]!))
+        .map((r) => r.atMs),
+    );
+    process.stdout.write(`book loop: shares ${killedShares.join(',')} moved after ${firstAfter - lastBefore} ms without a poll\n`);
+    expect(firstAfter).toBeGreaterThan(lastBefore);
+
+    await fleet.stopCleanly(w2);
+    await fleet.stopCleanly(scheduler);
+  }, 240_000);
+});
