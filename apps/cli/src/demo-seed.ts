@@ -52,12 +52,14 @@ export async function seedDemo(
   await store.connectors.upsert({ venue: 'binance', baseUrl: baseUrl('binance'), rateLimit: { limit: 6000, periodMs: 60_000 }, maxInflight: 4 });
   await store.connectors.upsert({ venue: 'polygon', baseUrl: baseUrl('polygon'), rateLimit: { limit: 5, periodMs: 60_000 }, maxInflight: 1 });
   // Polymarket's CLOB allows 1500 per sliding 10 s: a sliding-window budget at those numbers
-  // (docs/mock-venue.md#limits).
+  // (docs/mock-venue.md#limits). Its books are polled by the book loop every second, in POST /books
+  // batches (2 shares: the demo's few dozen tokens fit one batch each).
   await store.connectors.upsert({
     venue: 'polymarket',
     baseUrl: baseUrl('polymarket'),
     rateLimit: { ...VENUE_RATE_LIMIT_DEFAULTS.polymarket! },
     maxInflight: 4,
+    bookLoop: { cadenceMs: 1000, shares: 2 },
   });
   // Limitless documents at most 2 concurrent requests and at least 300 ms between calls.
   await store.connectors.upsert({

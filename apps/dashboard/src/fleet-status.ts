@@ -4,6 +4,7 @@ import type { UnitCounts, VenueQueues } from '@tickfleet/queues';
 import type { ConnectorJobCounts, JobLeases, StateStore } from '@tickfleet/store';
 import { spoolDepth, type SpoolDepth } from './internal/spool-depth.js';
 import { collectStreamStatus, type StreamStatus, type StreamStatusSource } from './stream-status.js';
+import { collectBookLoopStatus, type BookLoopStatus } from './book-loop-status.js';
 
 export type { SpoolDepth } from './internal/spool-depth.js';
 
@@ -121,6 +122,8 @@ export interface FleetStatus {
   spool: SpoolDepth | null;
   /** Every stream definition with its holder, live state and unhealed trade gaps; null when no stream source was given. */
   streams: StreamStatus[] | null;
+  /** The book loop of every connector that has one (holders, shares, achieved cadence, budget spent); null without the stream source's Redis. */
+  bookLoops: BookLoopStatus[] | null;
   totals: { runnable: number; blocked: number; waiting: number; active: number; delayed: number; failed: number; openGaps: number; frozenVenues: number };
 }
 
@@ -261,9 +264,10 @@ export async function collectFleetStatus(sources: FleetStatusSources): Promise<F
     gapsByVenue.set(v, (gapsByVenue.get(v) ?? 0) + 1);
   }
   const sorted = [...connectors].sort((a, b) => a.venue.localeCompare(b.venue));
-  const [venues, streams] = await Promise.all([
+  const [venues, streams, bookLoops] = await Promise.all([
     Promise.all(sorted.map((c) => venueStatus(sources, c, jobsByVenue.get(c.venue) ?? [], gapsByVenue.get(c.venue) ?? 0, now))),
     sources.streams ? collectStreamStatus(streamDefs, gaps, sources.streams) : Promise.resolve(null),
+    sources.streams ? collectBookLoopStatus(sorted, sources.streams, now) : Promise.resolve(null),
   ]);
   const [leases, jobCounts] = await Promise.all([sources.store.jobs.leases(now), sources.store.jobs.countsByVenue()]);
   addLeases(venues, leases);
@@ -274,6 +278,7 @@ export async function collectFleetStatus(sources: FleetStatusSources): Promise<F
     venues,
     spool: sources.spoolDir === undefined ? null : spoolDepth(sources.spoolDir),
     streams,
+    bookLoops,
     totals: {
       runnable: sum((v) => v.runnable),
       blocked: sum((v) => v.blocked),

@@ -10,6 +10,7 @@ export {
   type VenueStatus,
 } from './fleet-status.js';
 export type { StreamGapEntry, StreamStatus, StreamStatusSource } from './stream-status.js';
+export type { BookLoopHolder, BookLoopStatus } from './book-loop-status.js';
 export { FleetStatusMetrics } from './fleet-status-metrics.js';
 export { StatusCache } from './status-cache.js';
 export { QueueBoard, type QueueBoardOptions } from './queue-board.js';

@@ -277,6 +277,7 @@ describe('collectFleetStatus', () => {
       venues: [],
       spool: null,
       streams: null,
+      bookLoops: null,
       totals: { runnable: 0, blocked: 0, waiting: 0, active: 0, delayed: 0, failed: 0, openGaps: 0, frozenVenues: 0 },
     });
     expect(await values('tickfleet_venue_runnable_units')).toEqual([]);

@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { BudgetExhaustedError, type BookLoopSettings, type Clock, type Envelope, jobId, NotFoundError } from '@tickfleet/core';
+import {
+  bookLoopKey,
+  type BookLoopReport,
+  BudgetExhaustedError,
+  type BookLoopSettings,
+  type Clock,
+  type Envelope,
+  jobId,
+  NotFoundError,
+} from '@tickfleet/core';
 import { jitteredBackoffMs, type FleetVenueControl } from '@tickfleet/budget';
 import type { RedisClient } from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
@@ -26,29 +35,6 @@ export function bookShareName(venue: string, share: number): string {
 export function parseBookShareName(name: string): { venue: string; share: number } | null {
   const m = /^([a-z0-9_-]+)\/(\d+)$/.exec(name);
   return m ? { venue: m[1]!, share: Number(m[2]) } : null;
-}
-
-/** Redis key of a venue's loop: `backoff` (instrument -> until, fleet-wide, so a moved share keeps it) and `live` (worker -> its last report). */
-export function bookLoopKey(prefix: string, venue: string, what: 'backoff' | 'live'): string {
-  return `${prefix}:venue:{${venue}}:book-loop:${what}`;
-}
-
-/** What one worker's loop of a venue reports each poll-statistics interval (the `live` hash and `poll_stats.loop`). */
-export interface BookLoopReport {
-  workerId: string;
-  atMs: number;
-  cadenceMs: number;
-  shares: number[];
-  instruments: number;
-  books: number;
-  unchanged: number;
-  requests: number;
-  weight: number;
-  cycles: number;
-  /** Cycles whose polling ran past the next cycle's start (that cycle was skipped). */
-  overruns: number;
-  p50AgeMs: number | null;
-  p95AgeMs: number | null;
 }
 
 /** What the loop needs from its venue runner: the budgeted adapter, the AIMD value and where outcomes go. */
@@ -114,9 +100,11 @@ export class BookLoop {
   private settings: BookLoopSettings;
   private readonly abort = new AbortController();
   private counts = { books: 0, unchanged: 0, requests: 0, weight: 0, cycles: 0, overruns: 0 };
+  private reportedAtMs: number;
 
   constructor(private readonly options: BookLoopOptions) {
     this.settings = options.settings;
+    this.reportedAtMs = options.clock.now();
   }
 
   get venue(): string {
@@ -172,6 +160,7 @@ export class BookLoop {
     const report: BookLoopReport = {
       workerId: this.options.workerId,
       atMs: nowMs,
+      intervalMs: nowMs - this.reportedAtMs,
       cadenceMs: this.settings.cadenceMs,
       shares: this.heldShares(),
       instruments,
@@ -180,6 +169,7 @@ export class BookLoop {
       p95AgeMs: at(0.95),
     };
     this.counts = { books: 0, unchanged: 0, requests: 0, weight: 0, cycles: 0, overruns: 0 };
+    this.reportedAtMs = nowMs;
     return report;
   }
 

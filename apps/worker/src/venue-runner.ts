@@ -16,6 +16,8 @@ import {
   TransientError,
   NotFoundError,
   parseJobId,
+  bookLoopKey,
+  type BookLoopReport,
   type Envelope,
 } from '@tickfleet/core';
 import {
@@ -34,7 +36,7 @@ import { dueUnitToken, type StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { createVenueAdapter, type RequestHooks, type VenueAdapter } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
-import { bookLoopKey, type BookLoop, type BookLoopHost, type BookLoopReport } from './book-loop.js';
+import type { BookLoop, BookLoopHost } from './book-loop.js';
 import { errorStatus, PollTelemetry, pollErrorClass, pollErrorEnvelope, pollStatsEnvelope } from './poll-telemetry.js';
 import type { UnitExecutor, UnitOutcome } from './unit-executor.js';
 import type { UnitLockHandle, UnitLocks } from './unit-locks.js';

@@ -11,6 +11,17 @@ const CADENCE_MS = 1000;
 const SHARES = 4;
 const WAIT = { timeoutMs: 120_000, intervalMs: 100 };
 
+/** What `tickfleet status --json` says of a book loop (the dashboard's BookLoopStatus, the fields checked here). */
+interface BookLoopStatus {
+  venue: string;
+  cadenceMs: number;
+  unheld: number[];
+  holders: Array<{ workerId: string; shares: number[]; report: { shares: number[]; instruments: number } | null }>;
+  p95AgeMs: number | null;
+  weightPerS: number;
+  requestsPerS: number;
+}
+
 /** Per token, the times (emulation clock) at which a book request asked for it. */
 function pollTimes(log: readonly BookRequestRecord[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
@@ -50,8 +61,9 @@ describe('fleet: book poll loop with a worker killed mid-cycle', () => {
     await fleet.upsertConnector('polymarket', '--limit', '1500', '--period', '10s', '--book-loop', '1s', '--book-loop-shares', String(SHARES));
     await fleet.ok('jobs', 'add', 'polymarket', 'discovery', 'markets');
     const scheduler = fleet.spawnScheduler();
-    const w1 = fleet.spawn('worker-1', ['worker']);
-    const w2 = fleet.spawn('worker-2', ['worker']);
+    // loop reports (poll statistics) every 2 s, for `status`
+    const w1 = fleet.spawn('worker-1', ['worker'], { TICKFLEET_POLL_STATS_MS: '2s' });
+    const w2 = fleet.spawn('worker-2', ['worker'], { TICKFLEET_POLL_STATS_MS: '2s' });
     await fleet.ready(w1);
     await fleet.ready(w2);
 
@@ -111,6 +123,27 @@ describe('fleet: book poll loop with a worker killed mid-cycle', () => {
     );
     process.stdout.write(`book loop: shares ${killedShares.join(',')} moved after ${firstAfter - lastBefore} ms without a poll\n`);
     expect(firstAfter).toBeGreaterThan(lastBefore);
+
+    // `status` shows the survivor holding every share, the achieved cadence and the budget it spends
+    const loop = await waitFor(
+      async () => {
+        const status = JSON.parse(await fleet.ok('status', '--json')) as { bookLoops: BookLoopStatus[] };
+        const l = status.bookLoops.find((b) => b.venue === 'polymarket');
+        const h = l?.holders[0];
+        return l && l.holders.length === 1 && h?.workerId === idOf(w2) && h.shares.length === SHARES && h.report?.shares.length === SHARES ? l : null;
+      },
+      'status showing the survivor holding every share',
+      WAIT,
+    );
+    expect(loop.unheld).toEqual([]);
+    expect(loop.cadenceMs).toBe(CADENCE_MS);
+    expect(loop.holders[0]!.report!.instruments).toBe(tokens.length);
+    expect(loop.p95AgeMs).toEqual(expect.any(Number));
+    expect(loop.weightPerS).toBeGreaterThan(0);
+    expect(loop.requestsPerS).toBeGreaterThan(0);
+    const table = await fleet.ok('status');
+    expect(table).toContain('book loops');
+    expect(table).toContain(idOf(w2));
 
     await fleet.stopCleanly(w2);
     await fleet.stopCleanly(scheduler);

@@ -1,4 +1,4 @@
-import { jobId, type PollErrorRecord, type PollStatsRecord } from '@tickfleet/core';
+import { bookLoopKey, jobId, type PollErrorRecord, type PollStatsRecord } from '@tickfleet/core';
 import { marketTokenIds, polymarketMarkets, startMockVenue, type BookRequestRecord, type MockVenue } from '@tickfleet/mock-venue';
 import { createRedisConnection, type RedisClient } from '@tickfleet/queues';
 import { Pipeline, SqliteSink } from '@tickfleet/sinks';
@@ -7,7 +7,7 @@ import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
 import { createVenueAdapter } from '@tickfleet/venues';
 import { ActiveSets } from '../src/active-set.js';
-import { bookLoopKey, bookShareOf } from '../src/book-loop.js';
+import { bookShareOf } from '../src/book-loop.js';
 import { FleetWorker } from '../src/fleet-worker.js';
 import { UnitExecutor } from '../src/unit-executor.js';
 import { WorkerMetrics } from '../src/worker-metrics.js';

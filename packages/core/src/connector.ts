@@ -179,6 +179,35 @@ export const BookLoopSettings = z.object({
 });
 export type BookLoopSettings = z.infer<typeof BookLoopSettings>;
 
+/** Redis key of a venue's book loop: `backoff` (instrument -> until, fleet-wide, so a moved share keeps it) and `live` (worker -> its last {@link BookLoopReport}). */
+export function bookLoopKey(prefix: string, venue: string, what: 'backoff' | 'live'): string {
+  return `${prefix}:venue:{${venue}}:book-loop:${what}`;
+}
+
+/** What one worker's book loop of a venue did in one poll-statistics interval, `[atMs - intervalMs, atMs)`, and its snapshot ages at `atMs`. */
+export interface BookLoopReport {
+  workerId: string;
+  atMs: number;
+  intervalMs: number;
+  cadenceMs: number;
+  shares: number[];
+  /** Active instruments in those shares. */
+  instruments: number;
+  /** Books stored (changed). */
+  books: number;
+  /** Books that came back unchanged (counted, not stored). */
+  unchanged: number;
+  requests: number;
+  /** Budget weight the requests spent. */
+  weight: number;
+  cycles: number;
+  /** Cycles skipped: begun too late (the previous one ran over, or the process stalled). */
+  overruns: number;
+  /** Age of each instrument's newest snapshot at `atMs`: p50 and p95 (null before the first). */
+  p50AgeMs: number | null;
+  p95AgeMs: number | null;
+}
+
 /**
  * How requests of a venue budgeted per scope (Xetra: one budget per market) are spread over the
  * period, fleet-wide: `even` spaces them `periodMs / limit` apart (no bursts, the proactive-limiter

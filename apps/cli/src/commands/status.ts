@@ -1,6 +1,6 @@
 import { type Command } from 'commander';
 import { formatDurationMs } from '@tickfleet/core';
-import type { FleetStatus, StreamStatus, VenueStatus } from '@tickfleet/dashboard';
+import type { BookLoopStatus, FleetStatus, StreamStatus, VenueStatus } from '@tickfleet/dashboard';
 import { cliEnv } from '../cli-env.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -124,6 +124,46 @@ function printStreamHolders(list: readonly StreamStatus[]): void {
   );
 }
 
+/** One row per holder of each venue's book loop: its shares, the achieved cadence (snapshot ages) and what it spends. */
+function printBookLoops(loops: readonly BookLoopStatus[]): void {
+  if (loops.length === 0) return;
+  const n = (v: number | null, digits = 0): string => (v === null ? '-' : v.toFixed(digits));
+  process.stdout.write("\nbook loops (achieved cadence: age of each instrument's newest snapshot)\n");
+  printTable(
+    ['VENUE', 'CADENCE', 'HOLDER', 'SHARES', 'INSTRUMENTS', 'AGE P50/P95 MS', 'BOOKS/S', 'UNCHANGED/S', 'REQUESTS/S', 'BUDGET/S'],
+    loops.flatMap((l) => [
+      ...l.holders.map((h) => {
+        const r = h.report;
+        const per = (x: number | undefined): string => (r && r.intervalMs > 0 && x !== undefined ? ((x * 1000) / r.intervalMs).toFixed(1) : '-');
+        return [
+          l.venue,
+          dur(l.cadenceMs),
+          h.workerId,
+          `${h.shares.join(',')} of ${l.shares}`,
+          r?.instruments ?? '-',
+          `${n(r?.p50AgeMs ?? null)}/${n(r?.p95AgeMs ?? null)}`,
+          per(r?.books),
+          per(r?.unchanged),
+          per(r?.requests),
+          per(r?.weight),
+        ];
+      }),
+      [
+        l.venue,
+        dur(l.cadenceMs),
+        l.unheld.length > 0 ? `(unheld: ${l.unheld.join(',')})` : '(all)',
+        `${l.shares - l.unheld.length} of ${l.shares}`,
+        '-',
+        `${n(l.p50AgeMs)}/${n(l.p95AgeMs)}`,
+        l.booksPerS.toFixed(1),
+        l.unchangedPerS.toFixed(1),
+        l.requestsPerS.toFixed(1),
+        l.weightPerS.toFixed(1),
+      ],
+    ]),
+  );
+}
+
 export function registerStatus(program: Command): void {
   program
     .command('status')
@@ -159,6 +199,7 @@ export function registerStatus(program: Command): void {
       if (opts.json) return printJson(status);
       printStatus(status);
       printLeases(status);
+      printBookLoops(status.bookLoops ?? []);
       const streams = status.streams ?? [];
       if (streams.length > 0) {
         process.stdout.write('\nstreams\n');

@@ -1,5 +1,6 @@
 import type { FleetStatus, VenueStatus } from '../fleet-status.js';
 import type { StreamStatus } from '../stream-status.js';
+import type { BookLoopStatus } from '../book-loop-status.js';
 import { byId, bytes, clock, dur, el, num, type Child } from './dom.js';
 
 // Mirrors queueNameFor() of @tickfleet/queues: the BullMQ queue of a venue is "{venue}".
@@ -172,6 +173,45 @@ function renderStreams(s: FleetStatus): void {
   byId('t-streams').textContent = list.filter((st) => st.holder).length + ' / ' + list.length;
 }
 
+// One row per holder of a venue's book loop, and one for the venue as a whole (unheld shares, sums).
+function bookLoopRows(l: BookLoopStatus): HTMLTableRowElement[] {
+  const ms = (v: number | null | undefined): string => (v === null || v === undefined ? '-' : Math.round(v) + ' ms');
+  const rows = l.holders.map((h) => {
+    const r = h.report;
+    const per = (x: number | undefined): string => (r && r.intervalMs > 0 && x !== undefined ? ((x * 1000) / r.intervalMs).toFixed(1) : '-');
+    return el('tr', { 'data-book-loop': l.venue, 'data-holder': h.workerId }, [
+      el('td', {}, [el('span', {}, [l.venue]), el('small', {}, ['every ' + dur(l.cadenceMs)])]),
+      el('td', { 'data-field': 'holder' }, [h.workerId]),
+      el('td', {}, [
+        el('span', { 'data-field': 'shares' }, [h.shares.join(', ') + ' of ' + l.shares]),
+        el('small', {}, [num(r?.instruments) + ' instruments']),
+      ]),
+      el('td', { 'data-field': 'age' }, [ms(r?.p50AgeMs) + ' / ' + ms(r?.p95AgeMs)]),
+      el('td', {}, [el('span', { 'data-field': 'books' }, [per(r?.books)]), el('small', {}, [per(r?.unchanged) + ' unchanged'])]),
+      el('td', {}, [el('span', { 'data-field': 'requests' }, [per(r?.requests)]), el('small', {}, [per(r?.weight) + ' budget'])]),
+    ]);
+  });
+  rows.push(
+    el('tr', { 'data-book-loop': l.venue, 'data-holder': '' }, [
+      el('td', {}, [el('span', {}, [l.venue]), el('small', {}, ['all holders'])]),
+      el('td', { class: l.unheld.length > 0 ? 'bad' : 'dim' }, [l.unheld.length > 0 ? 'unheld: ' + l.unheld.join(', ') : 'every share held']),
+      el('td', {}, [String(l.shares - l.unheld.length) + ' of ' + l.shares]),
+      el('td', { 'data-field': 'age' }, [ms(l.p50AgeMs) + ' / ' + ms(l.p95AgeMs)]),
+      el('td', {}, [el('span', {}, [l.booksPerS.toFixed(1)]), el('small', {}, [l.unchangedPerS.toFixed(1) + ' unchanged'])]),
+      el('td', {}, [el('span', {}, [l.requestsPerS.toFixed(1)]), el('small', {}, [l.weightPerS.toFixed(1) + ' budget'])]),
+    ]),
+  );
+  return rows;
+}
+
+function renderBookLoops(s: FleetStatus): void {
+  const list = s.bookLoops ?? [];
+  const tbody = tbodyOf('book-loops');
+  tbody.replaceChildren(...list.flatMap(bookLoopRows));
+  if (list.length === 0)
+    tbody.append(el('tr', {}, [el('td', { colspan: '6', class: 'dim' }, ['no book loop (tickfleet connectors upsert <venue> --book-loop 1s)'])]));
+}
+
 /** Redraws the cards, the venue table and the stream table from one `api/status` snapshot. */
 export function renderStatus(s: FleetStatus, queuesPath: string): void {
   const tbody = tbodyOf('venues');
@@ -186,5 +226,6 @@ export function renderStatus(s: FleetStatus, queuesPath: string): void {
   byId('t-gaps').textContent = String(s.totals.openGaps);
   byId('t-spool').textContent = s.spool ? s.spool.segments + ' seg · ' + bytes(s.spool.bytes) : 'n/a';
   renderStreams(s);
+  renderBookLoops(s);
   byId('updated').textContent = clock(s.atMs);
 }

@@ -114,6 +114,7 @@ describe('HistoryCollector', () => {
         venues: [venueStatus('binance')],
         spool: null,
         streams: null,
+        bookLoops: null,
         totals: { runnable: 0, blocked: 0, waiting: 0, active: 0, delayed: 0, failed: 0, openGaps: 0, frozenVenues: 0 },
       });
     const collector = new HistoryCollector({ status, completions: () => Promise.resolve({ units, records: units * 100 }), intervalMs: 60_000 });
