@@ -239,12 +239,14 @@ export class BookLoop {
     }
     const adapter = this.options.host.adapter();
     const perRequest = isBatchBookSource(adapter) ? adapter.maxBooksPerRequest : 1;
-    const batches: Array<{ name: string; token: number; symbols: string[] }> = [];
+    // Batches packed over the shares this worker holds (fewer, fuller requests), each instrument tagged with its share's lease.
+    const tagged: Array<{ symbol: string; lease: { name: string; token: number } }> = [];
     for (const [share, held] of shares) {
-      const symbols = (byShare.get(share) ?? []).sort();
-      for (let i = 0; i < symbols.length; i += perRequest)
-        batches.push({ name: bookShareName(this.venue, share), token: held.token, symbols: symbols.slice(i, i + perRequest) });
+      const lease = { name: bookShareName(this.venue, share), token: held.token };
+      for (const symbol of (byShare.get(share) ?? []).sort()) tagged.push({ symbol, lease });
     }
+    const batches: Array<typeof tagged> = [];
+    for (let i = 0; i < tagged.length; i += perRequest) batches.push(tagged.slice(i, i + perRequest));
     this.counts.cycles += 1;
     let next = 0;
     let budgetOut = false;
@@ -252,9 +254,10 @@ export class BookLoop {
       while (!this.stopped && !budgetOut && next < batches.length) {
         const batch = batches[next++]!;
         // fenced: a share lost (or whose renewal is overdue) since the cycle began is not polled
-        if (!this.options.isHeld(batch.name, batch.token)) continue;
+        const symbols = batch.filter((b) => this.options.isHeld(b.lease.name, b.lease.token)).map((b) => b.symbol);
+        if (symbols.length === 0) continue;
         try {
-          await this.poll(adapter, batch.symbols, backoff);
+          await this.poll(adapter, symbols, backoff);
         } catch (err) {
           if (!(err instanceof BudgetExhaustedError)) throw err;
           budgetOut = true;
