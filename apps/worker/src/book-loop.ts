@@ -65,13 +65,13 @@ export interface BookLoopOptions {
   backoff: { baseMs?: number; maxMs?: number };
 }
 
-/** A cycle not begun within this share of its period is skipped (see run). */
-const LATE_START_FRACTION = 0.25;
+/** A pass begun this much after it was due counts as an overrun of the previous one. */
+const OVERRUN_SLACK_MS = 50;
 
 interface HeldShare {
   token: number;
-  /** The first cycle this worker polls it in: the one after it was acquired, so a share taken mid-cycle is never polled twice in that cycle. */
-  fromCycle: number;
+  /** Polled from passes that begin at or after this: a cadence after it was acquired, so it is never polled twice within a cadence by two holders. */
+  fromMs: number;
 }
 
 interface Seen {
@@ -86,10 +86,11 @@ interface Seen {
 /**
  * A venue's order books polled by a loop under leases instead of one queued unit per poll: this
  * worker polls the instruments of the shares it holds (a share: the active instruments whose
- * symbol hashes to it) once per clock-aligned cycle of `cadenceMs`, in batches of the venue's
- * maximum per request, at most the venue's AIMD in-flight value of them at once, each request
- * spending its weight from the venue's budget. A share taken over is first polled in the next
- * cycle, and each batch checks its lease first: no instrument is polled by two workers in one cycle.
+ * symbol hashes to it) once per cycle of `cadenceMs` (passes begin at least a cadence apart), in
+ * batches of the venue's maximum per request, at most the venue's AIMD in-flight value of them at
+ * once, each request spending its weight from the venue's budget. A share taken over is first
+ * polled a cadence after it was acquired, and each batch checks its leases first: no instrument is
+ * polled twice within a cadence, by one worker or two.
  */
 export class BookLoop {
   private readonly shares = new Map<number, HeldShare>();
@@ -120,8 +121,7 @@ export class BookLoop {
   }
 
   addShare(share: number, token: number): void {
-    const cycle = Math.floor(this.options.clock.now() / this.settings.cadenceMs);
-    this.shares.set(share, { token, fromCycle: cycle + 1 });
+    this.shares.set(share, { token, fromMs: this.options.clock.now() + this.settings.cadenceMs });
     this.options.logger.info({ venue: this.venue, share, token }, 'book loop share acquired');
   }
 
@@ -174,25 +174,22 @@ export class BookLoop {
   }
 
   private async run(): Promise<void> {
-    let lastCycle = -1;
+    let lastStart: number | undefined;
     while (!this.stopped) {
       const cadenceMs = this.settings.cadenceMs;
       const nowMs = this.options.clock.now();
-      const cycle = Math.floor(nowMs / cadenceMs);
-      if (cycle <= lastCycle) {
-        await this.sleep((lastCycle + 1) * cadenceMs - nowMs);
+      // The first pass on a clock boundary, then each one cadence after the previous one began, or at
+      // once when that one ran over: passes begin at least a cadence apart, so no instrument is polled
+      // twice within one cadence, and an overrun costs the time it ran over, not a whole cycle.
+      const due = lastStart === undefined ? Math.ceil(nowMs / cadenceMs) * cadenceMs : lastStart + cadenceMs;
+      if (nowMs < due) {
+        await this.sleep(due - nowMs);
         continue;
       }
-      if (lastCycle >= 0 && cycle > lastCycle + 1) this.counts.overruns += 1;
-      lastCycle = cycle;
-      // A cycle entered late (the previous one ran over, or the process stalled) is skipped: its polls
-      // would land close to the next cycle's, so each instrument's snapshots stay at least 3/4 of a cadence apart.
-      if (nowMs - cycle * cadenceMs > cadenceMs * LATE_START_FRACTION) {
-        this.counts.overruns += 1;
-        continue;
-      }
+      if (lastStart !== undefined && nowMs - due > OVERRUN_SLACK_MS) this.counts.overruns += 1;
+      lastStart = nowMs;
       try {
-        await this.cycle(cycle);
+        await this.cycle(nowMs);
       } catch (err) {
         this.options.logger.warn({ err, venue: this.venue }, 'book loop cycle failed');
       }
@@ -216,9 +213,9 @@ export class BookLoop {
     });
   }
 
-  private async cycle(cycle: number): Promise<void> {
+  private async cycle(startMs: number): Promise<void> {
     const { control, activeSets, clock } = this.options;
-    const shares = [...this.shares].filter(([, s]) => s.fromCycle <= cycle);
+    const shares = [...this.shares].filter(([, s]) => s.fromMs <= startMs);
     if (shares.length === 0) return;
     // the venue's cooldown pauses its whole book polling, loop or units
     if ((await control.bookCooldownMs(this.venue)) > 0) return;

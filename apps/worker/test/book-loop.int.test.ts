@@ -44,22 +44,15 @@ function windowsByToken(log: readonly BookRequestRecord[]): Map<string, number[]
 }
 
 /**
- * Tokens polled twice in one cycle, by the emulation's clock. A cycle's requests start within the first
- * quarter of its period (a later start skips the cycle), so two polls of one token in different cycles
- * are at least 3/4 of a period apart; polls closer than half a period (a quarter of slack for request
- * latency on a busy machine) would be two in one cycle. Also tokens polled more often than the cycles
- * between their first and last poll.
+ * Tokens polled twice within one cycle, by the emulation's clock: the loop begins its passes at least
+ * a cadence apart and asks for a worker's instruments in the same order each pass, so polls of one
+ * token closer than half a cadence (the other half is slack for request latency on a busy machine)
+ * would be two in one cycle.
  */
 function doublePolls(log: readonly BookRequestRecord[]): string[] {
   const times = new Map<string, number[]>();
   for (const r of log) for (const t of r.tokens) times.set(t, [...(times.get(t) ?? []), r.atMs]);
-  const out: string[] = [];
-  for (const [t, ts] of times) {
-    const close = ts.some((x, i) => i > 0 && x - ts[i - 1]! < CADENCE_MS / 2);
-    const cycles = Math.floor(ts.at(-1)! / CADENCE_MS) - Math.floor(ts[0]! / CADENCE_MS) + 1;
-    if (close || ts.length > cycles) out.push(t);
-  }
-  return out;
+  return [...times].filter(([, ts]) => ts.some((x, i) => i > 0 && x - ts[i - 1]! < CADENCE_MS / 2)).map(([t]) => t);
 }
 
 async function stored<T>(channel: 'book' | 'poll_stats' | 'poll_errors'): Promise<T[]> {

@@ -201,7 +201,7 @@ export interface BookLoopReport {
   /** Budget weight the requests spent. */
   weight: number;
   cycles: number;
-  /** Cycles skipped: begun too late (the previous one ran over, or the process stalled). */
+  /** Passes begun late because the previous one ran over its cadence (or the process stalled). */
   overruns: number;
   /** Age of each instrument's newest snapshot at `atMs`: p50 and p95 (null before the first). */
   p50AgeMs: number | null;
