@@ -132,6 +132,33 @@ describe('tickfleet connectors and jobs', () => {
     expect((await cli('connectors', 'list')).stdout).toMatch(/^VENUE.*\bPACING\b.*\nxetra\s.*\beven\b/s);
   });
 
+  it("turns a venue's book loop on with a cadence, changes its shares, keeps it across other updates, and turns it off", async () => {
+    const on = await cli(
+      'connectors',
+      'upsert',
+      'polymarket',
+      '--base-url',
+      'https://clob.polymarket.com',
+      '--limit',
+      '1500',
+      '--period',
+      '10s',
+      '--book-loop',
+      '1s',
+      '--json',
+    );
+    expect(on.stderr).toBe('');
+    expect(JSON.parse(on.stdout)).toMatchObject({ venue: 'polymarket', bookLoop: { cadenceMs: 1000, shares: 8 } });
+    const shares = JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--book-loop-shares', '4', '--json')).stdout);
+    expect(shares.bookLoop).toEqual({ cadenceMs: 1000, shares: 4 });
+    expect(JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--limit', '1400', '--json')).stdout).bookLoop).toEqual({ cadenceMs: 1000, shares: 4 });
+    const off = JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--no-book-loop', '--json')).stdout);
+    expect(off.bookLoop).toBeUndefined();
+    const bad = await cli('connectors', 'upsert', 'polymarket', '--book-loop-shares', '2');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--book-loop/);
+  });
+
   it('adds jobs, prints the id, lists, shows, disables and enables them', async () => {
     await cli('connectors', 'upsert', 'binance', '--base-url', 'https://api.binance.com', '--limit', '6000');
     const added = await cli('jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--since', '2024-01-01', '--priority', '5');

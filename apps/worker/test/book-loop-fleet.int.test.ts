@@ -109,17 +109,17 @@ describe('fleet: book poll loop with a worker killed mid-cycle', () => {
     const lastBefore = Math.max(
       ...log
         .slice(0, killedAt)
-        .filter((r) => moved.includes(r.tokens[0]!))
+        .filter((r) => r.tokens.some((t) => moved.includes(t)))
         .map((r) => r.atMs),
     );
     const firstAfter = Math.min(
       ...log
         .slice(killedAt)
-        .filter((r) => moved.includes(r.tokens[0]!))
+        .filter((r) => r.tokens.some((t) => moved.includes(t)))
         .map((r) => r.atMs),
     );
     process.stdout.write(`book loop: shares ${killedShares.join(',')} moved after ${firstAfter - lastBefore} ms without a poll\n`);
-    expect(Number.isFinite(lastBefore) && firstAfter > lastBefore).toBe(true);
+    expect(Number.isFinite(lastBefore) && Number.isFinite(firstAfter) && firstAfter > lastBefore).toBe(true);
 
     // `status` shows the survivor holding every share, the achieved cadence and the budget it spends
     const loop = await waitFor(
