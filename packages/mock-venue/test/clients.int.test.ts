@@ -351,6 +351,26 @@ describe('public clients against the emulations', () => {
     });
   });
 
+  test('clob-client: getOrderBooks posts a batch to /books; each summary hashes as served; books without one left out', async () => {
+    const markets = polymarketMarkets(SEED, 6);
+    const tokens = [marketTokenIds(markets[0]!)[0]!, marketTokenIds(markets[4]!)[1]!, marketTokenIds(markets[1]!)[1]!];
+    const clob = new ClobClient(mv.baseUrl('polymarket'), Chain.POLYGON);
+    const before = mv.polymarketBookRequests().length;
+    const books: OrderBookSummary[] = await clob.getOrderBooks([
+      ...tokens.map((token_id) => ({ token_id, side: Side.BUY })),
+      { token_id: '123', side: Side.BUY },
+    ]);
+    expect(books.map((b) => b.asset_id)).toEqual(tokens);
+    for (const book of books) {
+      const snap = bookAt('polymarket', book.asset_id, T0, SEED);
+      expect(book.bids.at(-1)).toEqual({ price: snap.bids[0]![0], size: snap.bids[0]![1] });
+      expect(await clob.getOrderBookHash({ ...book })).toBe(book.hash);
+    }
+    // one request, counted against the /books limit, asking for all four tokens
+    expect(mv.polymarketBookRequests().slice(before)).toEqual([{ atMs: T0, path: '/books', tokens: [...tokens, '123'] }]);
+    expect(mv.stats().venues.polymarket.groups?.books.weightUsed).toBeGreaterThanOrEqual(1);
+  });
+
   // Last in the file: it moves the shared manual clock (Limitless wants 300 ms between calls).
   test('limitless SDK: active markets with every Market field, the order book, and the 429 as RateLimitError', async () => {
     const markets = new MarketFetcher(new HttpClient({ baseURL: mv.baseUrl('limitless') }));
@@ -381,24 +401,5 @@ describe('public clients against the emulations', () => {
     expect(book.bids.map((l) => [l.price, l.size, l.side])).toEqual(snap.bids.map(([p, s]) => [Number(p), rawSize(s), 'BUY']));
     expect(book.asks.map((l) => [l.price, l.size, l.side])).toEqual(snap.asks.map(([p, s]) => [Number(p), rawSize(s), 'SELL']));
     expect(book.minSize).toBe('1000000');
-  });
-  test('clob-client: getOrderBooks posts a batch to /books; each summary hashes as served; books without one left out', async () => {
-    const markets = polymarketMarkets(SEED, 6);
-    const tokens = [marketTokenIds(markets[0]!)[0]!, marketTokenIds(markets[4]!)[1]!, marketTokenIds(markets[1]!)[1]!];
-    const clob = new ClobClient(mv.baseUrl('polymarket'), Chain.POLYGON);
-    const before = mv.polymarketBookRequests().length;
-    const books: OrderBookSummary[] = await clob.getOrderBooks([
-      ...tokens.map((token_id) => ({ token_id, side: Side.BUY })),
-      { token_id: '123', side: Side.BUY },
-    ]);
-    expect(books.map((b) => b.asset_id)).toEqual(tokens);
-    for (const book of books) {
-      const snap = bookAt('polymarket', book.asset_id, T0, SEED);
-      expect(book.bids.at(-1)).toEqual({ price: snap.bids[0]![0], size: snap.bids[0]![1] });
-      expect(await clob.getOrderBookHash({ ...book })).toBe(book.hash);
-    }
-    // one request, counted against the /books limit, asking for all four tokens
-    expect(mv.polymarketBookRequests().slice(before)).toEqual([{ atMs: T0, path: '/books', tokens: [...tokens, '123'] }]);
-    expect(mv.stats().venues.polymarket.groups?.books.weightUsed).toBeGreaterThanOrEqual(1);
   });
 });
