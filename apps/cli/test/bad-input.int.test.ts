@@ -244,12 +244,6 @@ function cases(f: BadInputFleet): BadInputCase[] {
       message: /^tickfleet: invalid venue: expected a venue with an adapter or a connector \(alpaca, binance, .*xetra\), got "nosuch"/,
     },
     {
-      name: 'universes set of a stream venue without a connector',
-      args: ['universes', 'set', 'kraken', 'majors', 'BTC/USD'],
-      code: 2,
-      message: /invalid venue: expected a venue with an adapter or a connector/,
-    },
-    {
       name: 'universes set --file /dev/zero',
       args: ['universes', 'set', 'binance', 'majors', '--file', '/dev/zero'],
       code: 2,
