@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { DEFAULT_SEED, expectedCandles, type Scenario, type VenueStats } from '@tickfleet/mock-venue';
 import { openSink, type Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { cliPath, isRunning, repoRoot, waitFor } from '@tickfleet/testkit';
+import { cliPath, compareCandles, isRunning, repoRoot, waitFor } from '@tickfleet/testkit';
 import { DELAY_PROXY_DEFAULTS } from './delay-proxy.js';
 import { HostNetwork, type NetHost } from './netns.js';
 
@@ -336,17 +336,7 @@ export class HostTopology {
       for await (const c of sink.reader!.streamCandles({ venue, symbol, timeframe: '1m', fromMs, toMs })) stored.push(c.openTime);
     });
     const expected = new Set(expectedCandles(venue, symbol, '1m', fromMs, toMs, DEFAULT_SEED).map((c) => c.openTime));
-    const seen = new Set<number>();
-    let duplicates = 0;
-    let unexpected = 0;
-    for (const t of stored) {
-      if (seen.has(t)) duplicates += 1;
-      seen.add(t);
-      if (!expected.has(t)) unexpected += 1;
-    }
-    let missing = 0;
-    for (const t of expected) if (!seen.has(t)) missing += 1;
-    return { expected: expected.size, stored: stored.length, missing, duplicates, unexpected, newest: stored.length ? Math.max(...stored) : null };
+    return compareCandles(stored, expected);
   }
 
   /** Kills every process it started, deletes the namespaces, the bridge and the temp dir. */

@@ -12,20 +12,9 @@ import { startRedis, startRestartableRedis, type RestartableRedis, type TestRedi
 import { tempDir, type TempDir } from './temp-dir.js';
 import { FixtureError } from './testkit-error.js';
 import { waitFor } from './wait-for.js';
+import { compareCandles, type CandleReport } from './candle-report.js';
 
-/** What the sink holds of one series against what the emulation says exists. */
-export interface CandleReport {
-  expected: number;
-  stored: number;
-  /** Expected open times not stored. */
-  missing: number;
-  /** Open times stored more than once. */
-  duplicates: number;
-  /** Stored open times the emulation does not have in the range. */
-  unexpected: number;
-  /** Newest stored open time in the range, or null. */
-  newest: number | null;
-}
+export type { CandleReport };
 
 export interface FleetProcess {
   name: string;
@@ -104,17 +93,7 @@ export class FleetHarness {
   async candleReport(venue: string, symbol: string, timeframe: '1m' | '1h' | '1d', fromMs: number, toMs: number): Promise<CandleReport> {
     const stored = (await this.storedOpenTimes(venue, symbol, timeframe)).filter((t) => t >= fromMs && t < toMs);
     const expected = new Set(expectedCandles(venue, symbol, timeframe, fromMs, toMs, DEFAULT_SEED).map((c) => c.openTime));
-    const seen = new Set<number>();
-    let duplicates = 0;
-    let unexpected = 0;
-    for (const t of stored) {
-      if (seen.has(t)) duplicates += 1;
-      seen.add(t);
-      if (!expected.has(t)) unexpected += 1;
-    }
-    let missing = 0;
-    for (const t of expected) if (!seen.has(t)) missing += 1;
-    return { expected: expected.size, stored: stored.length, missing, duplicates, unexpected, newest: stored.length ? Math.max(...stored) : null };
+    return compareCandles(stored, expected);
   }
 
   env(extra: Record<string, string> = {}): Record<string, string> {

@@ -12,3 +12,4 @@ export * from './redis-cluster.js';
 export * from './testkit-error.js';
 export * from './chromium.js';
 export * from './manual-clock.js';
+export * from './candle-report.js';
