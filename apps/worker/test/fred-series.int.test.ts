@@ -11,19 +11,19 @@ const FRED_KEY = 'fredtestkey00000000000000000000a';
  * FRED through a real scheduler and worker (redis-server, SQLite store and sink): one series unit
  * per day stores the whole Treasury constant-maturity curve, every tenor for every business day
  * since the job's start, with the bond-market holidays as null observations (not 0, not gaps); a
- * second run asks FRED again and stores nothing twice. FRED's limit is shrunk to 6 requests per
- * second so each curve unit (11 requests) spans windows: the shared budget paces it (waiting
- * in place, the windows being short), and FRED never says 429.
+ * second run asks FRED again and stores nothing twice. FRED's limit is shrunk to 12 requests per
+ * second, just above a curve unit (11 requests): the unit reserves its requests before the first
+ * one, so none is sent twice however the windows fall, and FRED never says 429.
  */
 describe('fleet: FRED economic series', () => {
   let fleet: FleetHarness;
   beforeAll(async () => {
-    fleet = await FleetHarness.start({ venues: { fred: { limit: { requests: 6, windowMs: 1000 } } } });
+    fleet = await FleetHarness.start({ venues: { fred: { limit: { requests: 12, windowMs: 1000 } } } });
   });
   afterAll(() => fleet.stop());
 
   it('stores every tenor of the curve per business day in one unit, holidays as nulls; a re-run stores nothing twice; a monthly series backfills with its revisions', async () => {
-    await fleet.upsertConnector('fred', '--limit', '6', '--period', '1s', '--headroom', '1');
+    await fleet.upsertConnector('fred', '--limit', '12', '--period', '1s', '--headroom', '1');
     // Created without --max-inflight: FRED's default cap.
     expect((await fleet.withStore((s) => s.connectors.get('fred')))!.maxInflight).toBe(2);
     // 75 days always hold at least one SIFMA close (the longest stretch without one is ~67 days).
@@ -89,7 +89,7 @@ describe('fleet: FRED economic series', () => {
     const stats = await fleet.mockStats('fred');
     expect(stats.requests).toBe(2 * TREASURY_CURVE_SERIES.length);
     expect(stats).toMatchObject({ responses429: 0, overLimitRequests: 0 });
-    expect(stats.maxWindowWeight).toBeLessThanOrEqual(6);
+    expect(stats.maxWindowWeight).toBeLessThanOrEqual(12);
     // Nothing stored twice (a day that ended meanwhile may add its own new observations).
     const second = await stored();
     expect(new Set(second.map((o) => `${o.symbol}:${o.date}:${o.realtimeStart}`)).size).toBe(second.length);

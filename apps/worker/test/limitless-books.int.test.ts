@@ -19,7 +19,9 @@ describe('fleet: Limitless discovery and order-book polling', () => {
   afterAll(() => fleet.stop());
 
   it('discovers the order-book markets, polls each, and stores exactly the books the venue served', async () => {
-    await fleet.upsertConnector('limitless', '--limit', '1', '--period', '400ms', '--policy', 'gcra', '--headroom', '1', '--max-inflight', '2');
+    // Paced wider than the default's 400 ms: a starved machine can delay one grant's request by
+    // more than the default's 100 ms margin over the venue's 300 ms, and this test is about polling.
+    await fleet.upsertConnector('limitless', '--limit', '1', '--period', '700ms', '--policy', 'gcra', '--headroom', '1', '--max-inflight', '2');
     await fleet.ok('jobs', 'add', 'limitless', 'discovery', 'markets');
     const scheduler = fleet.spawn('scheduler', ['scheduler'], { TICKFLEET_SCHEDULER_TICK_MS: '250', TICKFLEET_SCHEDULER_BOOK_EVERY_MS: '1000' });
     const worker = fleet.spawn('worker', ['worker']);

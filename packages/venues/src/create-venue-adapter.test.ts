@@ -29,7 +29,7 @@ describe('createVenueAdapter', () => {
     ]);
     expect(binance.weights).toEqual({ klines: 2, depth: 50, exchangeInfo: 20 });
     expect(polygon.weights).toEqual({ aggs: 1 });
-    expect(polymarket.weights).toEqual({ markets: 1, book: 1 });
+    expect(polymarket.weights).toEqual({ markets: 1, book: 1, books: 3 });
     expect(xetra.weights).toEqual({ list: 1, download: 1 });
     expect(limitless.weights).toEqual({ markets: 1, orderbook: 1 });
     expect(binance.maxCandlesPerPage).toBe(1000);
