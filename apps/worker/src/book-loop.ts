@@ -13,7 +13,7 @@ import { jitteredBackoffMs, type FleetVenueControl } from '@tickfleet/budget';
 import type { RedisClient } from '@tickfleet/queues';
 import type { Pipeline } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
-import type { Logger } from '@tickfleet/telemetry';
+import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { isBatchBookSource, isBookSource, type BookBatch, type VenueAdapter, VenueRejectedError } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
 
@@ -102,10 +102,12 @@ export class BookLoop {
   private readonly abort = new AbortController();
   private counts = { books: 0, unchanged: 0, requests: 0, weight: 0, cycles: 0, overruns: 0 };
   private reportedAtMs: number;
+  private readonly logCycleFailure: ReturnType<typeof rateLimitedLog>;
 
   constructor(private readonly options: BookLoopOptions) {
     this.settings = options.settings;
     this.reportedAtMs = options.clock.now();
+    this.logCycleFailure = rateLimitedLog(options.logger, 60_000);
   }
 
   get venue(): string {
@@ -191,7 +193,8 @@ export class BookLoop {
       try {
         await this.cycle(nowMs);
       } catch (err) {
-        this.options.logger.warn({ err, venue: this.venue }, 'book loop cycle failed');
+        // A store or Redis outage fails every cycle: one line a minute per cause, with the count suppressed.
+        this.logCycleFailure('warn', (err as NodeJS.ErrnoException).code ?? (err as Error).name, { err, venue: this.venue }, 'book loop cycle failed');
       }
     }
   }
