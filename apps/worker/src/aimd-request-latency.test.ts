@@ -1,12 +1,8 @@
 import { alignDown } from '@tickfleet/core';
 import { FleetVenueControl } from '@tickfleet/budget';
-import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
-import { createRedisConnection, VenueQueues, type RedisClient } from '@tickfleet/queues';
-import { openSink, Pipeline } from '@tickfleet/sinks';
-import { openStore, type StateStore } from '@tickfleet/store';
-import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { FleetWorker } from './fleet-worker.js';
+import { VenueQueues } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
+import { InProcessRig } from './in-process-rig.js';
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
@@ -25,38 +21,17 @@ const UNIT_MINUTES = 25;
  * changed nothing, and every long unit counted as slow.
  */
 describe('worker: AIMD judges the latency of each request, not of the whole unit', () => {
-  let redis: TestRedis;
-  let dir: TempDir;
-  let mock: MockVenue;
-  let store: StateStore;
-  let conn: RedisClient;
-  let worker: FleetWorker | undefined;
-  let pipeline: Pipeline | undefined;
+  let rig: InProcessRig;
 
   beforeAll(async () => {
-    redis = await startRedis();
-    dir = tempDir();
-    mock = await startMockVenue({ scenario: { venues: { xetra: { limit: { requests: 1000, windowMs: 1000 } } } } });
-    store = await openStore(dir.sqliteUrl());
-    conn = createRedisConnection(redis.url);
+    rig = await InProcessRig.start({ venues: { xetra: { limit: { requests: 1000, windowMs: 1000 } } } });
   });
-  afterEach(async () => {
-    await worker?.stop(1000);
-    await pipeline?.close();
-    worker = undefined;
-    pipeline = undefined;
-  });
-  afterAll(async () => {
-    await store.close();
-    conn.disconnect();
-    await mock.stop();
-    await redis.stop();
-    dir.remove();
-  });
+  afterEach(() => rig.stopWorker());
+  afterAll(() => rig.close());
 
   /** Runs one unit of UNIT_MINUTES of a market's files (a fresh job per market); returns the venue's AIMD window and the unit's duration. */
   async function runLongUnit(latencyMs: number, market: string) {
-    const prefix = redis.namespace();
+    const { store, mock, conn } = rig;
     mock.reset();
     mock.patchScenario({ venues: { xetra: { latencyMs } } });
     // 10 requests a second per market (evenly paced): 21 requests take at least 2 s, twice the p95 threshold.
@@ -72,11 +47,7 @@ describe('worker: AIMD judges the latency of each request, not of the whole unit
     const dayMs = alignDown(Date.now() - 2 * 3_600_000, '1d');
     const lastClosedMs = Math.min(dayMs + DAY, alignDown(Date.now(), '1m')) - MINUTE;
     await store.jobs.advanceCursor(job.id, lastClosedMs - UNIT_MINUTES * MINUTE);
-    const logger = createLogger({ role: 'worker', level: 'silent' });
-    const registry = createRegistry('worker', { defaultMetrics: false });
-    pipeline = new Pipeline({ sink: await openSink(dir.sqliteUrl(`data-${latencyMs}.db`)), logger, registry });
-    worker = new FleetWorker({ redisUrl: redis.url, store, pipeline, logger, registry, prefix });
-    await worker.start();
+    const { prefix } = await rig.startWorker({ sinkFile: `data-${latencyMs}.db` });
 
     const queues = new VenueQueues(conn, { prefix });
     const control = new FleetVenueControl(conn, { prefix });

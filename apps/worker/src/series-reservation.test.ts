@@ -1,12 +1,8 @@
 import { alignDown } from '@tickfleet/core';
-import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
-import { createRedisConnection, VenueQueues, type RedisClient } from '@tickfleet/queues';
-import { openSink, Pipeline } from '@tickfleet/sinks';
-import { openStore, type StateStore } from '@tickfleet/store';
-import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
+import { VenueQueues } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
 import { TREASURY_CURVE_SERIES } from '@tickfleet/venues';
-import { FleetWorker } from './fleet-worker.js';
+import { InProcessRig } from './in-process-rig.js';
 
 const DAY = 86_400_000;
 const FRED_KEY = 'fredtestkey00000000000000000000a';
@@ -22,41 +18,19 @@ const PERIOD_MS = 6000;
  * 4, when its next run would send those 4 again. The emulation's request counter is the judge.
  */
 describe('worker: a unit reserves its requests before the first', () => {
-  let redis: TestRedis;
-  let dir: TempDir;
-  let mock: MockVenue;
-  let store: StateStore;
-  let conn: RedisClient;
-  let worker: FleetWorker | undefined;
-  let pipeline: Pipeline | undefined;
+  let rig: InProcessRig;
 
   beforeAll(async () => {
-    redis = await startRedis();
-    dir = tempDir();
-    mock = await startMockVenue({ scenario: { venues: { fred: { limit: { requests: LIMIT, windowMs: PERIOD_MS } } } } });
-    store = await openStore(dir.sqliteUrl());
-    conn = createRedisConnection(redis.url);
+    rig = await InProcessRig.start({ venues: { fred: { limit: { requests: LIMIT, windowMs: PERIOD_MS } } } });
   });
-  afterAll(async () => {
-    await worker?.stop(1000);
-    await pipeline?.close();
-    await store.close();
-    conn.disconnect();
-    await mock.stop();
-    await redis.stop();
-    dir.remove();
-  });
+  afterAll(() => rig.close());
 
   it('a curve unit refused by the budget yields before its first request, then sends each of its 11 requests once', async () => {
-    const prefix = redis.namespace();
+    const { store, mock, conn } = rig;
     await store.connectors.upsert({ venue: 'fred', baseUrl: mock.baseUrl('fred'), rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 } });
     const today = alignDown(Date.now(), '1d');
     const job = await store.jobs.upsert({ venue: 'fred', type: 'series', symbol: 'treasury-curve', since: today - 20 * DAY, nextRunAt: Date.now() + DAY });
-    const logger = createLogger({ role: 'worker', level: 'silent' });
-    const registry = createRegistry('worker', { defaultMetrics: false });
-    pipeline = new Pipeline({ sink: await openSink(dir.sqliteUrl('data.db')), logger, registry });
-    worker = new FleetWorker({ redisUrl: redis.url, store, pipeline, logger, registry, prefix, adapterOptions: { fred: { apiKey: FRED_KEY } } });
-    await worker.start();
+    const { prefix } = await rig.startWorker({ adapterOptions: { fred: { apiKey: FRED_KEY } } });
 
     // Early in a window, other units spend 11 of its 15: 4 left, fewer than the curve needs, and
     // the window's end more than the gate's inline wait (1 s) away, so a refusal yields the unit.

@@ -1,12 +1,8 @@
 import { alignDown } from '@tickfleet/core';
 import { FleetVenueControl } from '@tickfleet/budget';
-import { startMockVenue, type MockVenue } from '@tickfleet/mock-venue';
-import { createRedisConnection, VenueQueues, type RedisClient } from '@tickfleet/queues';
-import { openSink, Pipeline } from '@tickfleet/sinks';
-import { openStore, type StateStore } from '@tickfleet/store';
-import { createLogger, createRegistry } from '@tickfleet/telemetry';
-import { startRedis, tempDir, waitFor, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { FleetWorker } from './fleet-worker.js';
+import { VenueQueues } from '@tickfleet/queues';
+import { waitFor } from '@tickfleet/testkit';
+import { InProcessRig } from './in-process-rig.js';
 
 const DAY = 86_400_000;
 
@@ -18,34 +14,16 @@ const DAY = 86_400_000;
  * `freezeMs` (the emulation's 429 has no Retry-After), through the same record every worker reads.
  */
 describe('worker: Xetra 429 backoff, then a venue freeze', () => {
-  let redis: TestRedis;
-  let dir: TempDir;
-  let mock: MockVenue;
-  let store: StateStore;
-  let conn: RedisClient;
-  let worker: FleetWorker | undefined;
-  let pipeline: Pipeline | undefined;
+  let rig: InProcessRig;
 
+  // One request per market per 10 minutes: the listing passes, every download after it is refused.
   beforeAll(async () => {
-    redis = await startRedis();
-    dir = tempDir();
-    // One request per market per 10 minutes: the listing passes, every download after it is refused.
-    mock = await startMockVenue({ scenario: { venues: { xetra: { limit: { requests: 1, windowMs: 600_000 } } } } });
-    store = await openStore(dir.sqliteUrl());
-    conn = createRedisConnection(redis.url);
+    rig = await InProcessRig.start({ venues: { xetra: { limit: { requests: 1, windowMs: 600_000 } } } });
   });
-  afterAll(async () => {
-    await worker?.stop(1000);
-    await pipeline?.close();
-    await store.close();
-    conn.disconnect();
-    await mock.stop();
-    await redis.stop();
-    dir.remove();
-  });
+  afterAll(() => rig.close());
 
   it('retries a refused download three times, then freezes the venue for the connector freeze; only the unit’s market is asked', async () => {
-    const prefix = redis.namespace();
+    const { store, mock, conn } = rig;
     await store.connectors.upsert({
       venue: 'xetra',
       baseUrl: mock.baseUrl('xetra'),
@@ -55,11 +33,7 @@ describe('worker: Xetra 429 backoff, then a venue freeze', () => {
       freezeMaxMs: 60_000,
     });
     const job = await store.jobs.upsert({ venue: 'xetra', type: 'files', symbol: 'DETR', nextRunAt: Date.now() + DAY });
-    const logger = createLogger({ role: 'worker', level: 'silent' });
-    const registry = createRegistry('worker', { defaultMetrics: false });
-    pipeline = new Pipeline({ sink: await openSink(dir.sqliteUrl('data.db')), logger, registry });
-    worker = new FleetWorker({ redisUrl: redis.url, store, pipeline, logger, registry, prefix, adapterOptions: { xetra: { backoffBaseMs: 50 } } });
-    await worker.start();
+    const { prefix } = await rig.startWorker({ adapterOptions: { xetra: { backoffBaseMs: 50 } } });
 
     // Yesterday: a whole day of closed minutes the emulation lists.
     const dayMs = alignDown(Date.now(), '1d') - DAY;
