@@ -244,7 +244,7 @@ describe('public clients against the emulations', () => {
       const rows = await k.fetchOHLCV('BTC/USD', '1m', since);
       const want = expectedCandles('kraken', 'BTC/USD', '1m', since, minute, SEED, { nowMs: T0 });
       expect(want).toHaveLength(30);
-      expect(rows.slice(0, -1).map((r) => [r[0], String(r[1]), String(r[4]), String(r[5])])).toEqual(want.map((c) => [c.openTime, c.open, c.close, c.volume]));
+      expect(rows.slice(0, -1).map((r) => [r[0], r[1], r[4], r[5]])).toEqual(want.map((c) => [c.openTime, Number(c.open), Number(c.close), Number(c.volume)]));
       expect(rows.at(-1)![0]).toBe(minute);
       for (const r of rows) expect(Math.round(Number(r[4]) * 10) / 10).toBe(r[4]);
       // Kraken keeps 720 entries: a since beyond them gets the 720 most recent.

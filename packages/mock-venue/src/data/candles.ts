@@ -176,6 +176,22 @@ export function candleAt(venue: string, symbol: string, timeframe: Timeframe, op
 
 /** Candle values as the venue sends them (see formatDecimal): the record a sink holds for them. */
 export function toCandle(venue: string, symbol: string, timeframe: Timeframe, v: CandleValues): Candle {
+  if (venue === 'kraken') {
+    // Kraken's OHLC strings: prices at the pair's decimals, volume at 8 (as kraken-emulation.ts sends them).
+    const price = (x: number): string => x.toFixed(v.decimals);
+    return {
+      venue,
+      symbol,
+      timeframe,
+      openTime: v.openTime,
+      open: price(v.open),
+      high: price(v.high),
+      low: price(v.low),
+      close: price(v.close),
+      volume: v.volume.toFixed(8),
+      trades: v.trades,
+    };
+  }
   return {
     venue,
     symbol,

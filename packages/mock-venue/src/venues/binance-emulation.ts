@@ -122,14 +122,6 @@ export class BinanceEmulation implements VenueEmulation {
     const last = Math.min(lastClosedOpenTime(ctx.nowMs, interval), endTime ?? Number.POSITIVE_INFINITY);
     const holes = ctx.settings.holes;
     const pair = instrument.pair;
-    const key = `${pair}|${interval}|${startTime}|${last}|${limit}|${ctx.seed}|${holes === undefined ? '' : JSON.stringify(holes)}`;
-    const cached = this.klinesBodies.get(key);
-    if (cached !== undefined) {
-      // Most recently used last, so the oldest goes first.
-      this.klinesBodies.delete(key);
-      this.klinesBodies.set(key, cached);
-      return this.ok(ctx, cached);
-    }
     const times: number[] = [];
     if (startTime !== undefined) {
       let t = alignDown(startTime, interval);
@@ -142,6 +134,15 @@ export class BinanceEmulation implements VenueEmulation {
         if (!isHole('binance', pair, interval, t, ctx.seed, holes)) times.push(t);
       }
       times.reverse();
+    }
+    // Keyed by the candles served, not the request: a page asked without endTime stays cached as now moves on.
+    const key = `${pair}|${interval}|${times[0]}|${times.at(-1)}|${times.length}|${ctx.seed}|${holes === undefined ? '' : JSON.stringify(holes)}`;
+    const cached = this.klinesBodies.get(key);
+    if (cached !== undefined) {
+      // Most recently used last, so the oldest goes first.
+      this.klinesBodies.delete(key);
+      this.klinesBodies.set(key, cached);
+      return this.ok(ctx, cached);
     }
     let body = '[';
     for (let i = 0; i < times.length; i++) {

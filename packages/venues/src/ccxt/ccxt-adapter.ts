@@ -20,6 +20,7 @@ import {
 } from '@tickfleet/core';
 import { HttpVenueAdapter } from '../http-venue-adapter.js';
 import { intOption } from '../internal/options.js';
+import { bodyString, DECIMAL_RE, decimalString, parseJsonBuffer } from '../internal/parse-payload.js';
 import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
 
 /** The defaults of {@link CcxtAdapterOptions}. */
@@ -46,6 +47,8 @@ interface CallContext {
   signal?: AbortSignal | undefined;
   endpoint?: string;
   weight?: number;
+  /** CCXT parses numbers as the exchange's decimal text (its `number = String` mode) in this call. */
+  decimals?: boolean;
 }
 
 export interface CcxtAdapterOptions extends VenueAdapterOptions {
@@ -116,7 +119,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       if (cursor > endOpen) return;
       const slots = Math.floor((endOpen - cursor) / lenMs) + 1;
       const limit = Math.max(1, Math.min(this.maxCandlesPerPage, slots));
-      const rows: OHLCV[] = await this.call(options.signal, () => ex.fetchOHLCV(symbol, timeframe, cursor, limit));
+      const rows: OHLCV[] = await this.call(options.signal, () => ex.fetchOHLCV(symbol, timeframe, cursor, limit), true);
       const receivedAtMs = this.clock.now();
       const candles: Candle[] = [];
       let prevOpen = cursor - 1;
@@ -131,11 +134,11 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
           symbol,
           timeframe,
           openTime,
-          open: num(ex, open),
-          high: num(ex, high),
-          low: num(ex, low),
-          close: num(ex, close),
-          volume: num(ex, volume),
+          open: this.decimal(open, rows),
+          high: this.decimal(high, rows),
+          low: this.decimal(low, rows),
+          close: this.decimal(close, rows),
+          volume: this.decimal(volume, rows),
         });
       }
       if (candles.length > 0) yield { candles, envelopes: candles.map((c) => candleEnvelope(c, receivedAtMs, c.openTime + lenMs - 1)) };
@@ -165,7 +168,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     const sentAtMs = this.clock.now();
     const ob: OrderBook = await this.call(options.signal, () => ex.fetchOrderBook(symbol, this.depthLimit));
     const receivedAtMs = this.clock.now();
-    const level = (l: unknown[]): BookLevel => [num(ex, l[0]), num(ex, l[1])];
+    const level = (l: unknown[]): BookLevel => [num(l[0]), num(l[1])];
     const nonce = typeof ob.nonce === 'number' && Number.isSafeInteger(ob.nonce) ? ob.nonce : undefined;
     const book: BookSnapshot = {
       venue: this.venue,
@@ -212,6 +215,9 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       const outer = this.calls.getStore();
       return this.calls.run({ signal: outer?.signal, endpoint: String(path), weight }, () => fetch2(path, api, method, params, headers, body, config));
     };
+    // Candle values stay the exchange's own decimal text, as the hand-written adapters store them (no
+    // number and back); elsewhere numbers, as CCXT sorts book levels by price.
+    Object.defineProperty(ex, 'number', { get: () => (this.calls.getStore()?.decimals === true ? String : Number), set: () => undefined });
     ex.fetch = async (url: string, method = 'GET', headers?: Record<string, string>) => {
       const ctx = this.calls.getStore() ?? {};
       if (method !== 'GET')
@@ -223,10 +229,10 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
         signal: ctx.signal,
         headers: { ...ex.headers, ...headers },
       });
-      const text = res.body.toString('utf8');
-      // CCXT's parser scans the whole document for integers past 2^53; a body without a run of 16
-      // digits holds none, and plain JSON.parse reads it (a third of a 1,000-candle page's parse).
-      const parsed: unknown = LONG_DIGITS.test(text) ? ex.parseJson(text) : parseOrUndefined(text);
+      const text = bodyString(res.body);
+      // CCXT's reading (JSON, requoted where an integer passes 2^53), a large page parsed in pieces.
+      let parsed = parseOrUndefined(res.body);
+      if (ex.hasUnsafeInteger(parsed) === true) parsed = ex.parseJson(text);
       if (parsed === undefined || parsed === null || typeof parsed !== 'object' || !(ENVELOPES[this.exchangeId]?.(parsed) ?? true)) {
         throw new MalformedPayloadError(this.venue, `${ctx.endpoint ?? url} answered a body that is not the exchange's JSON`, text);
       }
@@ -253,16 +259,26 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     return this.marketsP;
   }
 
-  /** Runs one CCXT call (markets loaded first) with the caller's signal attached to its requests, its errors typed. */
-  private async call<T>(signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one CCXT call (markets loaded first) with the caller's signal attached to its requests, its
+   * errors typed; with `decimals`, the numbers CCXT parses in it are the exchange's decimal strings.
+   */
+  private async call<T>(signal: AbortSignal | undefined, fn: () => Promise<T>, decimals = false): Promise<T> {
     signal?.throwIfAborted();
     try {
       if (this.loaded) await this.ensureMarkets(this.loaded);
-      return await this.calls.run({ signal }, fn);
+      return await this.calls.run({ signal, decimals }, fn);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw await this.typed(err);
     }
+  }
+
+  /** A value CCXT parsed in `decimals` mode as a decimal string; anything else spoils the page. */
+  private decimal(value: unknown, page: unknown): string {
+    const text = typeof value === 'number' ? decimalString(value) : value;
+    if (typeof text === 'string' && DECIMAL_RE.test(text)) return text;
+    throw new MalformedPayloadError(this.venue, `fetchOHLCV value ${String(value)} is not a decimal`, page);
   }
 
   /** A CCXT error as tickfleet's typed error; tickfleet's own errors (the HTTP client's) pass as they are. */
@@ -321,23 +337,17 @@ function exchangeMaxPage(ex: Exchange): number | undefined {
   return typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0 ? limit : undefined;
 }
 
-/** Sixteen digits in a row: the shortest integer text that can pass 2^53. */
-const LONG_DIGITS = /\d{16}/;
-
-function parseOrUndefined(text: string): unknown {
+function parseOrUndefined(body: Buffer): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonBuffer(body);
   } catch {
     return undefined;
   }
 }
 
 /** A CCXT number as tickfleet's decimal string, never in exponent form. */
-function num(ex: Exchange, value: unknown): string {
-  if (typeof value !== 'number') return String(value);
-  // String() is exact and cheap unless it writes an exponent (below 1e-6, from 1e21): CCXT's then.
-  const text = String(value);
-  return text.includes('e') ? (ex.numberToString(value) as string) : text;
+function num(value: unknown): string {
+  return typeof value === 'number' ? decimalString(value) : String(value);
 }
 
 /**

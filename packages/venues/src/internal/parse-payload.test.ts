@@ -1,6 +1,6 @@
 import { MalformedPayloadError } from '@tickfleet/core';
 import { z } from 'zod';
-import { parseJsonBuffer, parsePayload } from './parse-payload.js';
+import { bodyString, parseJsonBuffer, parsePayload } from './parse-payload.js';
 
 /** A small seeded generator (mulberry32), so a failing case can be run again. */
 function rng(seed: number): () => number {
@@ -96,6 +96,18 @@ describe('parseJsonBuffer', () => {
         else expect(parseJsonBuffer(body, pieceBytes)).toEqual(expected);
       }
     }
+  });
+});
+
+describe('bodyString', () => {
+  it('is the body decoded as UTF-8, with characters of 2, 3 and 4 bytes cut by every piece boundary', () => {
+    for (const char of ['é', '€', '𝄞']) {
+      for (let shift = 0; shift < 4; shift++) {
+        const body = Buffer.from('x'.repeat(64 * 1024 - shift) + char.repeat(40_000) + 'y');
+        expect(bodyString(body)).toBe(body.toString('utf8'));
+      }
+    }
+    expect(bodyString(Buffer.from('{"a":"é"}'))).toBe('{"a":"é"}');
   });
 });
 

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { MalformedPayloadError } from '@tickfleet/core';
 import type { z } from 'zod';
 
@@ -79,6 +80,18 @@ export function parseJsonBuffer(body: Buffer, pieceBytes = JSON_PIECE_BYTES): un
   } catch {
     return JSON.parse(body.toString('utf8'));
   }
+}
+
+/**
+ * `body.toString('utf8')` decoded in pieces of {@link JSON_PIECE_BYTES} and joined: V8 keeps the join
+ * as a rope of small strings, so no large string is made unless a reader indexes into the text.
+ */
+export function bodyString(body: Buffer): string {
+  if (body.length <= JSON_PIECE_BYTES) return body.toString('utf8');
+  const decoder = new StringDecoder('utf8'); // carries a character cut between two pieces
+  let text = '';
+  for (let start = 0; start < body.length; start += JSON_PIECE_BYTES) text += decoder.write(body.subarray(start, start + JSON_PIECE_BYTES));
+  return text + decoder.end();
 }
 
 /** A decimal number as venues send prices and sizes: string or number in, canonical decimal string out. */
