@@ -48,6 +48,9 @@ export {
   type XetraSource,
 } from './data/trades.js';
 export { type BookRequestRecord } from './venues/polymarket-emulation.js';
+export { type ServedBook } from './venues/served-books.js';
+export { DEFAULT_COINBASE_PRODUCTS } from './venues/coinbase-emulation.js';
+export { KRAKEN_PAIRS } from './data/kraken-pairs.js';
 export { POLYMARKET_BOOKS_LIMIT, POLYMARKET_MAX_BOOKS_PER_REQUEST } from './scenario.js';
 export { DEFAULT_POLYMARKET_MARKETS, marketTokenIds, polymarketMarkets, type PolymarketMarket } from './data/markets.js';
 export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type LimitlessMarket } from './venues/limitless-markets.js';

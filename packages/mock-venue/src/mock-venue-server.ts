@@ -35,6 +35,7 @@ import { LimitlessEmulation } from './venues/limitless-emulation.js';
 import { FinnhubEmulation } from './venues/finnhub-emulation.js';
 import { FredEmulation } from './venues/fred-emulation.js';
 import { KrakenEmulation } from './venues/kraken-emulation.js';
+import type { ServedBook } from './venues/served-books.js';
 import { PolygonEmulation } from './venues/polygon-emulation.js';
 import { PolymarketEmulation, type BookRequestRecord } from './venues/polymarket-emulation.js';
 import { WsHub } from './venues/ws-hub.js';
@@ -65,6 +66,8 @@ export interface MockVenue {
   stats(): MockVenueStats;
   /** Polymarket's book requests (`GET /book`, `POST /books`) since reset, oldest first: which tokens were asked for, when. */
   polymarketBookRequests(): readonly BookRequestRecord[];
+  /** The book snapshots Kraken's Depth or Coinbase's book answered since reset, oldest first. */
+  servedBooks(venue: 'kraken' | 'coinbase'): readonly ServedBook[];
   /** The current scenario (relative windows already resolved to absolute ones). */
   scenario(): Scenario;
   /** Validates and applies a patch (as `PATCH /_mock/scenario`); throws ValidationError naming the bad field. */
@@ -106,13 +109,15 @@ export class MockVenueServer implements MockVenue {
   private readonly clock: Clock;
   private current: Scenario = {};
   private readonly polymarket = new PolymarketEmulation();
+  private readonly kraken = new KrakenEmulation();
+  private readonly coinbase = new CoinbaseEmulation();
   private readonly emulations: Record<MockVenueName, VenueEmulation> = {
     alpaca: new AlpacaEmulation(),
     binance: new BinanceEmulation(),
-    coinbase: new CoinbaseEmulation(),
+    coinbase: this.coinbase,
     finnhub: new FinnhubEmulation(),
     fred: new FredEmulation(),
-    kraken: new KrakenEmulation(),
+    kraken: this.kraken,
     limitless: new LimitlessEmulation(),
     polygon: new PolygonEmulation(),
     polymarket: this.polymarket,
@@ -196,6 +201,10 @@ export class MockVenueServer implements MockVenue {
 
   polymarketBookRequests(): readonly BookRequestRecord[] {
     return this.polymarket.bookRequests();
+  }
+
+  servedBooks(venue: 'kraken' | 'coinbase'): readonly ServedBook[] {
+    return this[venue].servedBooks.all();
   }
 
   stats(): MockVenueStats {

@@ -2,6 +2,7 @@ import { alignDown, type Timeframe } from '@tickfleet/core';
 import { candleValuesAt, isHole, priceDecimals } from '../data/candles.js';
 import { jsonReply, malformJson, retryAfterSeconds, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
+import { ServedBooks } from './served-books.js';
 import { lastClosedTick, STREAM_TICK_MS, streamModel, type StreamBookModel } from './stream-book-model.js';
 
 /** Products the Coinbase emulation lists (`BASE-QUOTE`). */
@@ -37,6 +38,13 @@ function model(product: string, seed: number): StreamBookModel {
  * Errors are `{"message": …}`; the public limit refuses with 429.
  */
 export class CoinbaseEmulation implements VenueEmulation {
+  /** Every book answer since reset. */
+  readonly servedBooks = new ServedBooks();
+
+  reset(): void {
+    this.servedBooks.reset();
+  }
+
   route(ctx: RequestContext): Route | Reply {
     if (ctx.method !== 'GET') return this.error(404, 'NotFound');
     const p = ctx.path;
@@ -163,6 +171,7 @@ export class CoinbaseEmulation implements VenueEmulation {
     const mdl = model(id, ctx.seed);
     const tick = lastClosedTick(ctx.nowMs);
     const book = mdl.levels(tick, level === '1' ? 1 : BOOK_LEVELS);
+    this.servedBooks.add({ atMs: ctx.nowMs, symbol: id.replace('-', '/'), tick });
     const side = (levels: Array<[number, number]>): Array<[string, string, number]> =>
       levels.map(([p, qty]) => [mdl.formatPrice(p), mdl.formatQty(qty), 1 + (p % 5)]);
     return jsonReply(200, {

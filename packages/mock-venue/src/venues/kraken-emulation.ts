@@ -4,6 +4,7 @@ import { KRAKEN_PAIRS, type KrakenPair } from '../data/kraken-pairs.js';
 import { jsonReply, malformJson, type MalformedKind, type Reply } from '../internal/reply.js';
 import type { RequestContext, Route, VenueEmulation } from '../internal/venue-emulation.js';
 import { KRAKEN_QTY_DECIMALS, krakenModel } from './kraken-ws-emulation.js';
+import { ServedBooks } from './served-books.js';
 import { lastClosedTick, STREAM_TICK_MS, type ModelTrade } from './stream-book-model.js';
 
 /** OHLC `interval` (minutes) -> timeframe; Kraken's 21600 (15 days) has no tickfleet timeframe and is refused. */
@@ -75,6 +76,8 @@ const MAKER_FEES = [
 export class KrakenEmulation implements VenueEmulation {
   private readonly byName = new Map<string, KrakenPair>();
   private assetPairsBody: string | undefined;
+  /** Every Depth answer since reset. */
+  readonly servedBooks = new ServedBooks();
 
   constructor() {
     for (const p of KRAKEN_PAIRS) for (const name of [p.id, p.altname, p.wsname, p.symbol]) this.byName.set(name, p);
@@ -125,6 +128,10 @@ export class KrakenEmulation implements VenueEmulation {
 
   invalidate(): void {
     this.assetPairsBody = undefined;
+  }
+
+  reset(): void {
+    this.servedBooks.reset();
   }
 
   private pair(ctx: RequestContext): KrakenPair | Reply {
@@ -201,6 +208,7 @@ export class KrakenEmulation implements VenueEmulation {
     const model = krakenModel(pair.symbol, ctx.seed);
     const tick = lastClosedTick(ctx.nowMs);
     const book = model.levels(tick, raw ?? DEPTH_DEFAULT_COUNT);
+    this.servedBooks.add({ atMs: ctx.nowMs, symbol: pair.symbol, tick });
     const ts = Math.floor(((tick + 1) * STREAM_TICK_MS) / 1000);
     const side = (levels: Array<[number, number]>): string =>
       `[${levels.map(([p, q]) => `["${model.formatPrice(p)}","${model.formatQty(q)}",${ts}]`).join(',')}]`;
