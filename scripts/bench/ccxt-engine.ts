@@ -2,10 +2,11 @@
  * CCXT engine against the hand-written Binance adapter: the same Binance emulation (its limit off, in
  * a child `tickfleet mock-venue` process so this process's CPU is the adapter's alone), the same
  * backfill of DAYS days of BTC/USDT 1m candles in pages of 1,000 (one unit's work per page), rounds
- * interleaved and their order alternated, after one discarded warm-up round of each (JIT). Prints pages/s and CPU ms per page of each, and the
- * median ratio CCXT / native of each round.
+ * interleaved and their order alternated, after one discarded warm-up round of each (JIT), one adapter
+ * per engine for every round. Prints pages/s and CPU ms per page of each, and the median ratio
+ * CCXT / native of each round.
  *
- *   node --import tsx scripts/bench/ccxt-engine.ts [--days 20] [--rounds 5]
+ *   node --import tsx scripts/bench/ccxt-engine.ts [--days 20] [--rounds 9]
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -21,7 +22,7 @@ const arg = (name: string, fallback: number): number => {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 };
 const DAYS = arg('days', 20);
-const ROUNDS = arg('rounds', 5);
+const ROUNDS = arg('rounds', 9);
 const DAY = 86_400_000;
 
 interface Run {
@@ -40,7 +41,7 @@ async function startEmulation(): Promise<{ url: string; stop: () => void }> {
   return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGTERM') };
 }
 
-/** One backfill through `adapter` after one warm-up page (markets loaded, connections open). */
+/** One backfill through `adapter` after one untimed page (connections open). */
 async function backfill(adapter: CandleSource, to: number): Promise<Run> {
   for await (const _ of adapter.fetchCandles('BTC/USDT', '1m', to - DAY, to - DAY + 60_000)) break;
   const cpu0 = process.cpuUsage();
@@ -63,14 +64,15 @@ try {
   const baseUrl = `${emu.url}/binance`;
   const to = Math.floor(Date.now() / DAY) * DAY - DAY;
   const runs: Record<'native' | 'ccxt', Run[]> = { native: [], ccxt: [] };
+  // One adapter per engine for every round, as a worker keeps one per venue (CCXT's markets load once).
+  const adapters: Record<'native' | 'ccxt', CandleSource> = {
+    native: new BinanceAdapter({ baseUrl }),
+    ccxt: new CcxtAdapter('ccxt-binance', { baseUrl, exchange: 'binance', maxCandlesPerPage: 1000, exchangeOptions: { fetchMarkets: { types: ['spot'] } } }),
+  };
   for (let round = -1; round < ROUNDS; round++) {
     const order = round % 2 !== 0 ? (['native', 'ccxt'] as const) : (['ccxt', 'native'] as const);
     for (const engine of order) {
-      const adapter =
-        engine === 'native'
-          ? new BinanceAdapter({ baseUrl })
-          : new CcxtAdapter('ccxt-binance', { baseUrl, exchange: 'binance', maxCandlesPerPage: 1000, exchangeOptions: { fetchMarkets: { types: ['spot'] } } });
-      const run = await backfill(adapter, to);
+      const run = await backfill(adapters[engine], to);
       if (run.candles !== DAYS * 1440) throw new Error(`${engine} stored ${run.candles} candles, not ${DAYS * 1440}`);
       if (round >= 0) runs[engine].push(run);
       console.log(`round ${round < 0 ? 'warm-up' : round + 1} ${engine}: ${run.pagesPerS.toFixed(1)} pages/s, ${run.cpuMsPerPage.toFixed(2)} CPU ms/page`);
