@@ -27,8 +27,14 @@ describe('tickfleet venues', () => {
     expect(venues.find((v) => v.venue === 'kraken')!.jobs).toContain('ohlcv');
     expect(venues.find((v) => v.venue === 'fred')!.jobs).toEqual(['series']);
     expect(ccxt.length).toBeGreaterThan(90);
-    expect(ccxt.find((c) => c.exchange === 'kraken')).toEqual({ venue: 'ccxt-kraken', engine: 'ccxt', exchange: 'kraken', jobs: ['ohlcv', 'book'] });
-    expect(ccxt.every((c) => c.venue === `ccxt-${c.exchange}` && c.jobs.every((j) => j === 'ohlcv' || j === 'book'))).toBe(true);
+    // The same jobs as the built-in venue on the same exchange.
+    expect(ccxt.find((c) => c.exchange === 'kraken')).toEqual({
+      venue: 'ccxt-kraken',
+      engine: 'ccxt',
+      exchange: 'kraken',
+      jobs: venues.find((v) => v.venue === 'kraken')!.jobs,
+    });
+    expect(ccxt.every((c) => c.venue === `ccxt-${c.exchange}` && c.jobs.every((j) => j === 'ohlcv' || j === 'book' || j === 'discovery'))).toBe(true);
 
     const table = await runCli(['venues', '--no-ccxt']);
     expect(table.code).toBe(0);

@@ -305,14 +305,18 @@ const ENVELOPES: Readonly<Record<string, (body: object) => boolean>> = {
   kraken: (body) => !Array.isArray(body) && Array.isArray((body as { error?: unknown }).error),
 };
 
+/** A job type the CCXT engine runs. */
+type CcxtJobType = 'ohlcv' | 'book' | 'discovery';
+
 /**
  * Every exchange CCXT lists with the job types the engine runs on it: `ohlcv` where the exchange has
- * `fetchOHLCV`, `book` where it has `fetchOrderBook`. Loads `ccxt` (about a second of CPU).
+ * `fetchOHLCV`, `book` where it has `fetchOrderBook`, and `discovery` (its markets, each given a book
+ * job) where it has both `fetchMarkets` and `fetchOrderBook`. Loads `ccxt` (about a second of CPU).
  */
-export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs: Array<'ohlcv' | 'book'> }>> {
+export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs: CcxtJobType[] }>> {
   const ccxt = await loadCcxt();
   const exchanges = ccxt.exchanges as unknown as Record<string, new (config: object) => Exchange>;
-  const out: Array<{ exchange: string; jobs: Array<'ohlcv' | 'book'> }> = [];
+  const out: Array<{ exchange: string; jobs: CcxtJobType[] }> = [];
   for (const id of Object.keys(exchanges).sort()) {
     let has: Record<string, unknown>;
     try {
@@ -320,7 +324,12 @@ export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs
     } catch {
       continue;
     }
-    const jobs = [...(has['fetchOHLCV'] === true ? (['ohlcv'] as const) : []), ...(has['fetchOrderBook'] === true ? (['book'] as const) : [])];
+    const book = has['fetchOrderBook'] === true;
+    const jobs: CcxtJobType[] = [
+      ...(has['fetchOHLCV'] === true ? (['ohlcv'] as const) : []),
+      ...(book ? (['book'] as const) : []),
+      ...(book && has['fetchMarkets'] === true ? (['discovery'] as const) : []),
+    ];
     out.push({ exchange: id, jobs });
   }
   return out;
