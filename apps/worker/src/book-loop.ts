@@ -16,6 +16,7 @@ import type { StateStore } from '@tickfleet/store';
 import { rateLimitedLog, type Logger } from '@tickfleet/telemetry';
 import { isBatchBookSource, isBookSource, type BookBatch, type VenueAdapter, VenueRejectedError } from '@tickfleet/venues';
 import type { ActiveSets } from './active-set.js';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 
 /** The share (0 … shares-1) an instrument belongs to: FNV-1a of its symbol, so every worker agrees without asking. */
 export function bookShareOf(symbol: string, shares: number): number {
@@ -63,6 +64,8 @@ export interface BookLoopOptions {
   logger: Logger;
   workerId: string;
   backoff: { baseMs?: number; maxMs?: number };
+  /** How long the last-stored markers outlive the loop's last write. @defaultValue {@link WORKER_DEFAULTS.bookLoopLastStoredTtlMs} */
+  lastStoredTtlMs?: number;
 }
 
 /** A pass begun this much after it was due counts as an overrun of the previous one. */
@@ -72,6 +75,8 @@ interface HeldShare {
   token: number;
   /** Polled from passes that begin at or after this: a cadence after it was acquired, so it is never polled twice within a cadence by two holders. */
   fromMs: number;
+  /** The share's last-stored markers were read from Redis (at its first cycle): the previous holder's view, not this worker's older one. */
+  loaded: boolean;
 }
 
 interface Seen {
@@ -123,7 +128,7 @@ export class BookLoop {
   }
 
   addShare(share: number, token: number): void {
-    this.shares.set(share, { token, fromMs: this.options.clock.now() + this.settings.cadenceMs });
+    this.shares.set(share, { token, fromMs: this.options.clock.now() + this.settings.cadenceMs, loaded: false });
     this.options.logger.info({ venue: this.venue, share, token }, 'book loop share acquired');
   }
 
@@ -224,6 +229,8 @@ export class BookLoop {
     if ((await control.bookCooldownMs(this.venue)) > 0) return;
     const set = await activeSets.current(this.venue);
     if (!set) return;
+    const unloaded = shares.filter(([, s]) => !s.loaded);
+    if (unloaded.length > 0) await this.loadLastStored(Object.keys(set.instruments), unloaded);
     const backoff = await this.backoffs();
     const nowMs = clock.now();
     const byShare = new Map<number, string[]>();
@@ -266,6 +273,42 @@ export class BookLoop {
     };
     const lanes = Math.max(1, Math.min(this.options.host.inflightLimit(), batches.length));
     await Promise.all(Array.from({ length: lanes }, worker));
+  }
+
+  /**
+   * Takes over the last-stored markers of shares just acquired (their previous holder wrote them with
+   * each batch), so a book unchanged since the last one stored is not stored again; a symbol without
+   * a marker forgets this worker's own (older) view. Markers of symbols out of the active set go.
+   */
+  private async loadLastStored(active: readonly string[], shares: ReadonlyArray<[number, HeldShare]>): Promise<void> {
+    const { redis, prefix } = this.options;
+    const key = bookLoopKey(prefix, this.venue, 'last');
+    const raw = await redis.hgetall(key);
+    const wanted = new Set(shares.map(([share]) => share));
+    for (const symbol of active) {
+      if (!wanted.has(bookShareOf(symbol, this.settings.shares))) continue;
+      const marker = parseLastStored(raw[symbol]);
+      if (marker) this.seen.set(symbol, marker);
+      else this.seen.delete(symbol);
+    }
+    const activeSet = new Set(active);
+    const stale = Object.keys(raw).filter((symbol) => !activeSet.has(symbol));
+    if (stale.length > 0) await redis.hdel(key, ...stale);
+    for (const [, held] of shares) held.loaded = true;
+  }
+
+  /** Publishes the last-stored markers of one batch's books for the next holder of their shares. */
+  private async saveLastStored(symbols: readonly string[]): Promise<void> {
+    if (symbols.length === 0) return;
+    const { redis, prefix } = this.options;
+    const key = bookLoopKey(prefix, this.venue, 'last');
+    const fields: string[] = [];
+    for (const symbol of symbols) {
+      const s = this.seen.get(symbol);
+      if (s) fields.push(symbol, `${s.digest} ${s.seenAtMs} ${s.unchanged}`);
+    }
+    // sent back to back on one connection: one round trip
+    await Promise.all([redis.hset(key, ...fields), redis.pexpire(key, this.options.lastStoredTtlMs ?? WORKER_DEFAULTS.bookLoopLastStoredTtlMs)]);
   }
 
   /** Instruments backing off, fleet-wide: symbol -> until (epoch ms). */
@@ -321,6 +364,7 @@ export class BookLoop {
         this.counts.books += stored.length;
       }
     }
+    await this.saveLastStored(batch.books.map((b) => b.book.symbol));
     const recovered = batch.books.map((b) => b.book.symbol).filter((s) => backoff.has(s));
     if (recovered.length > 0) await this.endBackoff(recovered);
     for (const symbol of batch.missing) await this.backOff(symbol, latencyMs);
@@ -351,6 +395,14 @@ export class BookLoop {
     await redis.hdel(bookLoopKey(prefix, this.venue, 'backoff'), ...symbols);
     for (const symbol of symbols) await control.resetBookBackoff(this.venue, jobId({ venue: this.venue, type: 'book', symbol }));
   }
+}
+
+/** A marker as {@link BookLoop.saveLastStored} writes it: `<digest> <seenAtMs> <unchanged>`. */
+function parseLastStored(raw: string | undefined): Seen | undefined {
+  const parts = raw?.split(' ');
+  if (parts?.length !== 3) return undefined;
+  const [digest, seenAtMs, unchanged] = [parts[0]!, Number(parts[1]), Number(parts[2])];
+  return digest !== '' && Number.isFinite(seenAtMs) && Number.isInteger(unchanged) ? { digest, seenAtMs, unchanged } : undefined;
 }
 
 /** A digest of a book's levels: equal digests, unchanged book (the venue's own hash and timestamp change with every answer). */

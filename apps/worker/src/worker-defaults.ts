@@ -30,4 +30,6 @@ export const WORKER_DEFAULTS = Object.freeze({
   healthzReadTimeoutMs: 1000,
   /** Lease of a book poll loop's share: a dead worker's shares move to the others within this long. */
   bookLoopLeaseTtlMs: 5000,
+  /** The book loop's last-stored markers (per venue, for the next holder of a share) outlive the loop's last write by this long. */
+  bookLoopLastStoredTtlMs: 600_000,
 });

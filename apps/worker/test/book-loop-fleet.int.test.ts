@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { DEFAULT_SEED, marketTokenIds, polymarketMarkets, type BookRequestRecord } from '@tickfleet/mock-venue';
+import { bookAt, DEFAULT_SEED, marketTokenIds, polymarketMarkets, type BookRequestRecord } from '@tickfleet/mock-venue';
 import { createRedisConnection } from '@tickfleet/queues';
 import { StreamLeases } from '@tickfleet/streams';
 import { waitFor } from '@tickfleet/testkit';
@@ -10,6 +10,11 @@ const MARKETS = 60;
 const CADENCE_MS = 1000;
 const SHARES = 4;
 const WAIT = { timeoutMs: 120_000, intervalMs: 100 };
+/** Tokens of every fourth open market: books that never change, in every share. */
+const IDLE = polymarketMarkets(DEFAULT_SEED, MARKETS)
+  .filter((m) => !m.closed)
+  .filter((_, i) => i % 4 === 0)
+  .flatMap(marketTokenIds);
 
 /** What `tickfleet status --json` says of a book loop (the dashboard's BookLoopStatus, the fields checked here). */
 interface BookLoopStatus {
@@ -26,6 +31,30 @@ interface BookLoopStatus {
 function pollTimes(log: readonly BookRequestRecord[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
   for (const r of log) for (const t of r.tokens) out.set(t, [...(out.get(t) ?? []), r.atMs]);
+  return out;
+}
+
+/**
+ * Ground truth of the series the sinks should hold: per token, the times of the answers whose levels
+ * differ from the previous answer's (the first answer included), by the emulation's own books; and
+ * the answers a worker may have lost (answered, then killed or stopped before storing): those not
+ * followed by another answer of the token within 3 cadences (its share moved, or the end).
+ */
+function bookChanges(log: readonly BookRequestRecord[]): Map<string, { changes: number[]; losable: Set<number> }> {
+  const out = new Map<string, { changes: number[]; losable: Set<number> }>();
+  for (const [token, times] of pollTimes(log)) {
+    const changes: number[] = [];
+    const losable = new Set<number>();
+    let prev: string | undefined;
+    times.forEach((at, i) => {
+      const snap = bookAt('polymarket', token, IDLE.includes(token) ? 0 : at, DEFAULT_SEED);
+      const levels = JSON.stringify([snap.bids, snap.asks]);
+      if (levels !== prev) changes.push(at);
+      prev = levels;
+      if (i === times.length - 1 || times[i + 1]! - at > 3 * CADENCE_MS) losable.add(at);
+    });
+    out.set(token, { changes, losable });
+  }
   return out;
 }
 
@@ -50,7 +79,7 @@ function doublePolls(log: readonly BookRequestRecord[]): string[] {
 describe('fleet: book poll loop with a worker killed mid-cycle', () => {
   let fleet: FleetHarness;
   beforeAll(async () => {
-    fleet = await FleetHarness.start({ venues: { polymarket: { markets: MARKETS } } });
+    fleet = await FleetHarness.start({ venues: { polymarket: { markets: MARKETS, idleBooks: IDLE } } });
   });
   afterAll(() => fleet.stop());
 
@@ -144,5 +173,29 @@ describe('fleet: book poll loop with a worker killed mid-cycle', () => {
 
     await fleet.stopCleanly(w2);
     await fleet.stopCleanly(scheduler);
+
+    // the sink holds the series of changes: every stored book a change the emulation answered, none stored again by the
+    // worker that took its share over (the idle books once in all), and no change missing but one a worker answered then died
+    const storedTimes = new Map<string, number[]>();
+    await fleet.withSink(async (sink) => {
+      for await (const { envelope } of sink.reader!.streamEnvelopes({ venue: 'polymarket', channel: 'book' })) {
+        const b = envelope.payload as { symbol: string; timeMs: number };
+        storedTimes.set(b.symbol, [...(storedTimes.get(b.symbol) ?? []), b.timeMs]);
+      }
+    });
+    const truth = bookChanges(fleet.mock.polymarketBookRequests());
+    // idle books in every share, so in the killed worker's too
+    expect(new Set(IDLE.map((t) => bookShareOf(t, SHARES))).size).toBe(SHARES);
+    expect(IDLE.map((t) => storedTimes.get(t)?.length ?? 0)).toEqual(IDLE.map(() => 1));
+    const restored: string[] = [];
+    const lost: string[] = [];
+    for (const t of tokens) {
+      const { changes, losable } = truth.get(t)!;
+      const got = new Set(storedTimes.get(t) ?? []);
+      for (const at of got) if (!changes.includes(at)) restored.push(`${t}@${at}`);
+      for (const at of changes) if (!got.has(at) && !losable.has(at)) lost.push(`${t}@${at}`);
+    }
+    expect(restored).toEqual([]);
+    expect(lost).toEqual([]);
   }, 240_000);
 });

@@ -179,8 +179,8 @@ export const BookLoopSettings = z.object({
 });
 export type BookLoopSettings = z.infer<typeof BookLoopSettings>;
 
-/** Redis key of a venue's book loop: `backoff` (instrument -> until, fleet-wide, so a moved share keeps it) and `live` (worker -> its last {@link BookLoopReport}). */
-export function bookLoopKey(prefix: string, venue: string, what: 'backoff' | 'live'): string {
+/** Redis key of a venue's book loop: `backoff` (instrument -> until, fleet-wide, so a moved share keeps it), `live` (worker -> its last {@link BookLoopReport}) and `last` (instrument -> its last-stored marker, for a share's next holder). */
+export function bookLoopKey(prefix: string, venue: string, what: 'backoff' | 'live' | 'last'): string {
   return `${prefix}:venue:{${venue}}:book-loop:${what}`;
 }
 
