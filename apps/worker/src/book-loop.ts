@@ -257,6 +257,9 @@ export class BookLoop {
     this.counts.cycles += 1;
     let next = 0;
     let budgetOut = false;
+    // A lane is a request in flight: it moves on once an answer is in, while that answer's books are stored.
+    const storing: Array<Promise<void>> = [];
+    let storeFailure: unknown;
     const worker = async (): Promise<void> => {
       while (!this.stopped && !budgetOut && next < batches.length) {
         const batch = batches[next++]!;
@@ -264,7 +267,8 @@ export class BookLoop {
         const symbols = batch.filter((b) => this.options.isHeld(b.lease.name, b.lease.token)).map((b) => b.symbol);
         if (symbols.length === 0) continue;
         try {
-          await this.poll(adapter, symbols, backoff);
+          const answer = await this.poll(adapter, symbols, backoff);
+          if (answer) storing.push(answer.stored.catch((err: unknown) => void (storeFailure ??= err)));
         } catch (err) {
           if (!(err instanceof BudgetExhaustedError)) throw err;
           budgetOut = true;
@@ -272,7 +276,13 @@ export class BookLoop {
       }
     };
     const lanes = Math.max(1, Math.min(this.options.host.inflightLimit(), batches.length));
-    await Promise.all(Array.from({ length: lanes }, worker));
+    try {
+      await Promise.all(Array.from({ length: lanes }, worker));
+    } finally {
+      // the cycle ends when its books are stored, and fails when one batch's could not be
+      await Promise.all(storing);
+    }
+    if (storeFailure !== undefined) throw storeFailure;
   }
 
   /**
@@ -317,7 +327,8 @@ export class BookLoop {
     return new Map(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
   }
 
-  private async poll(adapter: VenueAdapter, symbols: string[], backoff: Map<string, number>): Promise<void> {
+  /** One batch request; resolves once the answer is in, with the storing of its books (undefined: the request failed). */
+  private async poll(adapter: VenueAdapter, symbols: string[], backoff: Map<string, number>): Promise<{ stored: Promise<void> } | undefined> {
     const { host, clock } = this.options;
     const started = clock.monotonic();
     let batch: BookBatch;
@@ -330,12 +341,18 @@ export class BookLoop {
       // the venue failed the whole request: its instruments are not at fault (no backoff), the venue's cooldown and AIMD judge it
       for (const symbol of symbols) host.notePoll(symbol, latencyMs, err);
       await host.noteRequest(latencyMs, err);
-      return;
+      return undefined;
     }
     const latencyMs = clock.monotonic() - started;
     this.counts.requests += 1;
     this.counts.weight += batch.weight;
     await host.noteRequest(latencyMs);
+    return { stored: this.keep(batch, latencyMs, backoff) };
+  }
+
+  /** A batch's answer: changed books stored, unchanged ones counted, markers written, missing ones backed off. */
+  private async keep(batch: BookBatch, latencyMs: number, backoff: Map<string, number>): Promise<void> {
+    const { host } = this.options;
     const envelopes: Envelope[] = [];
     const stored: Array<{ symbol: string; digest: string; atMs: number }> = [];
     for (const { book, envelope } of batch.books) {

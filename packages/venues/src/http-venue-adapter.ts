@@ -103,7 +103,7 @@ export abstract class HttpVenueAdapter<E extends string, C extends string = neve
     url: string,
     body: unknown,
     schema: S,
-    options: RequestOptions & { weight?: number } = {},
+    options: RequestOptions & { weight?: number; conforms?: (value: unknown) => value is z.infer<S> } = {},
   ): Promise<{ data: z.infer<S>; res: HttpResponse }> {
     let res: HttpResponse;
     try {
@@ -120,7 +120,7 @@ export abstract class HttpVenueAdapter<E extends string, C extends string = neve
       if (options.rejected && err instanceof VenueRejectedError) throw options.rejected(err);
       throw err;
     }
-    return { data: parsePayload(this.venue, endpoint, res.body, schema), res };
+    return { data: parsePayload(this.venue, endpoint, res.body, schema, options.conforms), res };
   }
 
   /** `get`, then the body as JSON validated by `schema` (`conforms`: see parsePayload). */

@@ -100,6 +100,30 @@ describe('PolymarketAdapter against documented response samples', () => {
     expect(envelope.payload).toMatchObject({ tickSize: '0.001', minOrderSize: '5', negRisk: false, hash: expect.any(String) });
   });
 
+  it('orders a batch’s levels best first whatever order they came in, and names where a malformed batch breaks', async () => {
+    const good = JSON.parse(fixture('polymarket/book.json')) as { bids: unknown[]; asks: unknown[] };
+    // the CLOB's order (worst first), the reverse, and a shuffle: the same book
+    const variants = [
+      good,
+      { ...good, bids: [...good.bids].reverse(), asks: [...good.asks].reverse() },
+      { ...good, bids: [good.bids[1], good.bids[2], good.bids[0]], asks: [good.asks[2], good.asks[0], good.asks[1]] },
+    ];
+    const adapter = new PolymarketAdapter({ baseUrl: clob.url });
+    const books = [];
+    for (const v of variants) {
+      route = (req) => (req.path === '/books' ? { body: JSON.stringify([v]) } : undefined);
+      books.push((await adapter.fetchBooks([YES])).books[0]!.book);
+    }
+    expect(books[0]!.bids.map((l) => l[0])).toEqual(['0.114', '0.11', '0.01']);
+    expect(books[0]!.asks.map((l) => l[0])).toEqual(['0.116', '0.12', '0.99']);
+    expect(books[1]).toEqual(books[0]);
+    expect(books[2]).toEqual(books[0]);
+    route = (req) => (req.path === '/books' ? { body: JSON.stringify([good, { ...good, asks: [{ price: '0.5', size: 7 }] }]) } : undefined);
+    const err = await caught(() => adapter.fetchBooks([YES]));
+    expect(err).toBeInstanceOf(MalformedPayloadError);
+    expect((err as Error).message).toMatch(/at 1\.asks\.0\.size/);
+  });
+
   it('maps an unknown token 404 to an unrecoverable error with the venue message', async () => {
     route = () => ({ status: 404, body: fixture('polymarket/error-404.json') });
     const err = await caught(() => new PolymarketAdapter({ baseUrl: clob.url }).fetchBook('1'));

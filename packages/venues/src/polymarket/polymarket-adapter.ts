@@ -1,12 +1,19 @@
 import { MalformedPayloadError, ValidationError, type BookLevel, type BookSnapshot, type Envelope, bookEnvelope } from '@tickfleet/core';
-import { z } from 'zod';
 import { HttpVenueAdapter } from '../http-venue-adapter.js';
 import { durationOption, intOption, normaliseBaseUrl } from '../internal/options.js';
 import { SlidingWindowPacer } from '../internal/sliding-window-pacer.js';
 import { validatePayload } from '../internal/parse-payload.js';
 import type { BatchBookSource, BookBatch, FetchOptions, Instrument, MarketMeta, VenueAdapterOptions } from '../types.js';
 import type { HttpRequest, HttpResponse } from '../venue-http-client.js';
-import { PolymarketBook, PolymarketMarkets, PolymarketOutcomes, PolymarketTokenIds, type PolymarketMarket } from './polymarket-schemas.js';
+import {
+  isPolymarketBooks,
+  PolymarketBook,
+  PolymarketBooks,
+  PolymarketMarkets,
+  PolymarketOutcomes,
+  PolymarketTokenIds,
+  type PolymarketMarket,
+} from './polymarket-schemas.js';
 
 /** The defaults of {@link PolymarketAdapterOptions}. */
 export const POLYMARKET_DEFAULTS = Object.freeze({
@@ -24,8 +31,6 @@ export const POLYMARKET_DEFAULTS = Object.freeze({
    */
   booksWeight: 3,
 });
-
-const PolymarketBooks = z.array(PolymarketBook);
 
 export interface PolymarketAdapterOptions extends VenueAdapterOptions {
   /** Gamma API root for market discovery (real: https://gamma-api.polymarket.com). @defaultValue baseUrl */
@@ -148,7 +153,7 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book' | 'bo
     }
     const asked = new Map(symbols.map((s) => [this.toVenueSymbol(s), s]));
     const body = [...asked.keys()].map((token_id) => ({ token_id }));
-    const { data, res } = await this.postJson('books', this.url('/books'), body, PolymarketBooks, options);
+    const { data, res } = await this.postJson('books', this.url('/books'), body, PolymarketBooks, { ...options, conforms: isPolymarketBooks });
     const books: BookBatch['books'] = [];
     const answered = new Set<string>();
     for (const raw of data) {
@@ -164,8 +169,8 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book' | 'bo
   private snapshot(symbol: string, raw: PolymarketBook, receivedAtMs: number): { book: BookSnapshot; envelope: Envelope } {
     const timeMs = parseTimestamp(raw.timestamp);
     if (timeMs === undefined) throw new MalformedPayloadError(this.venue, 'book timestamp is not epoch ms', raw.timestamp);
-    const bids: BookLevel[] = raw.bids.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(b[0]) - Number(a[0]));
-    const asks: BookLevel[] = raw.asks.map((l) => [l.price, l.size] as BookLevel).sort((a, b) => Number(a[0]) - Number(b[0]));
+    const bids = bestFirst(raw.bids, true);
+    const asks = bestFirst(raw.asks, false);
     const book: BookSnapshot = { venue: this.venue, symbol, timeMs, bids, asks };
     const extra = {
       market: raw.market,
@@ -177,6 +182,27 @@ export class PolymarketAdapter extends HttpVenueAdapter<'markets' | 'book' | 'bo
     // Same token and venue timestamp = the same snapshot, so a re-poll dedups.
     return { book, envelope: bookEnvelope(book, `polymarket:${raw.asset_id}:book:${timeMs}`, receivedAtMs, timeMs, extra) };
   }
+}
+
+/**
+ * Levels best first. The CLOB lists them worst first (bids ascending, asks descending), so they are
+ * reversed in one pass that also checks the order; only a list out of that order is sorted.
+ */
+function bestFirst(raw: ReadonlyArray<{ price: string; size: string }>, descending: boolean): BookLevel[] {
+  const out: BookLevel[] = new Array<BookLevel>(raw.length);
+  let ordered = true;
+  let prev = descending ? Infinity : -Infinity;
+  for (let i = 0; i < raw.length; i++) {
+    const l = raw[raw.length - 1 - i]!;
+    out[i] = [l.price, l.size];
+    const price = Number(l.price);
+    // equal prices too: the sort keeps their order as sent, a reversal would not
+    if (descending ? price >= prev : price <= prev) ordered = false;
+    prev = price;
+  }
+  if (ordered) return out;
+  const cmp = descending ? (a: BookLevel, b: BookLevel) => Number(b[0]) - Number(a[0]) : (a: BookLevel, b: BookLevel) => Number(a[0]) - Number(b[0]);
+  return raw.map((l) => [l.price, l.size] as BookLevel).sort(cmp);
 }
 
 function decodeJsonString(venue: string, text: string): unknown {
