@@ -72,6 +72,33 @@ describe('public clients against the emulations', () => {
     expect(klines.map((k) => [k[0], k[4]])).toEqual(want.map((c) => [c.openTime, c.close]));
   });
 
+  test('binance MainClient: ticker/bookTicker for one, several and every symbol, the top of the depth book, at weight 2 or 4', async () => {
+    const client = new MainClient({ baseUrl: mv.baseUrl('binance'), disableTimeSync: true });
+    const top = (pair: string) => {
+      const b = JSON.parse(binanceDepthSnapshot(pair, T0, SEED, 1)) as { bids: string[][]; asks: string[][] };
+      return { bidPrice: b.bids[0]![0], bidQty: b.bids[0]![1], askPrice: b.asks[0]![0], askQty: b.asks[0]![1] };
+    };
+    expect(await client.getSymbolOrderBookTicker({ symbol: 'BTCUSDT' })).toEqual({ symbol: 'BTCUSDT', ...top('BTC/USDT') });
+    const many = await client.getSymbolOrderBookTicker({ symbols: ['ETHUSDT', 'BTCUSDT'] });
+    expect(many).toEqual([
+      { symbol: 'ETHUSDT', ...top('ETH/USDT') },
+      { symbol: 'BTCUSDT', ...top('BTC/USDT') },
+    ]);
+    const all = (await client.getSymbolOrderBookTicker()) as Array<{ symbol: string }>;
+    expect(all.length).toBeGreaterThan(2);
+    expect(all.map((t) => t.symbol)).toEqual(expect.arrayContaining(['BTCUSDT', 'ETHUSDT']));
+    // one unknown symbol fails the whole request, as Binance answers
+    await expect(client.getSymbolOrderBookTicker({ symbols: ['BTCUSDT', 'NOPEUSDT'] })).rejects.toMatchObject({ code: -1121 });
+    // the weight each form spends, from the used-weight header of back-to-back requests
+    const used = async (query: string) =>
+      Number((await fetch(`${mv.baseUrl('binance')}/api/v3/ticker/bookTicker${query}`)).headers.get('x-mbx-used-weight-1m'));
+    const w0 = await used('?symbol=BTCUSDT');
+    const w1 = await used('?symbol=BTCUSDT');
+    const w2 = await used(`?symbols=${encodeURIComponent('["BTCUSDT","ETHUSDT"]')}`);
+    const w3 = await used('');
+    expect([w1 - w0, w2 - w1, w3 - w2]).toEqual([2, 4, 4]);
+  });
+
   test('binance MainClient: aggTrades by time and historicalTrades by trade id parse to the tape', async () => {
     const client = new MainClient({ baseUrl: mv.baseUrl('binance'), disableTimeSync: true });
     const model = binanceModel('BTC/USDT', SEED);

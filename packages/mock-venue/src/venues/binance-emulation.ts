@@ -23,7 +23,7 @@ const FIXED_RATE_LIMITS = [
 ];
 
 /**
- * Binance spot REST (`/api/v3/*`): klines, depth, exchangeInfo, ping, time; weights, limits, filters
+ * Binance spot REST (`/api/v3/*`): klines, depth, ticker/bookTicker, exchangeInfo, ping, time; weights, limits, filters
  * and error messages as published (developers.binance.com spot docs; messages as quoted in client issues).
  */
 export class BinanceEmulation implements VenueEmulation {
@@ -47,6 +47,9 @@ export class BinanceEmulation implements VenueEmulation {
         return { weight: 2, handle: () => this.klines(ctx) };
       case '/api/v3/depth':
         return { weight: depthWeight(ctx.query.get('limit')), handle: () => this.depth(ctx) };
+      case '/api/v3/ticker/bookTicker':
+        // 2 for one symbol, 4 for `symbols` or for every symbol (parameter omitted)
+        return { weight: ctx.query.has('symbol') ? 2 : 4, handle: () => this.bookTicker(ctx) };
       case '/api/v3/aggTrades':
         return { weight: 4, handle: () => this.trades(ctx, binanceAggTrades) };
       case '/api/v3/historicalTrades':
@@ -169,6 +172,46 @@ export class BinanceEmulation implements VenueEmulation {
     }
     // the book the WebSocket diff streams describe (binance-ws-market.ts), so the local-order-book procedure works
     return this.ok(ctx, binanceDepthSnapshot(instrument.pair, ctx.nowMs, ctx.seed, limit));
+  }
+
+  /**
+   * Best bid and ask with their quantities, of the book `/depth` serves: one object for `symbol`, an
+   * array for `symbols` (a JSON array, in the order asked) or for every symbol. One unknown symbol
+   * fails the whole request (-1121), as Binance answers.
+   */
+  private bookTicker(ctx: RequestContext): Reply {
+    const one = ctx.query.get('symbol');
+    const many = ctx.query.get('symbols');
+    if (one !== null && many !== null) return this.error(ctx, 400, -1128, 'Combination of optional parameters invalid.');
+    const map = this.instrumentMap(ctx);
+    let names: string[];
+    if (one !== null) names = [one];
+    else if (many !== null) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(many);
+      } catch {
+        parsed = undefined;
+      }
+      if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((x) => typeof x === 'string' && x !== '')) {
+        return this.error(
+          ctx,
+          400,
+          -1100,
+          'Illegal characters found in parameter \'symbols\'; legal range is \'^\\[("[A-Z0-9-_.]{1,20}"(,"[A-Z0-9-_.]{1,20}"){0,}){0,1}\\]$\'.',
+        );
+      }
+      names = parsed as string[];
+    } else names = [...map.keys()];
+    const out: string[] = [];
+    for (const name of names) {
+      const i = map.get(name);
+      if (!i) return this.error(ctx, 400, -1121, 'Invalid symbol.');
+      const top = JSON.parse(binanceDepthSnapshot(`${i.baseAsset}/${i.quoteAsset}`, ctx.nowMs, ctx.seed, 1)) as { bids: string[][]; asks: string[][] };
+      const [bid, ask] = [top.bids[0] ?? ['0.00000000', '0.00000000'], top.asks[0] ?? ['0.00000000', '0.00000000']];
+      out.push(JSON.stringify({ symbol: name, bidPrice: bid[0], bidQty: bid[1], askPrice: ask[0], askQty: ask[1] }));
+    }
+    return this.ok(ctx, one !== null ? out[0]! : `[${out.join(',')}]`);
   }
 
   private trades(ctx: RequestContext, pick: (pair: string, query: URLSearchParams, nowMs: number, seed: number) => TradesResult): Reply {

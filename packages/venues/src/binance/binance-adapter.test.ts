@@ -217,6 +217,39 @@ describe('BinanceAdapter against documented response samples', () => {
     expect([5, 100, 101, 500, 501, 1000, 1001, 5000].map(binanceDepthWeight)).toEqual([5, 5, 25, 25, 50, 50, 250, 250]);
   });
 
+  it('at depth 1 polls top of book from ticker/bookTicker: many symbols at weight 4, one at weight 2', async () => {
+    const tickers: Record<string, object> = {
+      BTCUSDT: { symbol: 'BTCUSDT', bidPrice: '42000.10000000', bidQty: '0.50000000', askPrice: '42000.20000000', askQty: '1.25000000' },
+      ETHUSDT: { symbol: 'ETHUSDT', bidPrice: '0.00000000', bidQty: '0.00000000', askPrice: '2500.00000000', askQty: '3.00000000' },
+    };
+    route = (req) => {
+      if (req.path !== '/api/v3/ticker/bookTicker') return undefined;
+      const one = req.query.get('symbol');
+      if (one) return { body: JSON.stringify(tickers[one]) };
+      return { body: JSON.stringify((JSON.parse(req.query.get('symbols')!) as string[]).map((s) => tickers[s]).filter(Boolean)) };
+    };
+    const before: BeforeRequestInfo[] = [];
+    const adapter = new BinanceAdapter({ baseUrl: server.url, depthLimit: 1, hooks: { beforeRequest: async (i) => void before.push(i) } });
+    expect(adapter.maxBooksPerRequest).toBe(100);
+    expect(new BinanceAdapter({ baseUrl: server.url }).maxBooksPerRequest).toBe(1);
+    const batch = await adapter.fetchBooks(['BTC/USDT', 'ETH/USDT', 'SOL/USDT']);
+    expect(JSON.parse(server.requests.at(-1)!.query.get('symbols')!)).toEqual(['BTCUSDT', 'ETHUSDT', 'SOLUSDT']);
+    expect(batch.weight).toBe(4);
+    expect(batch.missing).toEqual(['SOL/USDT']);
+    expect(batch.books.map((b) => [b.book.symbol, b.book.bids, b.book.asks])).toEqual([
+      ['BTC/USDT', [['42000.10000000', '0.50000000']], [['42000.20000000', '1.25000000']]],
+      // an empty side is printed as zero price and quantity
+      ['ETH/USDT', [], [['2500.00000000', '3.00000000']]],
+    ]);
+    const { book } = await adapter.fetchBook('BTC/USDT');
+    expect(book.bids).toEqual([['42000.10000000', '0.50000000']]);
+    expect(before.map((b) => [b.endpoint, b.weight])).toEqual([
+      ['bookTickers', 4],
+      ['bookTicker', 2],
+    ]);
+    await expect(adapter.fetchBooks(Array.from({ length: 101 }, (_, i) => `X${i}/USDT`))).rejects.toThrow(/1 to 100 symbols/);
+  });
+
   it('discovers TRADING symbols from exchangeInfo and maps symbols both ways', async () => {
     route = () => ({ body: fixture('binance/exchange-info.json') });
     const adapter = new BinanceAdapter({ baseUrl: server.url });
@@ -230,6 +263,6 @@ describe('BinanceAdapter against documented response samples', () => {
     ]);
     // exchangeInfo teaches pairs the suffix list cannot split.
     expect(adapter.fromVenueSymbol('LUNAUST')).toBe('LUNA/UST');
-    expect(adapter.weights).toEqual({ klines: 2, depth: 5, exchangeInfo: 20 });
+    expect(adapter.weights).toEqual({ klines: 2, depth: 5, exchangeInfo: 20, bookTicker: 2, bookTickers: 4 });
   });
 });

@@ -5,6 +5,7 @@ import {
   lastClosedOpenTime,
   MalformedPayloadError,
   timeframeMs,
+  ValidationError,
   type BookSnapshot,
   type Candle,
   type Envelope,
@@ -12,8 +13,8 @@ import {
 } from '@tickfleet/core';
 import { HttpVenueAdapter, type VenueLimits } from '../http-venue-adapter.js';
 import { durationOption, intOption } from '../internal/options.js';
-import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
-import { BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
+import type { BatchBookSource, BookBatch, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
+import { BinanceBookTicker, BinanceBookTickers, BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
 import { binanceSymbolBySuffix, binanceVenueSymbol } from './binance-symbols.js';
 import { binanceWeights } from './binance-weights.js';
 import { alignedWindowPolicy } from '../venue-http-client.js';
@@ -28,7 +29,15 @@ export const BINANCE_DEFAULTS = Object.freeze({
   depthLimit: 100,
   /** Binance counts used weight per clock minute. */
   usedWeightWindowMs: 60_000,
+  /**
+   * Symbols one `ticker/bookTicker?symbols=` asks for at most (depth 1). Binance documents no maximum
+   * and weighs the request 4 whatever the count; 100 keeps the URL near 2 KB.
+   */
+  maxBookTickersPerRequest: 100,
 });
+
+/** `GET /api/v3/ticker/bookTicker` weights (spot REST docs): 2 for one `symbol`, 4 for `symbols` or for every symbol. */
+const BOOK_TICKER_WEIGHTS = Object.freeze({ bookTicker: 2, bookTickers: 4 });
 
 /** How Binance counts and refuses: used weight per clock minute in a header, a 429 retried at the window's end. */
 export function binanceLimits(windowMs: number = BINANCE_DEFAULTS.usedWeightWindowMs): VenueLimits {
@@ -38,7 +47,10 @@ export function binanceLimits(windowMs: number = BINANCE_DEFAULTS.usedWeightWind
 export interface BinanceAdapterOptions extends VenueAdapterOptions {
   /** Candles per klines request (Binance allows 1..1000). @defaultValue BINANCE_DEFAULTS.maxCandlesPerPage */
   maxCandlesPerPage?: number;
-  /** Levels per side in depth snapshots (5..5000); sets the depth weight. @defaultValue BINANCE_DEFAULTS.depthLimit */
+  /**
+   * Levels per side in depth snapshots (1..5000); sets the depth weight. At 1 (top of book) books
+   * come from `ticker/bookTicker`, many symbols per request. @defaultValue BINANCE_DEFAULTS.depthLimit
+   */
   depthLimit?: number;
   /**
    * Window `X-MBX-USED-WEIGHT-1M` counts in; Binance counts per clock minute, emulations may use a
@@ -53,22 +65,28 @@ export interface BinanceAdapterOptions extends VenueAdapterOptions {
  * `afterResponse`; 429 becomes RateLimitedError at the window end, 418 becomes BannedError at the
  * `banned until <ms>` the body names.
  */
-export class BinanceAdapter extends HttpVenueAdapter<'klines' | 'depth' | 'exchangeInfo'> implements CandleSource, BookSource {
+export class BinanceAdapter
+  extends HttpVenueAdapter<'klines' | 'depth' | 'exchangeInfo' | 'bookTicker' | 'bookTickers'>
+  implements CandleSource, BatchBookSource
+{
   readonly maxCandlesPerPage: number;
   readonly depthLimit: number;
+  /** Top of book (depth 1): many symbols per `bookTicker` request; deeper books: one `depth` request per book. */
+  readonly maxBooksPerRequest: number;
   /** venue symbol -> tickfleet symbol, filled from exchangeInfo. */
   private readonly fromVenue = new Map<string, string>();
 
   constructor(options: BinanceAdapterOptions) {
-    const depthLimit = intOption('depthLimit', options.depthLimit, BINANCE_DEFAULTS.depthLimit, 5, 5000);
+    const depthLimit = intOption('depthLimit', options.depthLimit, BINANCE_DEFAULTS.depthLimit, 1, 5000);
     const windowMs = durationOption('usedWeightWindowMs', options.usedWeightWindowMs, BINANCE_DEFAULTS.usedWeightWindowMs);
     super(options, {
       venue: 'binance',
-      weights: binanceWeights(depthLimit),
+      weights: { ...binanceWeights(depthLimit), ...BOOK_TICKER_WEIGHTS },
       limits: binanceLimits(windowMs),
     });
     this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, MAX_KLINES_LIMIT);
     this.depthLimit = depthLimit;
+    this.maxBooksPerRequest = depthLimit === 1 ? BINANCE_DEFAULTS.maxBookTickersPerRequest : 1;
   }
 
   override toVenueSymbol(symbol: string): string {
@@ -134,8 +152,13 @@ export class BinanceAdapter extends HttpVenueAdapter<'klines' | 'depth' | 'excha
     return out;
   }
 
-  /** `GET /api/v3/depth`: one snapshot; `lastUpdateId` is its sequence. */
+  /** `GET /api/v3/depth`: one snapshot; `lastUpdateId` is its sequence. At depth 1, `ticker/bookTicker?symbol=` (weight 2, not 5). */
   async fetchBook(symbol: string, options: FetchOptions = {}): Promise<{ book: BookSnapshot; envelope: Envelope }> {
+    if (this.depthLimit === 1) {
+      const url = this.url('/api/v3/ticker/bookTicker', { symbol: this.toVenueSymbol(symbol) });
+      const { data, res } = await this.getJson('bookTicker', url, BinanceBookTicker, options);
+      return this.topOfBook(symbol, data, res.sentAtMs, res.receivedAtMs);
+    }
     const venueSymbol = this.toVenueSymbol(symbol);
     const url = this.url('/api/v3/depth', { symbol: venueSymbol, limit: String(this.depthLimit) });
     const { data: depth, res } = await this.getJson('depth', url, BinanceDepth, options);
@@ -149,5 +172,36 @@ export class BinanceAdapter extends HttpVenueAdapter<'klines' | 'depth' | 'excha
       asks: depth.asks,
     };
     return { book, envelope: bookEnvelope(book, `binance:${venueSymbol}:depth:${depth.lastUpdateId}`, res.receivedAtMs, undefined) };
+  }
+
+  /**
+   * Books of up to {@link maxBooksPerRequest} symbols. At depth 1, one `ticker/bookTicker?symbols=[…]`
+   * (weight 4 however many); a symbol the answer leaves out comes back missing (Binance itself fails
+   * the whole request for one unknown symbol, -1121). Deeper books: one `depth` request for one symbol.
+   */
+  async fetchBooks(symbols: readonly string[], options: FetchOptions = {}): Promise<BookBatch> {
+    if (symbols.length === 0 || symbols.length > this.maxBooksPerRequest) {
+      throw new ValidationError('symbols', `1 to ${this.maxBooksPerRequest} symbols per request at depth ${this.depthLimit}`, symbols.length);
+    }
+    if (this.depthLimit !== 1) return { books: [await this.fetchBook(symbols[0]!, options)], missing: [], weight: this.weights.depth };
+    const asked = new Map(symbols.map((s) => [this.toVenueSymbol(s), s]));
+    const url = this.url('/api/v3/ticker/bookTicker', { symbols: JSON.stringify([...asked.keys()]) });
+    const { data, res } = await this.getJson('bookTickers', url, BinanceBookTickers, options);
+    const books: BookBatch['books'] = [];
+    for (const t of data) {
+      const symbol = asked.get(t.symbol);
+      if (symbol === undefined) continue;
+      asked.delete(t.symbol);
+      books.push(this.topOfBook(symbol, t, res.sentAtMs, res.receivedAtMs));
+    }
+    return { books, missing: [...asked.values()], weight: this.weights.bookTickers };
+  }
+
+  /** A one-level book from a bookTicker entry; a side Binance prints as zero price and quantity is empty. */
+  private topOfBook(symbol: string, t: BinanceBookTicker, sentAtMs: number, receivedAtMs: number): { book: BookSnapshot; envelope: Envelope } {
+    const level = (price: string, qty: string): Array<[string, string]> => (Number(price) === 0 && Number(qty) === 0 ? [] : [[price, qty]]);
+    // bookTicker carries neither a timestamp nor an update id: the moment the request was sent bounds it best
+    const book: BookSnapshot = { venue: this.venue, symbol, timeMs: sentAtMs, bids: level(t.bidPrice, t.bidQty), asks: level(t.askPrice, t.askQty) };
+    return { book, envelope: bookEnvelope(book, `binance:${t.symbol}:bookTicker:${sentAtMs}`, receivedAtMs, undefined) };
   }
 }

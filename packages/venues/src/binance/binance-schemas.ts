@@ -60,3 +60,8 @@ export const BinanceExchangeInfo = z.looseObject({
   symbols: z.array(BinanceSymbolInfo),
 });
 export type BinanceExchangeInfo = z.infer<typeof BinanceExchangeInfo>;
+
+/** One `GET /api/v3/ticker/bookTicker` entry: the best bid and ask with their quantities (`"0.00000000"` on an empty side). */
+export const BinanceBookTicker = z.looseObject({ symbol: z.string().min(1), bidPrice: Decimal, bidQty: Decimal, askPrice: Decimal, askQty: Decimal });
+export type BinanceBookTicker = z.infer<typeof BinanceBookTicker>;
+export const BinanceBookTickers = z.array(BinanceBookTicker);
