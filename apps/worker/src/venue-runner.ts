@@ -185,7 +185,8 @@ export class VenueRunner {
     if (
       connector.baseUrl !== this.connector.baseUrl ||
       connector.rateLimit.periodMs !== this.connector.rateLimit.periodMs ||
-      connector.maxInflight !== this.connector.maxInflight
+      connector.maxInflight !== this.connector.maxInflight ||
+      connector.bookLoop?.depth !== this.connector.bookLoop?.depth
     ) {
       this.adapter = this.makeAdapter(connector);
     }
@@ -258,6 +259,8 @@ export class VenueRunner {
       // Adapters that pace in-process (Xetra, per market) leave it to the gate, which paces each
       // market fleet-wide with the connector's limit and pacing.
       pacing: 'off',
+      // the loop's book depth (Binance at 1: top of book in bookTicker batches)
+      ...(connector.bookLoop?.depth !== undefined ? { depthLimit: connector.bookLoop.depth } : {}),
       ...this.options.adapterOptions,
     });
   }

@@ -176,6 +176,11 @@ export const BookLoopSettings = z.object({
   cadenceMs: z.number().int().min(100).max(3_600_000).default(BOOK_LOOP_DEFAULTS.cadenceMs),
   /** @defaultValue BOOK_LOOP_DEFAULTS.shares */
   shares: z.number().int().min(1).max(256).default(BOOK_LOOP_DEFAULTS.shares),
+  /**
+   * Levels per side the loop asks for, where the venue's adapter takes a depth (Binance, CCXT);
+   * Binance at 1 polls top of book for many symbols per `ticker/bookTicker` request. Absent: the adapter's default.
+   */
+  depth: z.number().int().min(1).max(5000).optional(),
 });
 export type BookLoopSettings = z.infer<typeof BookLoopSettings>;
 

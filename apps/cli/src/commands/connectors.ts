@@ -43,6 +43,7 @@ interface UpsertOptions {
   /** A cadence turns the loop on; false (`--no-book-loop`) off. */
   bookLoop?: number | false;
   bookLoopShares?: number;
+  bookLoopDepth?: number;
   json?: boolean;
 }
 
@@ -125,6 +126,11 @@ export function registerConnectors(program: Command): void {
       '--book-loop-shares <n>',
       `order books: leased shares the loop's instruments are split into (default ${BOOK_LOOP_DEFAULTS.shares})`,
       positiveInt('--book-loop-shares'),
+    )
+    .option(
+      '--book-loop-depth <n>',
+      "order books: levels per side the loop asks for, where the venue's adapter takes a depth (binance at 1: top of book, many symbols per ticker/bookTicker request)",
+      positiveInt('--book-loop-depth'),
     )
     .addOption(jsonOption('print the connector as JSON'))
     .action(async (venue: string, opts: UpsertOptions, cmd: Command) => {
@@ -274,10 +280,12 @@ function printConnectorsWithJobs(list: ConnectorWithJobs[]): void {
 function bookLoopInput(opts: UpsertOptions, existing: Connector['bookLoop']): Pick<ConnectorInput, 'bookLoop'> {
   if (opts.bookLoop === false) {
     if (opts.bookLoopShares !== undefined) throw new ValidationError('--book-loop-shares', 'shares of a loop that is on (not with --no-book-loop)');
+    if (opts.bookLoopDepth !== undefined) throw new ValidationError('--book-loop-depth', 'the depth of a loop that is on (not with --no-book-loop)');
     return { bookLoop: null };
   }
-  if (opts.bookLoop === undefined && opts.bookLoopShares === undefined) return {};
+  if (opts.bookLoop === undefined && opts.bookLoopShares === undefined && opts.bookLoopDepth === undefined) return {};
   const cadenceMs = opts.bookLoop ?? existing?.cadenceMs;
   if (cadenceMs === undefined) throw new ValidationError('--book-loop', 'a cadence to turn the book loop on (e.g. --book-loop 1s)');
-  return { bookLoop: { cadenceMs, shares: opts.bookLoopShares ?? existing?.shares ?? BOOK_LOOP_DEFAULTS.shares } };
+  const depth = opts.bookLoopDepth ?? existing?.depth;
+  return { bookLoop: { cadenceMs, shares: opts.bookLoopShares ?? existing?.shares ?? BOOK_LOOP_DEFAULTS.shares, ...(depth !== undefined ? { depth } : {}) } };
 }
