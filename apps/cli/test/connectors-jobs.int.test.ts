@@ -132,7 +132,7 @@ describe('tickfleet connectors and jobs', () => {
     expect((await cli('connectors', 'list')).stdout).toMatch(/^VENUE.*\bPACING\b.*\nxetra\s.*\beven\b/s);
   });
 
-  it("turns a venue's book loop on with a cadence, changes its shares, keeps it across other updates, and turns it off", async () => {
+  it("turns a venue's book loop on with a cadence, changes its shares and depth, keeps it across other updates, and turns it off", async () => {
     const on = await cli(
       'connectors',
       'upsert',
@@ -152,6 +152,14 @@ describe('tickfleet connectors and jobs', () => {
     const shares = JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--book-loop-shares', '4', '--json')).stdout);
     expect(shares.bookLoop).toEqual({ cadenceMs: 1000, shares: 4 });
     expect(JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--limit', '1400', '--json')).stdout).bookLoop).toEqual({ cadenceMs: 1000, shares: 4 });
+    // a depth for the loop's adapter, kept when the shares change
+    const depth = JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--book-loop-depth', '1', '--json')).stdout);
+    expect(depth.bookLoop).toEqual({ cadenceMs: 1000, shares: 4, depth: 1 });
+    expect(JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--book-loop-shares', '2', '--json')).stdout).bookLoop).toEqual({
+      cadenceMs: 1000,
+      shares: 2,
+      depth: 1,
+    });
     const off = JSON.parse((await cli('connectors', 'upsert', 'polymarket', '--no-book-loop', '--json')).stdout);
     expect(off.bookLoop).toBeUndefined();
     const bad = await cli('connectors', 'upsert', 'polymarket', '--book-loop-shares', '2');
