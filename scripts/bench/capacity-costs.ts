@@ -16,8 +16,8 @@
  * 1. idle (baseline): the fleet up, nothing due, `--idle` s: the background rates per second that
  *    every other phase subtracts (heartbeats, connector polls, stalled checks, driver monitoring,
  *    this benchmark's own polling of the queue);
- * 2. enqueue: `--live` `1h` candle jobs fall due while the venue's queue is paused: the scheduler's
- *    claim and enqueue per job, and Redis memory per waiting unit;
+ * 2. enqueue: `--live` `1h` candle jobs fall due at one instant while the venue's queue is paused:
+ *    the scheduler's claim and enqueue per job, its claim rate, and Redis memory per waiting unit;
  * 3. live: the queue resumed; one unit per job, one klines request of 5 candles each;
  * 4. backfill: one `1m` backfill of `--pages` pages of 1,000 candles (one unit per page);
  * 5. idle again (a second baseline; the two are averaged);
@@ -207,18 +207,25 @@ async function main(): Promise<void> {
       );
     };
 
+    /** Seeding time per job, ms, as last measured (the warm-up's seeding sets it). */
+    let seedMsPerJob = 30;
     /**
-     * Phases 2 and 3 for `symbols`: seeded disabled (around the proxies, uncounted), enabled while
-     * the queue is paused (only the scheduler's claims and enqueues are counted), then run.
+     * Phases 2 and 3 for `symbols`: seeded around the proxies (uncounted) to fall due together at
+     * one instant after the seeding ends, while the queue is paused, so the enqueue phase holds
+     * only the scheduler's claims and enqueues and its rate is the claim rate; then run.
      */
-    const liveRun = async (symbols: string[]): Promise<[Phase, Phase]> => {
+    const liveRun = async (symbols: string[], measured: boolean): Promise<[Phase, Phase]> => {
       const since = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 5 * 3_600_000;
       const ids: string[] = [];
-      for (const symbol of symbols)
-        ids.push((await direct.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1h', since, nextRunAt: Date.now(), enabled: false })).id);
+      const t0 = Date.now();
+      const dueAt = Math.ceil(t0 + 2 * seedMsPerJob * symbols.length + 3000);
       await queue.pause();
+      for (const symbol of symbols)
+        ids.push((await direct.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol, timeframe: '1h', since, nextRunAt: dueAt })).id);
+      seedMsPerJob = (Date.now() - t0) / symbols.length;
+      if (measured && Date.now() >= dueAt) throw new Error('seeding the measured jobs took longer than planned: the enqueue window would include it');
+      await new Promise((r) => setTimeout(r, Math.max(0, dueAt - Date.now())));
       const e0 = await read();
-      for (const id of ids) await direct.jobs.setEnabled(id, true);
       let queued = 0;
       await pollUntil(async () => {
         const c = await queue.getJobCounts('waiting', 'prioritized');
@@ -242,10 +249,10 @@ async function main(): Promise<void> {
       return [enqueue, live];
     };
     // Warm-up, not reported: every worker process meets the measured units with its code compiled (fleet-scale.ts).
-    await liveRun(warmSymbols);
+    await liveRun(warmSymbols, false);
     process.stderr.write(`warm-up: ${WARM} live units\n`);
     log(await idle('idle 1'));
-    const [enqueue, live] = await liveRun(liveSymbols);
+    const [enqueue, live] = await liveRun(liveSymbols, true);
     log(enqueue);
     log(live);
 
