@@ -3,7 +3,7 @@
  * bytes and CPU, MongoDB commands (state store and sink apart), documents and bytes, and the CPU
  * of the workers, the scheduler and the MongoDB server, per unit.
  *
- *   node --import tsx scripts/bench/capacity-costs.ts [--live 5000] [--warm 2000] [--pages 100] [--outcomes 1000] [--window 30] [--idle 30] [--workers 2]
+ *   node --import tsx scripts/bench/capacity-costs.ts [--live 5000] [--warm 2000] [--bound 0] [--pages 100] [--outcomes 1000] [--window 30] [--idle 30] [--workers 2]
  *
  * One real fleet: a private redis-server, the venue emulations over HTTP, the MongoDB wire server
  * in its own process as state store and sink (`mongodb://`), `--workers` worker processes and a
@@ -19,6 +19,8 @@
  * 2. enqueue: `--live` `1h` candle jobs fall due at one instant while the venue's queue is paused:
  *    the scheduler's claim and enqueue per job, its claim rate, and Redis memory per waiting unit;
  * 3. live: the queue resumed; one unit per job, one klines request of 5 candles each;
+ *    with `--bound N`, again for `--live` other jobs under a budget of N requests per 10 s (units
+ *    meet a spent budget, yield and come back);
  * 4. backfill: one `1m` backfill of `--pages` pages of 1,000 candles (one unit per page);
  * 5. idle again (a second baseline; the two are averaged);
  * 6. book loop: Polymarket `--outcomes` order books on a 1 s loop (`--book-loop 1s`), a window of
@@ -34,7 +36,7 @@ import { waitFor } from '@tickfleet/testkit';
 import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
 import { loadavg } from 'node:os';
 import { startMongoWireProcess } from '../chaos/fixtures/store-outage.js';
-import { positiveIntArg } from './fixtures/args.js';
+import { intArg, positiveIntArg } from './fixtures/args.js';
 import { mongoDelta, startMongoCounter, type MongoCounter, type MongoCounts } from './fixtures/mongo-counter.js';
 import { machineCpuMs, procCpuMs } from './fixtures/proc-cpu.js';
 import { redisCalls, redisCpuMs } from './fixtures/redis-stats.js';
@@ -43,6 +45,8 @@ const args = process.argv.slice(2);
 const LIVE = positiveIntArg(args, 'live', 5000);
 /** Live units run before anything is measured, so the workers' hot code is compiled. */
 const WARM = positiveIntArg(args, 'warm', 2000);
+/** `--bound N`: also run `--live` more live units with the venue's budget cut to N requests per 10 s, so units meet a spent budget and yield. */
+const BOUND = intArg(args, 'bound', 0, 0);
 const PAGES = positiveIntArg(args, 'pages', 100);
 const OUTCOMES = positiveIntArg(args, 'outcomes', 1000);
 const WINDOW_S = positiveIntArg(args, 'window', 30);
@@ -120,8 +124,12 @@ async function main(): Promise<void> {
   const sinkCounter: MongoCounter = await startMongoCounter(mongo.url);
   const liveSymbols = Array.from({ length: LIVE }, (_, i) => `L${String(i).padStart(5, '0')}/USDT`);
   const warmSymbols = Array.from({ length: WARM }, (_, i) => `W${String(i).padStart(5, '0')}/USDT`);
+  const boundSymbols = Array.from({ length: BOUND ? LIVE : 0 }, (_, i) => `B${String(i).padStart(5, '0')}/USDT`);
   const fleet = await FleetHarness.start({
-    venues: { binance: { symbols: ['BTC/USDT', ...liveSymbols, ...warmSymbols], limit: { enabled: false } }, polymarket: { markets: MARKETS } },
+    venues: {
+      binance: { symbols: ['BTC/USDT', ...liveSymbols, ...warmSymbols, ...boundSymbols], limit: { enabled: false } },
+      polymarket: { markets: MARKETS },
+    },
   });
   const db = `cap${fleet.prefix.replace(/\W/g, '')}`;
   // Every command and role the harness starts reads these: the fleet talks through the counters.
@@ -134,13 +142,11 @@ async function main(): Promise<void> {
   // The production defaults (log level info included), not the harness's short test values.
   const defaults = { TICKFLEET_UNIT_LOCK_MS: '', TICKFLEET_STALLED_INTERVAL_MS: '', TICKFLEET_CONNECTOR_POLL_MS: '', TICKFLEET_HEARTBEAT_MS: '' };
   try {
-    await direct.connectors.upsert({
-      venue: 'binance',
-      baseUrl: fleet.mock.baseUrl('binance'),
-      // An hour's window: its end-of-window guard stays out of the phases (fleet-scale.ts).
-      rateLimit: { limit: 1_000_000_000, periodMs: 3_600_000 },
-      maxInflight: 32,
-    });
+    const binanceConnector = (rateLimit: { limit: number; periodMs: number }) =>
+      direct.connectors.upsert({ venue: 'binance', baseUrl: fleet.mock.baseUrl('binance'), rateLimit, maxInflight: 32 });
+    // An hour's window: its end-of-window guard stays out of the phases (fleet-scale.ts).
+    const UNBOUND = { limit: 1_000_000_000, periodMs: 3_600_000 };
+    await binanceConnector(UNBOUND);
     const workers = Array.from({ length: WORKERS }, (_, i) => fleet.spawn(`worker-${i}`, ['worker'], defaults));
     procs.push(...workers);
     const scheduler = fleet.spawnScheduler({ ...defaults, TICKFLEET_SCHEDULER_BOOK_EVERY_MS: '1000' });
@@ -255,6 +261,16 @@ async function main(): Promise<void> {
     const [enqueue, live] = await liveRun(liveSymbols, true);
     log(enqueue);
     log(live);
+    if (BOUND > 0) {
+      // The workers re-read connectors every 5 s (connector poll): wait that out before and after.
+      await binanceConnector({ limit: BOUND, periodMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 6000));
+      const [, bound] = await liveRun(boundSymbols, true);
+      bound.name = 'live, budget bound';
+      log(bound);
+      await binanceConnector(UNBOUND);
+      await new Promise((r) => setTimeout(r, 6000));
+    }
 
     // 4. backfill: one symbol, PAGES pages of 1,000 1m candles.
     const to = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000;
