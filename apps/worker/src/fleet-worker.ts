@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { type Clock, type Connector, type ConnectorStatus, effectiveLimit, formatDurationMs, systemClock } from '@tickfleet/core';
+import { type Clock, type Connector, type ConnectorStatus, formatDurationMs, systemClock } from '@tickfleet/core';
 import {
   aimdLimitsFor,
   BudgetGate,
@@ -190,7 +190,7 @@ export class FleetWorker {
     });
     const liveness = new WorkerHeartbeat(connection, this.workerId, { prefix: this.prefix, timeline: this.control.timeline });
     this.activeSets = new ActiveSets(connection, this.prefix, () => this.clock.monotonic());
-    this.fallback = new StoreOutageFallback(connection, liveness, { prefix: this.prefix, clock: this.clock });
+    this.fallback = new StoreOutageFallback(liveness, { clock: this.clock });
     this.unitLocks = new UnitLocks(options.store, () => this.clock.now());
     const reader = options.pipeline.sink.reader;
     this.executor = new UnitExecutor({
@@ -202,9 +202,9 @@ export class FleetWorker {
       ...(reader ? { gapLedger: new GapLedger(options.store, reader, { clock: this.clock, spooled: options.pipeline, logger: options.logger }) } : {}),
       ...(options.initialLookbackMs !== undefined ? { initialLookbackMs: options.initialLookbackMs } : {}),
     });
-    // The freeze and fallback marks every request checks, kept between announced changes (one
-    // subscriber connection) instead of read from Redis before each request.
-    this.freezeWatch = new FreezeWatch(this.control, this.fallback, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
+    // The freeze mark every request checks, kept between announced changes (one subscriber
+    // connection) instead of read from Redis before each request.
+    this.freezeWatch = new FreezeWatch(this.control, connection.duplicate(), { prefix: this.prefix, clock: this.clock });
     await this.freezeWatch.start();
     this.gate = new BudgetGate({
       budgets: options.store.budgets,
@@ -272,13 +272,7 @@ export class FleetWorker {
       // The beat also tells a restarted fleet (no worker for the venue for aimd.restartAfterMs)
       // apart from one worker restarting: only the former sets the AIMD concurrency back.
       const aimd = aimdLimitsFor(connector);
-      const liveWorkers = await this.fallback!.configure(
-        connector.venue,
-        effectiveLimit(connector.rateLimit),
-        connector.rateLimit.periodMs,
-        { afterMs: aimd.restartAfterMs, startConcurrency: startConcurrency(aimd) },
-        connector.rateLimit.policy === 'sliding-window' ? 'sliding-window' : 'fixed-window',
-      );
+      const liveWorkers = await this.fallback!.configure(connector.venue, { afterMs: aimd.restartAfterMs, startConcurrency: startConcurrency(aimd) });
       if (runner) {
         runner.update(connector, liveWorkers);
         continue;

@@ -338,7 +338,7 @@ export class UnitExecutor {
 
   /**
    * The unit's job from the store, or, while the store cannot be reached, the copy this worker
-   * read last: the unit can then make its requests (on the fallback budget share) instead of
+   * read last: the unit can then make its requests (on the worker's budget lease) instead of
    * waiting for the store before its first one. A stale copy is harmless: an older cursor only
    * re-fetches pages the idempotent sink already holds, and the unit ends at its first store
    * write, put back on the queue until the store answers.

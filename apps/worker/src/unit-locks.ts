@@ -63,7 +63,7 @@ export class UnitLocks {
    * completion did (`handle.released`). Returns `{ acquired: false }` without running `fn` while
    * another unit holds it. When the store cannot be reached, `fn` runs without the lock (token and
    * job null): the unit reads the job itself (a read may still work, or the worker's last copy) and
-   * spends its fallback budget share; its writes fail while the store is away, and a cursor only
+   * spends what its budget lease still holds; its writes fail while the store is away, and a cursor only
    * ever moves forward to pages already stored, so a run without the lock cannot lose or duplicate data.
    * `onLost` is called when a renewal finds the lock taken. `claimToken`: the token the claim of
    * the unit's run handed the lock to (`dueUnitToken(unit.dueAt)`), which the unit then only reads.

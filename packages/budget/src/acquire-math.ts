@@ -8,8 +8,7 @@ export { PAUSED_RETRY_MS };
  * The budget's arithmetic, specified once. Every backend decides an acquire in one atomic operation
  * written in its own language: the SQLite statement (`sqlite-budgets-repo.ts`), the MongoDB update
  * pipeline (`mongo-budgets-repo.ts`), the Redis scripts (`acquireGcra-1.lua`, `consumeWindow-1.lua`
- * with per-window keys) and, while the store is away, the worker's fallback share
- * (`LocalFallbackBudget`, which runs {@link decideAcquire} itself). Each must decide exactly as
+ * with per-window keys). Each must decide exactly as
  * {@link decideAcquire} and {@link decideObserve}; `packages/budget/test/budget-conformance.test.ts`
  * runs one table of cases through all of them and requires identical results. What the store
  * returns then becomes the caller's result through {@link toAcquireResult} and {@link onCallerClock}

@@ -22,13 +22,34 @@ export const BUDGET_DEFAULTS = Object.freeze({
   pacing: 'even' as Pacing,
 });
 
-/** Defaults of the store-outage fallback (a worker's local share of a venue's limit). */
+/** Defaults of the store-outage fallback (what a worker does while it cannot reach the shared budget). */
 export const FALLBACK_DEFAULTS = Object.freeze({
   /**
-   * Live workers assumed before any heartbeat count arrived. Never 1: a worker that cannot see the
-   * fleet must not assume it owns the whole limit.
+   * While the shared budget is unreachable and this worker's lease cannot cover a request, the
+   * request asks the budget again after this long. Longer than `BUDGET_DEFAULTS.maxInlineWaitMs`,
+   * so the unit yields its slot instead of waiting in it for an outage.
    */
-  assumedWorkers: 2,
-  /** A venue this worker never configured a share for is asked about again after this long. */
-  unconfiguredRetryMs: 1000,
+  outageRetryMs: 2000,
+});
+
+/**
+ * Defaults of a worker's leases on a fixed-window budget (`BudgetGate`): weight the shared budget
+ * granted this worker at once, spent locally until its window's guard.
+ */
+export const LEASE_DEFAULTS = Object.freeze({
+  /** A lease never asks for more than this share of the venue's effective limit (waste per worker and window is below it). */
+  maxShare: 0.1,
+});
+
+/**
+ * Defaults of the end-of-window guard: the last stretch of a fixed window in which no grant is
+ * sent, sized from measured latencies (see `window-guard.ts`).
+ */
+export const GUARD_DEFAULTS = Object.freeze({
+  /** Added to the measured latencies: timer and event-loop lateness of a loaded process. */
+  marginMs: 10,
+  /** The guard never exceeds this share of the window (beyond it the venue's window is too short for its latency). */
+  maxShare: 0.5,
+  /** Mean deviations added to a latency's smoothed mean to bound it (TCP's retransmission timer, RFC 6298, takes 4). */
+  deviations: 4,
 });

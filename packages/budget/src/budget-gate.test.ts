@@ -5,7 +5,8 @@ import { openStore, type StateStore } from '@tickfleet/store';
 import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import { clearOfMinuteEnd, startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
-import { BudgetGate, boundaryGuardMs } from './budget-gate.js';
+import { BudgetGate } from './budget-gate.js';
+import { boundaryGuardMs } from './window-guard.js';
 import { RecordedBudgets } from '../test/fixtures/recorded-budgets.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
@@ -21,75 +22,73 @@ afterAll(async () => {
   await redis.stop();
 });
 
-/**
- * The store-outage fallback of worker `workerIds[0]` for binance (limit `limit` per minute), in a
- * fleet of `workerIds.length` live workers that all beat their heartbeat in Redis, as FleetWorker
- * wires it. Each worker has its own Redis connection.
- */
-async function fleetFallbacks(clock: Clock, limit: number, workerIds: readonly string[], prefix = redis.namespace()): Promise<StoreOutageFallback[]> {
-  const fallbacks = workerIds.map((id) => {
-    const conn = new Redis(redis.url);
-    conns.push(conn);
-    return new StoreOutageFallback(conn, new WorkerHeartbeat(conn, id, { prefix, clock }), { prefix, clock });
-  });
-  for (const f of fallbacks) await f.configure('binance', limit, 60_000);
-  // The first ones beat before the others: bring every worker up to the fleet's final count.
-  for (const f of fallbacks) await f.configure('binance', limit, 60_000);
-  return fallbacks;
+/** The store-outage state of one worker for binance, as FleetWorker wires it (a heartbeat in Redis). */
+async function outageState(clock: Clock): Promise<StoreOutageFallback> {
+  const conn = new Redis(redis.url);
+  conns.push(conn);
+  const fallback = new StoreOutageFallback(new WorkerHeartbeat(conn, 'w1', { prefix: redis.namespace(), clock }), { clock });
+  await fallback.configure('binance');
+  return fallback;
+}
+
+/** Requests of weight 1 one after another until the gate refuses one; resolves how many went. */
+async function untilRefused(gate: BudgetGate, max = 100): Promise<number> {
+  for (let i = 0; i < max; i++) {
+    try {
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+    } catch (err) {
+      if (err instanceof BudgetExhaustedError) return i;
+      throw err;
+    }
+  }
+  return max;
 }
 
 /**
- * The budget gate against a real MongoDB store (the wire test server) that goes away: while the
- * store answers, every request is spent from the shared budget; once it cannot be reached, the
- * worker spends only its share `floor(limit / liveWorkers)` of the window and says so in metrics.
+ * The budget gate against a real store that goes away: while the store answers, requests are
+ * spent from the shared budget (in leases); once it cannot be reached, the worker spends only what
+ * its lease still holds, then nothing, in this window and the next, and says so in metrics.
  */
 describe('BudgetGate', () => {
-  it('falls back to limit / liveWorkers per window while the store is unreachable', async () => {
+  it('spends only its lease while the MongoDB store is unreachable, then nothing', async () => {
     const server = await startMongoWire();
     let store: StateStore | undefined;
     try {
       store = await openStore(`${server.url}gate${Date.now()}`, { serverSelectionTimeoutMs: 300 });
-      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
       const metrics = gateMetrics();
       // Mid-window on a fixed clock, so the window's end is never within the gate's inline wait.
       const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
-      const [fallback] = (await fleetFallbacks(clock, 20, ['w1', 'w2', 'w3', 'w4'])) as [StoreOutageFallback];
-      expect(fallback.shareOf('binance')).toBe(5);
-      const gate = new BudgetGate({
-        budgets: store.budgets,
-        clock,
-        metrics,
-        freezes: { frozenForMs: async () => 0 },
-        fallback,
-      });
+      const fallback = await outageState(clock);
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback, maxInlineWaitMs: 0 });
       const fallbackGauge = async (): Promise<number | undefined> =>
         (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
 
       // MongoDB budgets count windows on the server's clock ($$NOW), which is real time: a grant in
       // the last guard band of a real minute would have the gate wait for a window end that the
-      // manual clock never reaches. Start the grant clear of that band, with room for a loaded
-      // machine's delays before the grant and the usage read after it.
+      // manual clock never reaches. Start the grants clear of that band, with room for a loaded
+      // machine's delays before the grants and the usage read after them.
       await clearOfMinuteEnd(boundaryGuardMs(60_000) + 8000);
-      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
-      expect((await store.budgets.usage('binance'))?.used).toBe(2);
+      // One after another: each lease spent within its window doubles the next (1, 1, 2, 4, 8, 10).
+      for (let i = 0; i < 10; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+      const counted = (await store.budgets.usage('binance'))!.used;
+      expect(counted).toBeGreaterThan(10);
       expect(await fallbackGauge()).toBe(0);
 
       await server.stop();
-      // The window the store went away in may be spent already: nothing from the fallback in it.
-      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
-      clock.advance(60_000);
-      // floor(20 / 4) = 5 weight this window, not the full 20.
-      for (let i = 0; i < 5; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
-      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+      // The rest of the lease goes; then nothing, in this window or the next.
+      expect(await untilRefused(gate)).toBe(counted - 10);
       expect(await fallbackGauge()).toBe(1);
       expect(fallback.isActive('binance')).toBe(true);
+      clock.advance(60_000);
+      expect(await untilRefused(gate)).toBe(0);
     } finally {
       await store?.close().catch(() => undefined);
       await server.stop().catch(() => undefined);
     }
   }, 30_000);
 
-  it('SQLite store locked by another connection: falls back without stalling the event loop, then marks the window spent on recovery', async () => {
+  it('SQLite store locked by another connection: spends only its lease without stalling the event loop, and resumes the shared count', async () => {
     const dir = tempDir('tickfleet-gate-lock-');
     const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
     const store = await openStore(dir.sqliteUrl('state.db'), { clock });
@@ -97,11 +96,13 @@ describe('BudgetGate', () => {
     try {
       await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
       const metrics = gateMetrics();
-      const [fallback] = (await fleetFallbacks(clock, 20, ['w1', 'w2'])) as [StoreOutageFallback];
-      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback });
+      const fallback = await outageState(clock);
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics, freezes: { frozenForMs: async () => 0 }, fallback, maxInlineWaitMs: 0 });
       const fallbackGauge = async (): Promise<number | undefined> =>
         (await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value;
-      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
+      // Leases of 1, 1 and 2 (at most 10% of the limit): one weight left in the lease.
+      for (let i = 0; i < 3; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+      expect((await store.budgets.usage('binance'))?.used).toBe(4);
 
       // Another process's long write transaction (WAL: readers go on, writers get SQLITE_BUSY).
       locker = new Database(dir.file('state.db'));
@@ -114,11 +115,9 @@ describe('BudgetGate', () => {
         last = now;
       }, 5);
       try {
-        await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+        expect(await untilRefused(gate)).toBe(1);
         clock.advance(60_000);
-        // floor(20 / 2) = 10 weight in the next window from the fallback, then refused.
-        for (let i = 0; i < 10; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
-        await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+        expect(await untilRefused(gate)).toBe(0);
       } finally {
         clearInterval(probe);
       }
@@ -130,15 +129,12 @@ describe('BudgetGate', () => {
       locker.exec('COMMIT');
       locker.close();
       locker = undefined;
-      // The store is back mid-window: the workers' local spending is not in it, so the window is
-      // marked spent (fallback allowance 10 x 2 workers) and the request waits for the next one.
-      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+      // The store is back mid-window: nothing was spent without it, so its count is the truth and
+      // the window's full limit is there to spend.
+      expect(await untilRefused(gate)).toBe(20);
       expect(await fallbackGauge()).toBe(0);
       expect(fallback.isActive('binance')).toBe(false);
       expect((await store.budgets.usage('binance'))?.used).toBe(20);
-      clock.advance(60_000);
-      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 3 });
-      expect((await store.budgets.usage('binance'))?.used).toBe(3);
     } finally {
       locker?.close();
       await store.close();
@@ -146,34 +142,7 @@ describe('BudgetGate', () => {
     }
   });
 
-  it('a worker that reaches the store while another spends its fallback share marks that window spent first', async () => {
-    const dir = tempDir('tickfleet-gate-fleet-fallback-');
-    // Worker b lost the store a window earlier: its fallback share starts in the window after that.
-    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30) - 60_000);
-    const store = await openStore(dir.sqliteUrl('state.db'), { clock });
-    try {
-      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 1 } });
-      const [a, b] = (await fleetFallbacks(clock, 20, ['a', 'b'])) as [StoreOutageFallback, StoreOutageFallback];
-      expect(await b.tryAcquire('binance', 1)).toMatchObject({ ok: false });
-      clock.advance(60_000);
-      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, fallback: a });
-      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
-      expect((await store.budgets.usage('binance'))?.used).toBe(2);
-      // Worker b, cut off from the store, spends its share in this window (told via Redis).
-      expect(await b.tryAcquire('binance', 1)).toEqual({ ok: true, used: 1, share: 10 });
-      await waitFor(async () => (await a.fleetFallbackUntil('binance')) === Date.UTC(2030, 0, 1, 0, 1), 'the fleet-wide fallback mark');
-      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
-      expect((await store.budgets.usage('binance'))?.used).toBe(20);
-      clock.advance(60_000);
-      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
-      expect((await store.budgets.usage('binance'))?.used).toBe(1);
-    } finally {
-      await store.close();
-      dir.remove();
-    }
-  });
-
-  it("spends a venue's requests of one turn past the first four in one store acquire of their sum", async () => {
+  it("spends the requests that waited for a venue's acquire in one store acquire of their sum", async () => {
     const dir = tempDir('tickfleet-gate-turn-');
     const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
     const store = await openStore(dir.sqliteUrl(), { clock });
@@ -182,7 +151,8 @@ describe('BudgetGate', () => {
       const recorded = new RecordedBudgets(store.budgets);
       const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 } });
       await Promise.all(Array.from({ length: 10 }, () => gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 })));
-      expect(recorded.acquires.map((a) => a.weight)).toEqual([2, 2, 2, 2, 12]);
+      // The first one's acquire (one store acquire of a venue at a time per worker), then one for the nine that waited.
+      expect(recorded.acquires.map((a) => a.weight)).toEqual([2, 18]);
       expect((await store.budgets.usage('binance'))?.used).toBe(20);
     } finally {
       await store.close();

@@ -1,19 +1,18 @@
 import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
-import { BUDGET_DEFAULTS } from './budget-defaults.js';
+import { BUDGET_DEFAULTS, FALLBACK_DEFAULTS, LEASE_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
 import { CoalescedAcquires } from './coalesced-acquires.js';
 import type { ScopedBudgets } from './scoped-budgets.js';
 import type { FallbackBudget } from './store-outage-fallback.js';
 import { venueHold } from './venue-control/venue-status.js';
+import { LatencyEstimate, windowGuardMs } from './window-guard.js';
 
 /** What the gate needs to know about fleet-wide venue state (`FleetVenueControl` reads the freeze record). */
 export interface FreezeSource {
   /** Remaining fleet-wide freeze of the venue in ms (0 when not frozen). */
   frozenForMs(venue: string): Promise<number>;
-  /** The fleet's fallback mark ({@link FallbackBudget.fleetFallbackUntil}) when this source keeps it too (`FreezeWatch`). */
-  fleetFallbackUntil?(venue: string): Promise<number>;
 }
 
 type Labels<L extends string> = Partial<Record<L, string | number>>;
@@ -59,7 +58,11 @@ export interface BudgetGateOptions {
    * instead of the store's venue budget. Without them, every request spends from its venue's.
    */
   scopes?: Pick<ScopedBudgets, 'acquire'>;
-  /** Fallback while the store is unreachable; without one, an unreachable store fails the request. */
+  /**
+   * Outage state while the shared budget is unreachable: with it, a request the worker's lease
+   * cannot cover waits (or yields) for the budget to answer again; without it, an unreachable
+   * budget fails the request.
+   */
   fallback?: FallbackBudget;
   /** A refusal whose retry time is at most this far away waits in-process instead of yielding the unit. @defaultValue BUDGET_DEFAULTS.maxInlineWaitMs */
   maxInlineWaitMs?: number;
@@ -83,17 +86,17 @@ export interface BudgetReservation {
 }
 
 /**
- * The last stretch of a fixed window in which no request is sent: 5% of the period, at most 1 s
- * (500 ms of a 10 s window, 1 s of Binance's minute). A venue counts a request in the window it
- * arrives in, so a grant made just before a boundary would land uncounted in the next window
- * (measured: with 6 units in flight and a 120-weight window, one request in ~5 loaded runs went
- * over the limit that way, more than the 95% headroom absorbs). Requests wait out the stretch
- * instead, and a grant the store made inside it is left spent (never over-counting the venue's
- * window, at worst under-using it) and taken again in the next window.
+ * Weight of a fixed-window budget the shared budget granted this worker at once: spent locally by
+ * the worker's requests until `untilMs` (its window's end on this worker's clock, less the guard),
+ * then void (it stays counted in that window: the venue can be under-used, never over-spent).
  */
-export function boundaryGuardMs(periodMs: number): number {
-  return Math.min(1000, Math.floor(periodMs * 0.05));
+interface Lease {
+  windowStartMs: number;
+  tokens: number;
+  untilMs: number;
 }
+
+type SpendResult = { ok: true; untilMs?: number } | { ok: false; retryAtMs: number };
 
 /**
  * Spends a request's weight from the venue's shared budget before every upstream request.
@@ -103,6 +106,19 @@ export function boundaryGuardMs(periodMs: number): number {
  * reports (`X-MBX-USED-WEIGHT-1M`) raises the shared count, so traffic from other clients on the
  * same IP is accounted for. A venue's acquires of one event-loop turn past the first four are
  * spent as one acquire of their sum ({@link CoalescedAcquires}).
+ *
+ * Leases (fixed-window budgets): a store acquire may take more than the request's weight, the
+ * worker's lease, whose rest later requests spend without the store until the window's guard. The
+ * lease size adapts per venue: doubled when a lease was spent within its window, halved when one
+ * ended with weight left, at most `LEASE_DEFAULTS.maxShare` of the limit. While the store is
+ * unreachable a worker spends only its lease, then nothing: every weight it sends was counted in
+ * the shared window it is sent in, so no partition can make a window hold more than the limit.
+ *
+ * End-of-window guard: a grant's window end is placed on this worker's clock from the moment its
+ * acquire was sent (so the round trip to the budget only shortens it), and nothing is sent later
+ * than the guard before it: the venue requests' measured latency plus a margin
+ * ({@link windowGuardMs}). No acquire starts within the guard plus the budget's measured round
+ * trip of the end: its grant could not be used.
  */
 export class BudgetGate {
   private readonly maxInlineWaitMs: number;
@@ -110,10 +126,18 @@ export class BudgetGate {
   private readonly lastGrant = new Map<string, { windowStartMs: number; used: number }>();
   /** Per venue: whether the latest store answer said this worker's clock is off the budget's timeline. */
   private readonly skewed = new Map<string, boolean>();
-  /** Per venue: the fleet-fallback window end this worker already marked spent in the store. */
-  private readonly markedSpent = new Map<string, number>();
-  /** Per venue: where the current window's boundary guard starts and ends, on this worker's clock. */
+  /** Per venue: where acquires stop before the current window's end, and that end, on this worker's clock. */
   private readonly guardBand = new Map<string, { fromMs: number; toMs: number }>();
+  /** Per fixed-window venue: this worker's lease, and the weight its next lease asks for. */
+  private readonly leases = new Map<string, Lease>();
+  private readonly leaseSize = new Map<string, number>();
+  /** Per venue: the lease acquire in flight (one at a time; the venue's other requests wait for it). */
+  private readonly leasing = new Map<string, { weight: number; result: Promise<SpendResult> }>();
+  /** Per venue: weight of this worker's requests waiting for the lease acquire in flight. */
+  private readonly waiting = new Map<string, number>();
+  /** Per venue: measured round trip of the budget's acquires, and latency of the venue's requests. */
+  private readonly budgetRtt = new Map<string, LatencyEstimate>();
+  private readonly venueLatency = new Map<string, LatencyEstimate>();
   /** The requests' acquires: of a venue's in one event-loop turn, those past the first four spent as one. */
   private readonly acquires: CoalescedAcquires;
 
@@ -165,29 +189,66 @@ export class BudgetGate {
   /** The acquire loop of one spend; resolves the end of the grant's fixed window before its guard (local clock), when known. */
   private async spend(venue: string, weight: number, scope: string | undefined): Promise<number | undefined> {
     const { clock, freezes } = this.options;
-    for (;;) {
-      // Both marks live in Redis (a FreezeWatch keeps them between announced changes): read together.
-      const [frozenMs, fleetFallbackUntil] = await Promise.all([freezes.frozenForMs(venue), this.fleetFallbackMark(venue)]);
-      if (frozenMs > 0) throw new BudgetExhaustedError(venue, clock.now() + frozenMs);
-      const band = this.guardBand.get(venue);
-      const now = clock.now();
-      if (band && now >= band.fromMs && now < band.toMs) {
-        // Inside the boundary guard (at most 1 s): the request goes out in the next window.
+    // While this request waits for another's acquire or a window's start, its weight counts in the next lease's ask.
+    let waits = false;
+    const wait = (): void => {
+      if (!waits) this.waiting.set(venue, (this.waiting.get(venue) ?? 0) + weight);
+      waits = true;
+    };
+    const unwait = (): void => {
+      if (waits) this.waiting.set(venue, this.waiting.get(venue)! - weight);
+      waits = false;
+    };
+    try {
+      for (;;) {
+        const frozenMs = await freezes.frozenForMs(venue);
+        if (frozenMs > 0) throw new BudgetExhaustedError(venue, clock.now() + frozenMs);
+        const scopes = this.options.scopes;
+        let result: SpendResult;
+        if (scope !== undefined && scopes) {
+          result = await this.acquireScoped(scopes, venue, scope, weight);
+        } else {
+          const lease = this.leases.get(venue);
+          const now = clock.now();
+          if (lease && now < lease.untilMs && lease.tokens >= weight) {
+            lease.tokens -= weight;
+            return lease.untilMs;
+          }
+          const band = this.guardBand.get(venue);
+          if (band && now >= band.fromMs && now < band.toMs) {
+            // Inside the guard: a grant now could not be sent in this window; the request goes out in the next.
+            this.options.metrics.budgetWaits.inc({ venue });
+            wait();
+            await sleep(band.toMs - now);
+            continue;
+          }
+          const pending = this.leasing.get(venue);
+          if (pending) {
+            // Another request of this worker is taking a lease: spend from it if it covers this one;
+            // a refusal of no more weight than this one's (or an unreachable budget) is this one's too.
+            wait();
+            const other = await pending.result.catch(() => undefined);
+            if (!other || other.ok || weight < pending.weight) continue;
+            result = other;
+          } else {
+            unwait();
+            const leasing = { weight, result: this.acquire(venue, weight).finally(() => this.leasing.delete(venue)) };
+            this.leasing.set(venue, leasing);
+            result = await leasing.result;
+          }
+        }
+        unwait();
+        if (result.ok) return result.untilMs;
+        const waitMs = result.retryAtMs - clock.now();
+        if (waitMs > this.maxInlineWaitMs) {
+          this.options.metrics.budgetYields.inc({ venue });
+          throw new BudgetExhaustedError(venue, result.retryAtMs);
+        }
         this.options.metrics.budgetWaits.inc({ venue });
-        await sleep(band.toMs - now);
-        continue;
+        await sleep(Math.max(1, waitMs));
       }
-      const scopes = this.options.scopes;
-      const result =
-        scope !== undefined && scopes ? await this.acquireScoped(scopes, venue, scope, weight) : await this.acquire(venue, weight, fleetFallbackUntil);
-      if (result.ok) return result.untilMs;
-      const waitMs = result.retryAtMs - clock.now();
-      if (waitMs > this.maxInlineWaitMs) {
-        this.options.metrics.budgetYields.inc({ venue });
-        throw new BudgetExhaustedError(venue, result.retryAtMs);
-      }
-      this.options.metrics.budgetWaits.inc({ venue });
-      await sleep(Math.max(1, waitMs));
+    } finally {
+      unwait();
     }
   }
 
@@ -195,6 +256,8 @@ export class BudgetGate {
   async afterResponse(info: AfterResponseInfo): Promise<void> {
     const { metrics, budgets } = this.options;
     metrics.requestSeconds.observe({ venue: info.venue, endpoint: info.endpoint }, info.latencyMs / 1000);
+    // Answered requests only: a connection failure's time says nothing of the trip to the venue.
+    if (info.status !== 0) estimate(this.venueLatency, info.venue).observe(info.latencyMs);
     metrics.responses.inc({ venue: info.venue, status: statusClass(info.status) });
     if (
       info.usedWeight !== undefined &&
@@ -222,119 +285,115 @@ export class BudgetGate {
     return true;
   }
 
-  /** The fleet's latest fallback window mark (0 when this worker has no fallback or is on it). */
-  private async fleetFallbackMark(venue: string): Promise<number> {
-    const { fallback, freezes } = this.options;
-    if (!fallback || fallback.isActive(venue)) return 0;
-    return freezes.fleetFallbackUntil ? freezes.fleetFallbackUntil(venue) : fallback.fleetFallbackUntil(venue);
+  /**
+   * A scope's budget (no fixed window, so no guard and no lease): a refusal carries the scope's
+   * next free time. While Redis is unreachable the scope's requests wait for it.
+   */
+  private async acquireScoped(scopes: Pick<ScopedBudgets, 'acquire'>, venue: string, scope: string, weight: number): Promise<SpendResult> {
+    let r: AcquireResult;
+    try {
+      r = await scopes.acquire(venue, scope, weight);
+    } catch (err) {
+      return this.unreachable(venue, err);
+    }
+    this.reachable(venue);
+    if (r.ok) {
+      this.options.metrics.budgetLimit.set({ venue }, r.limit);
+      return { ok: true };
+    }
+    if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
+    if (r.reason !== 'exhausted') throw this.statusRefusal(venue, r.reason, r.retryAtMs);
+    return { ok: false, retryAtMs: r.retryAtMs };
   }
 
   /**
-   * A scope's budget (no fixed window, so no boundary guard): a refusal carries the scope's next
-   * free time. While Redis is unreachable the worker budgets on its fallback share of the venue.
+   * One store acquire for a request the lease does not cover: of the venue's lease size (a fixed
+   * window venue's) or, when more, this request's weight and those waiting for it; of the weight
+   * alone when the window has less left. A fixed-window grant becomes the worker's lease, less
+   * this request's weight. A GCRA or sliding-window budget grants the request's weight alone: no
+   * window bounds when a lease of it could still be sent.
    */
-  private async acquireScoped(
-    scopes: Pick<ScopedBudgets, 'acquire'>,
-    venue: string,
-    scope: string,
-    weight: number,
-  ): Promise<{ ok: true; untilMs?: number } | { ok: false; retryAtMs: number }> {
-    const { fallback, metrics } = this.options;
+  private async acquire(venue: string, weight: number): Promise<SpendResult> {
+    const { clock, metrics } = this.options;
+    const previous = this.leases.get(venue);
+    // Set once the budget granted in fixed windows: before that (and for GCRA or sliding windows) no lease.
+    const size = this.leaseSize.get(venue);
+    // The requests that waited for the previous acquire go now too: one acquire for all of them.
+    let ask = size === undefined ? weight : Math.max(size, weight + (this.waiting.get(venue) ?? 0));
+    let sentAtMs = clock.now();
+    let r: AcquireResult;
     try {
-      const r = await scopes.acquire(venue, scope, weight);
-      if (fallback?.isActive(venue)) {
-        // Redis answers again: the scopes' budgets are shared once more.
-        fallback.deactivate(venue);
-        metrics.fallbackActive.set({ venue }, 0);
+      r = await this.acquires.acquire(venue, ask);
+      if (!r.ok && r.reason === 'exhausted' && ask > weight) {
+        // Less than a lease left in the window: this request's weight alone, and smaller leases.
+        this.leaseSize.set(venue, Math.max(1, Math.floor((size ?? 1) / 2)));
+        ask = weight;
+        sentAtMs = clock.now();
+        r = await this.acquires.acquire(venue, ask);
       }
-      if (r.ok) {
-        metrics.budgetLimit.set({ venue }, r.limit);
-        return { ok: true };
-      }
+    } catch (err) {
+      return this.unreachable(venue, err);
+    }
+    const receivedAtMs = clock.now();
+    estimate(this.budgetRtt, venue).observe(receivedAtMs - sentAtMs);
+    this.reachable(venue);
+    this.noteClockOffset(venue, r);
+    if (!r.ok) {
       if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
+      // Paused, disabled or unknown venue: yield the unit for a while instead of polling the store from a held slot.
       if (r.reason !== 'exhausted') throw this.statusRefusal(venue, r.reason, r.retryAtMs);
       return { ok: false, retryAtMs: r.retryAtMs };
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
-      metrics.fallbackActive.set({ venue }, 1);
-      return await fallback.tryAcquire(venue, weight);
     }
-  }
-
-  private async acquire(venue: string, weight: number, fleetFallbackUntil: number): Promise<{ ok: true; untilMs?: number } | { ok: false; retryAtMs: number }> {
-    const { fallback, metrics } = this.options;
-    try {
-      if (fallback?.isActive(venue)) {
-        await this.endFallback(venue, fallback);
-      } else if (fallback) {
-        // Another worker may still be (or just have been) on its fallback share in this window:
-        // the store does not know that weight, so the window is marked spent before using it.
-        const until = fleetFallbackUntil;
-        if (until > this.options.clock.now() && this.markedSpent.get(venue) !== until) {
-          await this.markWindowSpent(venue, fallback);
-          this.markedSpent.set(venue, until);
-        }
-      }
-      const r = await this.acquires.acquire(venue, weight);
-      metrics.fallbackActive.set({ venue }, 0);
-      this.noteClockOffset(venue, r);
-      if (r.ok) {
-        if (r.windowStartMs !== undefined) this.lastGrant.set(venue, { windowStartMs: r.windowStartMs, used: r.used });
-        metrics.budgetUsed.set({ venue }, r.used);
-        metrics.budgetLimit.set({ venue }, r.limit);
-        if (r.windowStartMs !== undefined && r.windowEndMs !== undefined) {
-          // The store's window, placed on this worker's clock by the decision's distance to its end.
-          const leftMs = r.windowEndMs - r.atMs;
-          const guardMs = boundaryGuardMs(r.windowEndMs - r.windowStartMs);
-          const endLocalMs = this.options.clock.now() + leftMs;
-          this.guardBand.set(venue, { fromMs: endLocalMs - guardMs, toMs: endLocalMs });
-          if (leftMs < guardMs) return { ok: false, retryAtMs: endLocalMs };
-          return { ok: true, untilMs: endLocalMs - guardMs };
-        }
-        return { ok: true };
-      }
-      if (r.reason === 'too-heavy') throw await this.tooHeavy(venue, weight, r.limit);
-      if (r.reason !== 'exhausted') {
-        // Paused, disabled or unknown venue: yield the unit for a while instead of polling the
-        // store from a held slot.
-        throw this.statusRefusal(venue, r.reason, r.retryAtMs);
-      }
-      return { ok: false, retryAtMs: r.retryAtMs };
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
-      if (!fallback.isActive(venue))
-        this.options.logger?.warn({ venue, err: err.message }, "state store unavailable: budgeting locally on this worker's share (limit / live workers)");
-      metrics.fallbackActive.set({ venue }, 1);
-      return await fallback.tryAcquire(venue, weight);
-    }
+    if (r.windowStartMs !== undefined) this.lastGrant.set(venue, { windowStartMs: r.windowStartMs, used: r.used });
+    metrics.budgetUsed.set({ venue }, r.used);
+    metrics.budgetLimit.set({ venue }, r.limit);
+    if (r.windowStartMs === undefined || r.windowEndMs === undefined) return { ok: true };
+    // The store decided after the acquire was sent: on this worker's clock its window ends no earlier than this.
+    const endLocalMs = sentAtMs + (r.windowEndMs - r.atMs);
+    const untilMs = endLocalMs - windowGuardMs(r.windowEndMs - r.windowStartMs, estimate(this.venueLatency, venue).upperMs());
+    this.guardBand.set(venue, { fromMs: untilMs - estimate(this.budgetRtt, venue).upperMs(), toMs: endLocalMs });
+    this.adaptLeaseSize(venue, previous, r.windowStartMs, r.limit);
+    // Granted too late to be sent in its window: left spent there (under-using the venue, never over-spending it).
+    if (receivedAtMs >= untilMs) return { ok: false, retryAtMs: endLocalMs };
+    this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens: ask - weight, untilMs });
+    return { ok: true, untilMs };
   }
 
   /**
-   * The store answers again after a fallback period. The shared window it is in knows nothing of
-   * what the workers spent locally meanwhile (they may have spent up to the whole limit between
-   * them), so before taking shared weight again this worker marks that window as spent by the
-   * fleet's fallback allowance. Every recovering worker does the same, idempotently (observe only
-   * raises a window). The cost is at most the rest of one window unused after an outage.
+   * The next lease's size: doubled when the previous lease was spent within the window it was
+   * granted in (demand above it), halved when it ended with weight left (that weight was lost),
+   * within [1, `LEASE_DEFAULTS.maxShare` of the limit].
    */
-  private async endFallback(venue: string, fallback: FallbackBudget): Promise<void> {
-    const { metrics, clock } = this.options;
-    await this.markWindowSpent(venue, fallback);
-    fallback.deactivate(venue);
-    metrics.fallbackActive.set({ venue }, 0);
-    this.options.logger?.info({ venue, resumedAt: new Date(clock.now()).toISOString() }, 'state store reachable again: shared budget resumed');
+  private adaptLeaseSize(venue: string, previous: Lease | undefined, windowStartMs: number, limit: number): void {
+    let size = this.leaseSize.get(venue) ?? 1;
+    if (previous?.windowStartMs === windowStartMs) size *= 2;
+    else if (previous && previous.tokens > 0) size = Math.ceil(size / 2);
+    this.leaseSize.set(venue, Math.min(Math.max(1, Math.floor(limit * LEASE_DEFAULTS.maxShare)), Math.max(1, size)));
   }
 
-  /** Raises the store's current window by the fleet's fallback allowance (at most to the limit). */
-  private async markWindowSpent(venue: string, fallback: FallbackBudget): Promise<void> {
-    const { budgets } = this.options;
-    const usage = await budgets.usage(venue);
-    if (!usage) return;
-    const allowance = Math.min(usage.limit, fallback.fleetAllowance(venue));
-    if (usage.policy === 'fixed-window' && usage.windowStartMs !== null) {
-      await budgets.observe(venue, Math.min(usage.limit, usage.used + allowance), usage.windowStartMs);
-    } else if (allowance > 0) {
-      await budgets.acquire(venue, allowance);
+  /**
+   * The shared budget could not be reached: without a fallback the request fails; with one it
+   * waits for the budget to answer again. Nothing is granted without the budget's word: a request
+   * the lease covers never gets here.
+   */
+  private unreachable(venue: string, err: unknown): SpendResult {
+    const { fallback, metrics, clock } = this.options;
+    if (!(err instanceof StoreUnavailableError) || !fallback) throw err;
+    if (!fallback.isActive(venue)) {
+      fallback.activate(venue);
+      this.options.logger?.warn({ venue, err: err.message }, "state store unavailable: budgeting locally on this worker's lease only, nothing past it");
     }
+    metrics.fallbackActive.set({ venue }, 1);
+    return { ok: false, retryAtMs: clock.now() + FALLBACK_DEFAULTS.outageRetryMs };
+  }
+
+  /** The shared budget answered: ends an outage, if any. */
+  private reachable(venue: string): void {
+    const { fallback, metrics, clock } = this.options;
+    metrics.fallbackActive.set({ venue }, 0);
+    if (!fallback?.isActive(venue)) return;
+    fallback.deactivate(venue);
+    this.options.logger?.info({ venue, resumedAt: new Date(clock.now()).toISOString() }, 'state store reachable again: shared budget resumed');
   }
 
   /** The unit of a venue its status keeps from sending yields until the status hold ends (`venueHold`). */
@@ -374,6 +433,15 @@ function statusClass(status: number): string {
   if (status === 0) return 'none';
   if (status === 429 || status === 418) return String(status);
   return `${Math.floor(status / 100)}xx`;
+}
+
+function estimate(map: Map<string, LatencyEstimate>, venue: string): LatencyEstimate {
+  let e = map.get(venue);
+  if (!e) {
+    e = new LatencyEstimate();
+    map.set(venue, e);
+  }
+  return e;
 }
 
 function sleep(ms: number): Promise<void> {

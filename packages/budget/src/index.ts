@@ -3,7 +3,8 @@
  *
  * Budget: `BudgetsRepo` (the state store's, or `RedisBudgetsRepo` through `openBudgets`), the
  * arithmetic every backend follows (`acquire-math.ts`), the `BudgetGate` every request passes, the
- * per-scope budgets (`ScopedBudgets`) and the store-outage fallback (`StoreOutageFallback`).
+ * per-scope budgets (`ScopedBudgets`), the worker's leases and end-of-window guard (in the gate, `window-guard.ts`)
+ * and the store-outage state (`StoreOutageFallback`).
  *
  * Venue control (`src/venue-control/`): everything that stops or slows a venue, one API each:
  * - freeze and its escalation, AIMD concurrency, per-instrument book backoff and the order-book
@@ -30,9 +31,10 @@ export {
   type BudgetRow,
   type BudgetState,
 } from './acquire-math.js';
-export { BudgetGate, boundaryGuardMs, type BudgetGateMetrics, type BudgetReservation, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
+export { BudgetGate, type BudgetGateMetrics, type BudgetReservation, type BudgetGateOptions, type FreezeSource } from './budget-gate.js';
 export { ScopedBudgets, type ScopedBudgetsOptions } from './scoped-budgets.js';
-export { BUDGET_DEFAULTS, FALLBACK_DEFAULTS } from './budget-defaults.js';
+export { BUDGET_DEFAULTS, FALLBACK_DEFAULTS, GUARD_DEFAULTS, LEASE_DEFAULTS } from './budget-defaults.js';
+export { boundaryGuardMs, windowGuardMs } from './window-guard.js';
 export { StoreOutageFallback, type FallbackBudget, type StoreOutageFallbackOptions } from './store-outage-fallback.js';
 export type { ConnectorLookup } from './cached-connectors.js';
 export { openRedisBudgets, RedisBudgetsRepo, type OpenRedisBudgetsOptions, type RedisBudgets, type RedisBudgetsOptions } from './redis-budgets.js';

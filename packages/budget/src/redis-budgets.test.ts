@@ -226,13 +226,13 @@ describe('RedisBudgetsRepo on a real Redis Cluster', () => {
 
 /**
  * A budget Redis apart from the fleet's Redis that is stopped mid-run: the gate meets the same
- * StoreUnavailableError a store outage raises, so StoreOutageFallback budgets each worker on
- * floor(limit / live workers) per window; once the budget Redis is back, the gate marks the
- * window spent by the fleet's fallback allowance and returns to the shared budget.
+ * StoreUnavailableError a store outage raises. The worker spends what its lease still holds in
+ * the window the budget granted it, never more than the budget counted for that window, and
+ * nothing in later windows until the budget Redis is back; then the shared budget resumes.
  */
 describe('BudgetGate on the Redis budget', () => {
-  it('falls back to limit / liveWorkers per window while the budget Redis is stopped, then resumes the shared budget', async () => {
-    const LIMIT = 20;
+  it('spends only its lease while the budget Redis is stopped, nothing after it, then resumes the shared budget', async () => {
+    const LIMIT = 100;
     const PERIOD_MS = 2000;
     const budgetRedis = await startRestartableRedis();
     const fleetConns: Redis[] = [];
@@ -243,23 +243,20 @@ describe('BudgetGate on the Redis budget', () => {
         baseUrl: 'https://binance.example.com',
         rateLimit: { limit: LIMIT, periodMs: PERIOD_MS, headroom: 1 },
       });
-      // Two live workers in the fleet's (separate) Redis: this one's fallback share is 20 / 2 = 10.
-      const prefix = redis.namespace();
-      const heartbeats = ['w1', 'w2'].map((id) => {
-        const conn = new Redis(redis.url);
-        fleetConns.push(conn);
-        return new WorkerHeartbeat(conn, id, { prefix });
-      });
-      const fallback = new StoreOutageFallback(fleetConns[0]!, heartbeats[0]!, { prefix });
-      await heartbeats[1]!.beat('binance');
-      await fallback.configure('binance', LIMIT, PERIOD_MS);
-      expect(fallback.shareOf('binance')).toBe(10);
+      const conn = new Redis(redis.url);
+      fleetConns.push(conn);
+      const fallback = new StoreOutageFallback(new WorkerHeartbeat(conn, 'w1', { prefix: redis.namespace() }));
+      await fallback.configure('binance');
       const metrics = gateMetrics();
       const gate = new BudgetGate({ budgets, clock: systemClock, metrics, freezes: { frozenForMs: async () => 0 }, fallback, maxInlineWaitMs: 0 });
+      /** Requests this worker's gate let go, per clock window (counted at the grant, on this clock). */
+      const sent = new Map<number, number>();
       /** One request of weight 1 through the gate: whether it may go, else when to come back. */
       const request = async (): Promise<{ ok: true } | { ok: false; retryAtMs: number }> => {
         try {
           await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+          const ws = Math.floor(Date.now() / PERIOD_MS) * PERIOD_MS;
+          sent.set(ws, (sent.get(ws) ?? 0) + 1);
           return { ok: true };
         } catch (err) {
           if (err instanceof BudgetExhaustedError) return { ok: false, retryAtMs: err.retryAtMs };
@@ -268,26 +265,29 @@ describe('BudgetGate on the Redis budget', () => {
       };
 
       await waitFor(async () => (await request()).ok, 'a grant from the Redis budget');
-      expect((await budgets.usage('binance'))?.used).toBeGreaterThanOrEqual(1);
+      // Requests one after another within a window: the lease grows past one request's weight.
+      let usage = await budgets.usage('binance');
+      for (let i = 0; i < 40; i++) {
+        await request();
+        usage = await budgets.usage('binance');
+        if (usage && usage.used > (sent.get(usage.windowStartMs!) ?? 0)) break;
+      }
+      const windowStartMs = usage!.windowStartMs!;
+      const counted = usage!.used;
+      expect(counted).toBeGreaterThan(sent.get(windowStartMs) ?? 0);
       expect(fallback.isActive('binance')).toBe(false);
 
       await budgetRedis.kill();
-      // Three windows on the fallback: count what this worker sent per clock window.
-      const sent = new Map<number, number>();
+      // Three windows without the budget: what was sent in each window never exceeds what the budget counted.
       const until = Date.now() + 3 * PERIOD_MS;
       while (Date.now() < until) {
         const r = await request();
-        if (r.ok) {
-          const ws = Math.floor(Date.now() / PERIOD_MS) * PERIOD_MS;
-          sent.set(ws, (sent.get(ws) ?? 0) + 1);
-        } else {
-          await sleep(Math.min(r.retryAtMs, until) - Date.now());
-        }
+        if (!r.ok) await sleep(Math.min(r.retryAtMs, until) - Date.now());
       }
       expect(fallback.isActive('binance')).toBe(true);
       expect((await metrics.fallbackActive.get()).values.find((v) => v.labels.venue === 'binance')?.value).toBe(1);
-      expect([...sent.values()].some((n) => n > 0)).toBe(true);
-      expect([...sent].filter(([, n]) => n > 10)).toEqual([]);
+      expect(sent.get(windowStartMs) ?? 0).toBeLessThanOrEqual(counted);
+      expect([...sent].filter(([ws, n]) => ws > windowStartMs && n > 0)).toEqual([]);
 
       await budgetRedis.start();
       await waitFor(async () => (await request()).ok && !fallback.isActive('binance'), 'the shared budget after the budget Redis came back', {

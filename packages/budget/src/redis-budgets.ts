@@ -61,8 +61,8 @@ export interface RedisBudgetsOptions {
  * began a few ms early by an estimate would send requests the venue counts in the window before
  * (the gate guards a window's end, not its start). Keys carry the venue's hash tag
  * (`<prefix>:venue:{<venue>}:budget:…`), so on a Redis Cluster they share the slot of the venue's
- * queue. Any Redis failure is a StoreUnavailableError, which the BudgetGate answers with the
- * worker's fallback share (`StoreOutageFallback`), exactly as for a store outage.
+ * queue. Any Redis failure is a StoreUnavailableError, which the BudgetGate answers as a store
+ * outage: the worker spends only its lease, then waits for the budget.
  */
 export class RedisBudgetsRepo implements BudgetsRepo {
   private readonly prefix: string;
@@ -217,8 +217,8 @@ export class RedisBudgetsRepo implements BudgetsRepo {
     let limiter = this.limiters.get(points);
     if (!limiter) {
       // No insurance limiter: a Redis failure must surface as StoreUnavailableError so the gate
-      // uses StoreOutageFallback (a share of the limit per live worker); the library's in-memory
-      // insurance would give every worker the whole limit. Not-ready rejects at once instead of
+      // spends only its lease (see BudgetGate); the library's in-memory insurance would give every
+      // worker the whole limit. Not-ready rejects at once instead of
       // queueing the command until Redis is back.
       limiter = new RateLimiterRedis({
         storeClient: this.redis,

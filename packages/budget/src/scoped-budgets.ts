@@ -34,7 +34,7 @@ export interface ScopedBudgetsOptions {
  * connector's `pacing` chooses the shape: `even` spaces grants `periodMs / (limit * headroom)` apart
  * (5 per 2 s: 400 ms), `burst` allows `floor(limit * headroom)` back to back in any rolling period.
  * Decisions use the caller's clock, as the SQLite budgets do. Any Redis failure is a
- * StoreUnavailableError, which the BudgetGate answers with the worker's fallback share.
+ * StoreUnavailableError: the BudgetGate then waits for Redis (a scope's grants are never leased).
  */
 export class ScopedBudgets {
   private readonly prefix: string;

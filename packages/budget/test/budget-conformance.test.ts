@@ -6,15 +6,15 @@ import { startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/te
 import { decideAcquire, decideObserve, EMPTY_BUDGET_ROW, onCallerClock, toAcquireResult } from '../src/acquire-math.js';
 import type { AcquireResult } from '../src/budget-types.js';
 import { openRedisBudgets, type RedisBudgets } from '../src/redis-budgets.js';
-import { LocalFallbackBudget } from '../src/store-outage-fallback.js';
 import { connector, venueName } from './budget-contract.js';
 
 /*
  * The budget's arithmetic, one table of cases run through every implementation of it: the
  * specification (`decideAcquire` / `decideObserve` in acquire-math.ts), the SQLite statement (a real
- * temp file), the MongoDB update pipeline (the in-repo wire server), the Redis scripts (a real
- * redis-server) and the worker's fallback share (`LocalFallbackBudget`). Every backend must return
- * exactly the specification's results, and the specification the table's.
+ * temp file), the MongoDB update pipeline (the in-repo wire server) and the Redis scripts (a real
+ * redis-server). Every backend must return exactly the specification's results, and the
+ * specification the table's. (A worker's lease is a grant of these backends, spent in-process:
+ * there is no arithmetic of its own to run here.)
  *
  * Each step names the store's time. The stores decide on their own clocks, which a test cannot
  * set on a real server, so: SQLite decides on the caller's clock (set per step), the wire server
@@ -354,35 +354,6 @@ const BACKENDS: Backend[] = [
   },
 ];
 
-/**
- * The fallback share of one worker alone (its share is the whole effective limit). It budgets
- * fixed or sliding windows of an active venue on its own clock and, a refusal being a wait rather than a
- * failure, answers a weight above the share with the window's end: so it runs the fixed- and sliding-window
- * cases without status, skew, observe or too-heavy steps, and its grants and retry times must match.
- */
-function fallbackRun(rateLimit: RateLimit): (weight: number) => { ok: boolean; used?: number; retryAtMs?: number } {
-  const budget = new LocalFallbackBudget({
-    limit: effectiveLimit(rateLimit),
-    periodMs: rateLimit.periodMs,
-    policy: rateLimit.policy === 'sliding-window' ? 'sliding-window' : 'fixed-window',
-    assumedWorkers: 1,
-    clock: callerClock(0),
-  });
-  // The window a fallback begins in grants nothing (the store may have spent it): begin in the one before the case.
-  const first = storeNow;
-  storeNow = T0 - rateLimit.periodMs;
-  budget.activate();
-  storeNow = first;
-  return (weight) => {
-    const r = budget.tryAcquire(weight);
-    return r.ok ? { ok: true, used: r.used } : { ok: false, retryAtMs: r.retryAtMs };
-  };
-}
-
-function fallbackRuns(c: Case): boolean {
-  return c.rateLimit.policy !== 'gcra' && c.steps.every((s) => 'acquire' in s && s.behind === undefined && (s.expect.ok || s.expect.reason === 'exhausted'));
-}
-
 /** The table's expectation in absolute times. */
 function absolute(e: Expected): Expected {
   if (e.ok) return e.windowStartMs === undefined ? e : { ...e, windowStartMs: T0 + e.windowStartMs };
@@ -441,21 +412,5 @@ describe('the budget arithmetic: one table, every implementation', () => {
     });
     // ... and every backend exactly the specification's.
     for (const [name, got] of results) expect({ backend: name, results: got }).toEqual({ backend: name, results: spec });
-
-    if (fallbackRuns(c)) {
-      storeNow = T0;
-      const acquire = fallbackRun(c.rateLimit);
-      const got = c.steps.map((s) => {
-        if (!('acquire' in s)) throw new Error('fallback cases have acquires only');
-        storeNow = T0 + s.at;
-        return acquire(s.acquire);
-      });
-      const want = spec.map((r) => (r.ok ? { ok: true, used: r.used } : { ok: false, retryAtMs: r.retryAtMs }));
-      expect({ backend: 'fallback', results: got }).toEqual({ backend: 'fallback', results: want });
-    }
-  });
-
-  it('the fallback runs the fixed- and sliding-window cases it can', () => {
-    expect(CASES.filter(fallbackRuns).map((c) => c.name)).toHaveLength(6);
   });
 });

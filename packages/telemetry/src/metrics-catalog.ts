@@ -263,7 +263,7 @@ export const METRIC_CATALOG = {
   },
   tickfleet_budget_fallback_active: {
     type: 'gauge',
-    help: '1 while the store is unreachable and the in-process fallback budget (limit / live workers) is used',
+    help: '1 while the budget is unreachable from this worker: it spends only its unexpired lease, then nothing',
     labelNames: ['venue'],
     roles: ['worker'],
     usedBy: ['alert:TickfleetBudgetFallbackActive', 'panel:tickfleet-venue-drilldown/Fallback budget active'],

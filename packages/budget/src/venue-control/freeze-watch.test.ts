@@ -2,8 +2,6 @@ import { Redis } from 'ioredis';
 import { ManualClock, startRedis, waitFor, type TestRedis } from '@tickfleet/testkit';
 import { FleetVenueControl } from './fleet-venue-control.js';
 import { FreezeWatch } from './freeze-watch.js';
-import { StoreOutageFallback } from '../store-outage-fallback.js';
-import { WorkerHeartbeat } from './worker-heartbeat.js';
 
 let redis: TestRedis;
 const clients: Redis[] = [];
@@ -32,10 +30,9 @@ function setup(refreshMs = 600_000) {
   const clock = new ManualClock(Date.now());
   const mine = new FleetVenueControl(client(), { prefix, clock });
   const other = new FleetVenueControl(client(), { prefix, clock });
-  const fallback = new StoreOutageFallback(client(), new WorkerHeartbeat(clients.at(-1)!, 'w1', { prefix, clock }), { prefix, clock });
   const subscriber = client();
-  const watch = new FreezeWatch(mine, fallback, subscriber, { prefix, clock, refreshMs });
-  return { prefix, clock, mine, other, fallback, subscriber, watch };
+  const watch = new FreezeWatch(mine, subscriber, { prefix, clock, refreshMs });
+  return { prefix, clock, mine, other, subscriber, watch };
 }
 
 describe('FreezeWatch', () => {
@@ -55,21 +52,6 @@ describe('FreezeWatch', () => {
     clock.advance(30_000);
     expect(await watch.frozenForMs('binance')).toBe(0);
     expect(await calls('hmget')).toBe(after);
-    await watch.stop();
-  });
-
-  it("sees the fleet's fallback mark when a worker announces it", async () => {
-    const { watch, fallback, clock } = setup();
-    await watch.start();
-    expect(await watch.fleetFallbackUntil('binance')).toBe(0);
-    await fallback.configure('binance', 10, 10_000);
-    // A worker on its fallback share marks the window it spends in (tryAcquire does, not awaited).
-    // The window the outage began in grants nothing; the next one does.
-    expect((await fallback.tryAcquire('binance', 1)).ok).toBe(false);
-    clock.advance(10_000);
-    expect((await fallback.tryAcquire('binance', 1)).ok).toBe(true);
-    const windowEnd = Math.floor(clock.now() / 10_000) * 10_000 + 10_000;
-    await waitFor(async () => (await watch.fleetFallbackUntil('binance')) === windowEnd, 'the fallback mark seen', { timeoutMs: 60_000 });
     await watch.stop();
   });
 

@@ -2,7 +2,6 @@ import { FREEZE_DEFAULTS, systemClock, type Clock } from '@tickfleet/core';
 import { QUEUE_PREFIX, type RedisClient } from '@tickfleet/queues';
 import type { FreezeSource } from '../budget-gate.js';
 import { venueMarksChannel, type FleetVenueControl } from './fleet-venue-control.js';
-import type { FallbackBudget } from '../store-outage-fallback.js';
 
 export interface FreezeWatchOptions {
   /** Key prefix (tests pass a fresh one). @defaultValue QUEUE_PREFIX */
@@ -18,17 +17,15 @@ export interface FreezeWatchOptions {
 
 interface Marks {
   frozenUntilMs: number;
-  fallbackUntilMs: number;
   readAtMs: number;
 }
 
 /**
- * A worker's view of the two fleet-wide marks the budget gate checks before every request: the
- * venue's freeze record and the latest window in which some worker spent fallback weight. Reading
- * them from Redis before every request was one round trip per request on the hot path, with
- * another process (redis-server) to wake on a busy machine. Here each venue's marks are read once
- * and kept until a change is announced on the venue-marks channel (every freeze write and every
- * fallback mark publishes the venue's name there), or for `refreshMs` at most.
+ * A worker's view of the fleet-wide mark the budget gate checks before every request: the venue's
+ * freeze record. Reading it from Redis before every request was one round trip per request on the
+ * hot path, with another process (redis-server) to wake on a busy machine. Here each venue's mark
+ * is read once and kept until a change is announced on the venue-marks channel (every freeze write
+ * publishes the venue's name there), or for `refreshMs` at most.
  *
  * Nothing is cached while the subscription is down (not yet subscribed, reconnecting): every check
  * then reads Redis, as before, and a resubscription drops what was kept (announcements may have
@@ -47,7 +44,6 @@ export class FreezeWatch implements FreezeSource {
 
   constructor(
     private readonly control: Pick<FleetVenueControl, 'frozenUntil'>,
-    private readonly fallback: Pick<FallbackBudget, 'fleetFallbackUntil'> | undefined,
     private readonly subscriber: RedisClient,
     options: FreezeWatchOptions = {},
   ) {
@@ -82,11 +78,6 @@ export class FreezeWatch implements FreezeSource {
     return Math.max(0, (await this.read(venue)).frozenUntilMs - this.clock.now());
   }
 
-  /** The fleet's latest fallback window end for `venue` (0 when none); see `StoreOutageFallback`. */
-  async fleetFallbackUntil(venue: string): Promise<number> {
-    return (await this.read(venue)).fallbackUntilMs;
-  }
-
   private forget(subscribed: boolean): void {
     this.subscribed = subscribed;
     this.generation += 1;
@@ -100,9 +91,10 @@ export class FreezeWatch implements FreezeSource {
     const pending = this.reads.get(venue);
     if (pending && pending.generation === this.generation) return pending.marks;
     const generation = this.generation;
-    const marks = Promise.all([this.control.frozenUntil(venue), this.fallback ? this.fallback.fleetFallbackUntil(venue) : 0])
-      .then(([frozenUntilMs, fallbackUntilMs]) => {
-        const read = { frozenUntilMs: frozenUntilMs ?? 0, fallbackUntilMs, readAtMs: this.clock.now() };
+    const marks = this.control
+      .frozenUntil(venue)
+      .then((frozenUntilMs) => {
+        const read = { frozenUntilMs: frozenUntilMs ?? 0, readAtMs: this.clock.now() };
         if (this.subscribed && generation === this.generation) this.marks.set(venue, read);
         return read;
       })

@@ -23,7 +23,7 @@ export interface WorkerHeartbeatOptions {
 
 /**
  * Which workers serve a venue: each beats into a RedisClient sorted set per venue (score = last beat),
- * which is how {@link StoreOutageFallback} knows `liveWorkers` when the state store is down. The
+ * which is how a worker knows the venue's `liveWorkers` (for its AIMD share) from Redis alone. The
  * same beat notices a fleet restart (no worker beat for the venue for longer than the restart
  * period) and sets the venue's AIMD concurrency back to its start value, so a fleet that was down
  * re-learns instead of resuming from a value learnt under other conditions. Beats are on the fleet's
@@ -63,7 +63,7 @@ export class WorkerHeartbeat {
     return this.redis.zcount(this.key(venue), (await this.timeline.now()) - this.livenessMs, '+inf');
   }
 
-  /** Leaves the venue at once (clean shutdown), so the others' fallback share grows now. */
+  /** Leaves the venue at once (clean shutdown), so the others' share grows now. */
   async leave(venue: string): Promise<void> {
     await this.redis.zrem(this.key(venue), this.workerId);
   }

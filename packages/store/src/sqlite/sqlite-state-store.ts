@@ -25,9 +25,9 @@ export interface SqliteStoreOptions {
    */
   busyTimeoutMs?: number;
   /**
-   * The same for budget acquires and observations, which have a fallback (the worker's local
-   * share) and so should learn quickly that the store is away, and for unit locks (a unit then
-   * runs without its lock, on that fallback).
+   * The same for budget acquires and observations, which have a fallback (the worker spends its
+   * lease, then waits) and so should learn quickly that the store is away, and for unit locks (a
+   * unit then runs without its lock, on that lease).
    * @defaultValue {@link STORE_DEFAULTS.sqliteBudgetBusyTimeoutMs}
    */
   budgetBusyTimeoutMs?: number;
