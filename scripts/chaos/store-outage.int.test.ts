@@ -6,8 +6,8 @@ const SYMBOLS = ['BTC/USDT', 'ETH/USDT', 'SOL/USDT', 'BNB/USDT'];
 /**
  * Chaos: the SQLite state store is locked by another process (a long foreign write transaction)
  * for 20 s, and after 5 s for 45 s, while two workers and a scheduler catch up four symbols.
- * Reads go on (WAL), every write times out: budget acquires fall back to each worker's share of
- * the window (limit / live workers), units that cannot record their progress go back to the queue
+ * Reads go on (WAL), every write times out: each worker spends only the rest of its budget lease,
+ * then waits for the store; units that cannot record their progress go back to the queue
  * without spending an attempt, /healthz keeps answering, and the fleet catches up by itself once
  * the lock is gone. Ends comparing the sink with `expectedCandles` and the emulation's counters.
  */
@@ -28,7 +28,7 @@ describe('chaos: SQLite state store locked by another process for 20 s and 45 s'
       expect(r.reports[s]).toMatchObject({ missing: 0, duplicates: 0, unexpected: 0 });
       expect(r.cursors[s]).toBe(r.reports[s]!.newest);
     }
-    // The store really was away for the fleet, and it coped: fallback budget, units put back.
+    // The store really was away for the fleet, and it coped: leases only, units put back.
     expect(r.fallbackEngaged).toBe(true);
     expect(r.fallbackEnded).toBe(true);
     // Collection was still under way when the last (45 s) lock began, so units met it and went back.
