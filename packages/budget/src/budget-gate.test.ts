@@ -6,7 +6,7 @@ import { gateMetrics } from '../test/fixtures/gate-metrics.js';
 import { clearOfMinuteEnd, startRedis, tempDir, waitFor, type TestRedis, ManualClock } from '@tickfleet/testkit';
 import Database from 'better-sqlite3';
 import { BudgetGate } from './budget-gate.js';
-import { boundaryGuardMs } from './window-guard.js';
+import { boundaryGuardMs, windowGuardMs } from './window-guard.js';
 import { RecordedBudgets } from '../test/fixtures/recorded-budgets.js';
 import { StoreOutageFallback } from './store-outage-fallback.js';
 import { WorkerHeartbeat } from './venue-control/worker-heartbeat.js';
@@ -229,6 +229,38 @@ describe('BudgetGate', () => {
       expect(sent).toBe(2);
       const next = await store.budgets.usage('binance');
       expect(next).toMatchObject({ windowStartMs: windowEndMs, used: 4 });
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it("keeps the venue requests' measured latency free at a fixed window's end: a grant that could not arrive in time waits for the next window", async () => {
+    const dir = tempDir('tickfleet-gate-latency-');
+    const windowEndMs = Date.UTC(2030, 0, 1, 0, 1, 0);
+    const clock = new ManualClock(windowEndMs - 3000);
+    const store = await openStore(dir.sqliteUrl('state.db'), { clock });
+    try {
+      // Latency plus 10 ms, never below the fixed floor (5%, at most 1 s), never above half the window.
+      expect(windowGuardMs(60_000, 0)).toBe(1000);
+      expect(windowGuardMs(1000, 120)).toBe(130);
+      expect(windowGuardMs(1000, 900)).toBe(500);
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      const request = { venue: 'binance', endpoint: 'klines', weight: 1 };
+      // Nothing measured yet: the floor (1 s), so 3 s before the end the request goes.
+      await gate.beforeRequest(request);
+      // The venue answers in 3.5 s: a request sent now would arrive after the window's end.
+      for (let i = 0; i < 20; i++) await gate.afterResponse({ ...request, status: 200, latencyMs: 3500 });
+      const refused = await gate.beforeRequest(request).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(BudgetExhaustedError);
+      expect((refused as BudgetExhaustedError).retryAtMs).toBe(windowEndMs);
+      // Its grant stays spent in the old window (under-using it, never over-spending the next).
+      expect((await store.budgets.usage('binance'))?.used).toBe(2);
+      clock.set(windowEndMs);
+      await gate.beforeRequest(request);
+      // Sent in the next window, on a lease of 2 (the last lease was spent within its window).
+      expect(await store.budgets.usage('binance')).toMatchObject({ windowStartMs: windowEndMs, used: 2 });
     } finally {
       await store.close();
       dir.remove();
