@@ -131,6 +131,8 @@ export class BudgetGate {
   /** Per fixed-window venue: this worker's lease, and the weight its next lease asks for. */
   private readonly leases = new Map<string, Lease>();
   private readonly leaseSize = new Map<string, number>();
+  /** Per fixed-window venue: its window's length, from the latest grant. */
+  private readonly periods = new Map<string, number>();
   /** Per venue: the lease acquire in flight (one at a time; the venue's other requests wait for it). */
   private readonly leasing = new Map<string, { weight: number; result: Promise<SpendResult> }>();
   /** Per venue: weight of this worker's requests waiting for the lease acquire in flight. */
@@ -319,7 +321,7 @@ export class BudgetGate {
     // Set once the budget granted in fixed windows: before that (and for GCRA or sliding windows) no lease.
     const size = this.leaseSize.get(venue);
     // The requests that waited for the previous acquire go now too: one acquire for all of them.
-    let ask = size === undefined ? weight : Math.max(size, weight + (this.waiting.get(venue) ?? 0));
+    let ask = size === undefined ? weight : Math.max(this.speculative(venue, size), weight + (this.waiting.get(venue) ?? 0));
     let sentAtMs = clock.now();
     let r: AcquireResult;
     try {
@@ -352,11 +354,24 @@ export class BudgetGate {
     const endLocalMs = sentAtMs + (r.windowEndMs - r.atMs);
     const untilMs = endLocalMs - windowGuardMs(r.windowEndMs - r.windowStartMs, estimate(this.venueLatency, venue).upperMs());
     this.guardBand.set(venue, { fromMs: untilMs - estimate(this.budgetRtt, venue).upperMs(), toMs: endLocalMs });
+    this.periods.set(venue, r.windowEndMs - r.windowStartMs);
     this.adaptLeaseSize(venue, previous, r.windowStartMs, r.limit);
     // Granted too late to be sent in its window: left spent there (under-using the venue, never over-spending it).
     if (receivedAtMs >= untilMs) return { ok: false, retryAtMs: endLocalMs };
     this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens: ask - weight, untilMs });
     return { ok: true, untilMs };
+  }
+
+  /**
+   * The part of a lease no request waits for yet, shrunk in the second half of a window in
+   * proportion to the time left to send it: what is not sent by the guard is lost to the window.
+   */
+  private speculative(venue: string, size: number): number {
+    const band = this.guardBand.get(venue);
+    const periodMs = this.periods.get(venue);
+    const now = this.options.clock.now();
+    if (!band || periodMs === undefined || now >= band.toMs) return size;
+    return Math.ceil(size * Math.min(1, Math.max(0, band.fromMs - now) / (periodMs / 2)));
   }
 
   /**
