@@ -88,7 +88,7 @@ function cases(f: BadInputFleet): BadInputCase[] {
       code: 2,
       message: /invalid --priority/,
     },
-    { name: 'job type without an adapter', args: ['jobs', 'add', 'binance', 'trades', 'ETH/USDT'], code: 2, message: /invalid type/ },
+    { name: 'job type without an adapter', args: ['jobs', 'add', 'binance', 'options', 'ETH/USDT'], code: 2, message: /invalid type/ },
     { name: 'job id', args: ['jobs', 'show', 'garbage'], code: 2, message: /invalid jobId/ },
     { name: 'backfill from Feb 30', args: bf('--from', '2024-02-30', '--to', '2024-03-02'), code: 2, message: /invalid --from.*"2024-02-30"/ },
     {

@@ -225,7 +225,7 @@ describe('tickfleet connectors and jobs', () => {
     [['jobs', 'add', 'binance', 'ohlcv', 'BTC/USDT', '--timeframe', '1m', '--since', 'yesterday'], /invalid --since: expected an ISO date/],
     [['jobs', 'add', 'nosuch', 'ohlcv', 'BTC/USDT', '--timeframe', '1m'], /invalid venue: expected an existing connector/],
     [['jobs', 'show', 'binance:BTC/USDT'], /invalid jobId/],
-    [['jobs', 'add', 'binance', 'trades', 'BTC/USDT'], /invalid type: expected a job type binance supports \(ohlcv, book, discovery\), got "trades"/],
+    [['jobs', 'add', 'binance', 'options', 'BTC/USDT'], /invalid type: expected a job type binance supports \(ohlcv, trades, book, discovery\), got "options"/],
     [['jobs', 'add', 'binance', 'files', 'DETR'], /invalid type: expected a job type binance supports/],
   ];
 

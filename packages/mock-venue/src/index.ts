@@ -57,6 +57,7 @@ export { DEFAULT_LIMITLESS_MARKETS, limitlessBookSlugs, limitlessMarkets, type L
 export { LIMITLESS_PAGE_LIMIT, rawSize as limitlessRawSize } from './venues/limitless-emulation.js';
 export { binanceInstrument, DEFAULT_BINANCE_SYMBOLS, type BinanceInstrument } from './data/symbols.js';
 export { depthWeight } from './venues/binance-emulation.js';
+export { coinbaseModel } from './venues/coinbase-emulation.js';
 export { binanceBookAtUpdateId, binanceModel, binanceUpdateId } from './venues/binance-ws-market.js';
 export { krakenChecksum, type KrakenLevelText } from './venues/kraken-checksum.js';
 export { DEFAULT_KRAKEN_SYMBOLS, KRAKEN_BOOK_DEPTHS, KRAKEN_QTY_DECIMALS, krakenModel, krakenPricePrecision } from './venues/kraken-ws-emulation.js';

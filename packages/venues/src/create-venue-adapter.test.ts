@@ -27,7 +27,7 @@ describe('createVenueAdapter', () => {
       ['xetra', false, false, true],
       ['limitless', false, true, false],
     ]);
-    expect(binance.weights).toEqual({ klines: 2, depth: 50, exchangeInfo: 20, bookTicker: 2, bookTickers: 4 });
+    expect(binance.weights).toEqual({ klines: 2, depth: 50, exchangeInfo: 20, aggTrades: 4, historicalTrades: 25, bookTicker: 2, bookTickers: 4 });
     expect(polygon.weights).toEqual({ aggs: 1 });
     expect(polymarket.weights).toEqual({ markets: 1, book: 1, books: 3 });
     expect(xetra.weights).toEqual({ list: 1, download: 1 });

@@ -170,6 +170,42 @@ export interface SeriesSource {
   fetchSeries(seriesId: string, fromDate: string, toDate: string, options?: FetchOptions): AsyncIterable<SeriesPage>;
 }
 
+/** Where a trades fetch starts: after a job's cursor, or at a time (a job's first run, a backfill chunk). */
+export type TradesFrom = { cursor: number } | { sinceMs: number };
+
+/** Options of `TradeSource.fetchTrades`. */
+export interface FetchTradesOptions extends FetchOptions {
+  /** Only trades before this time (epoch ms, exclusive): a backfill chunk's end. Absent: up to the newest trade. */
+  untilMs?: number;
+}
+
+/** Trade ids a venue with contiguous ids skipped, `fromId..toId` inclusive (the stream gap ledger's unit). */
+export interface TradeIdHole {
+  fromId: number;
+  toId: number;
+}
+
+/** One page of trades: the worker persists it, then moves the job's cursor to `cursor`. */
+export interface TradePage {
+  trades: Trade[];
+  /** One envelope per trade, channel `trades`, the message id a streamed copy of the trade has. */
+  envelopes: Envelope[];
+  /** The job's cursor once this page is stored: the last trade's id or time, by the source's `tradeCursor`. */
+  cursor: number;
+  /** Ids missing before or inside this page where the venue's ids are contiguous. */
+  holes: TradeIdHole[];
+}
+
+/** A venue whose public trades can be polled since a cursor. */
+export interface TradeSource {
+  /** What a trades job's cursor holds: `id` the last stored trade id (the venue pages by id), `time` the last stored trade's time. */
+  readonly tradeCursor: 'id' | 'time';
+  /** Largest number of trades one page (one request) can hold. */
+  readonly maxTradesPerPage: number;
+  /** Trades after `from` (past the cursor, or from `sinceMs` on), ascending, page by page, until the newest (or `untilMs`). */
+  fetchTrades(symbol: string, from: TradesFrom, options?: FetchTradesOptions): AsyncIterable<TradePage>;
+}
+
 /** What every adapter has: its venue, declared request weights and symbol mapping. */
 export interface VenueAdapter {
   readonly venue: string;
@@ -201,6 +237,10 @@ export function isFileSource(adapter: VenueAdapter): adapter is VenueAdapter & F
   return typeof (adapter as Partial<FileSource>).fetchFile === 'function';
 }
 
+export function isTradeSource(adapter: VenueAdapter): adapter is VenueAdapter & TradeSource {
+  return typeof (adapter as Partial<TradeSource>).fetchTrades === 'function';
+}
+
 export function isOptionChainSource(adapter: VenueAdapter): adapter is VenueAdapter & OptionChainSource {
   return typeof (adapter as Partial<OptionChainSource>).fetchOptionChain === 'function';
 }
@@ -209,10 +249,11 @@ export function isSeriesSource(adapter: VenueAdapter): adapter is VenueAdapter &
   return typeof (adapter as Partial<SeriesSource>).fetchSeries === 'function';
 }
 
-/** The job types an adapter collects, by the sources it implements (trade polling has no adapter yet). */
+/** The job types an adapter collects, by the sources it implements. */
 export function supportedJobTypes(adapter: VenueAdapter): JobType[] {
   return [
     ...(isCandleSource(adapter) ? (['ohlcv'] as const) : []),
+    ...(isTradeSource(adapter) ? (['trades'] as const) : []),
     ...(isBookSource(adapter) ? (['book', 'discovery'] as const) : []),
     ...(isFileSource(adapter) ? (['files'] as const) : []),
     ...(isOptionChainSource(adapter) ? (['options'] as const) : []),

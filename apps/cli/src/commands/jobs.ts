@@ -18,7 +18,7 @@ import {
   VenueName,
   DEFAULT_UNIVERSE_PER_CYCLE,
 } from '@tickfleet/core';
-import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isSeriesSource, supportedJobTypes } from '@tickfleet/venues';
+import { ADAPTER_VENUES, createVenueAdapter, hasVenueAdapter, isSeriesSource, isTradeSource, supportedJobTypes } from '@tickfleet/venues';
 import { integer, isoDate, oneOf } from '../args.js';
 import { isoOrDash, jsonOption, printJson, printTable } from '../output.js';
 import { withStore } from '../store-context.js';
@@ -141,13 +141,13 @@ export function registerJobs(program: Command): void {
   }
 }
 
-/**
- * A job type the venue's adapter can collect (trade polling has no adapter yet); a series job's
- * symbol must name series the venue publishes (FRED: a series id or `treasury-curve`).
- */
 /** Candle timeframes a venue's adapter serves when not every one is (Alpaca: its per-day day and minute bars). */
 const VENUE_TIMEFRAMES: Readonly<Record<string, readonly Timeframe[]>> = { alpaca: SESSION_DAY_VENUES.alpaca!.timeframes };
 
+/**
+ * A job type the venue's adapter can collect (`trades`: venues with a public trades endpoint); a
+ * series job's symbol must name series the venue publishes (FRED: a series id or `treasury-curve`).
+ */
 function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: string, timeframe: Timeframe | undefined): void {
   if (!hasVenueAdapter(venue)) throw new ValidationError('venue', `a venue with an adapter (${ADAPTER_VENUES.join(', ')})`, venue);
   const adapter = createVenueAdapter(venue, { baseUrl });
@@ -160,6 +160,13 @@ function assertSupported(venue: string, baseUrl: string, type: JobType, symbol: 
   // Weekly bars of US equities have no grid on the trading calendar (Polygon's weeks start on a New York Sunday).
   if (calendarFor(venue).name === 'us-equity' && timeframe === '1w')
     throw new ValidationError('--timeframe', `a timeframe up to 1d for ${venue} (US-equity sessions)`, timeframe);
+}
+
+/** What a venue's trades job cursor holds: a trade id where the venue pages trades by id (Binance, Coinbase), else a time. */
+function tradeCursorOf(venue: string): 'id' | 'time' {
+  if (!hasVenueAdapter(venue)) return 'time';
+  const adapter = createVenueAdapter(venue, { baseUrl: 'http://127.0.0.1' });
+  return isTradeSource(adapter) ? adapter.tradeCursor : 'time';
 }
 
 async function getJob(repo: { get(id: string): Promise<Job | null> }, id: string): Promise<Job> {
@@ -183,7 +190,9 @@ function printJobs(list: Job[]): void {
       // An options job's cursor over a universe is its round-robin position, not a time; a sliced
       // per-day universe job shows the last member stored of the day it is collecting.
       universeOf(j.symbol) === null || j.type !== 'options'
-        ? `${isoOrDash(j.cursor)}${j.memberCursor === null ? '' : ` +${j.memberCursor}`}`
+        ? j.cursor !== null && j.type === 'trades' && tradeCursorOf(j.venue) === 'id'
+          ? `trade id ${j.cursor}`
+          : `${isoOrDash(j.cursor)}${j.memberCursor === null ? '' : ` +${j.memberCursor}`}`
         : `slot ${j.cursor ?? 0}`,
       j.stats.runs,
       j.stats.failures,

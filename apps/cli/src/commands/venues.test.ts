@@ -34,11 +34,16 @@ describe('tickfleet venues', () => {
       exchange: 'kraken',
       jobs: venues.find((v) => v.venue === 'kraken')!.jobs,
     });
-    expect(ccxt.every((c) => c.venue === `ccxt-${c.exchange}` && c.jobs.every((j) => j === 'ohlcv' || j === 'book' || j === 'discovery'))).toBe(true);
+    expect(
+      ccxt.every((c) => c.venue === `ccxt-${c.exchange}` && c.jobs.every((j) => j === 'ohlcv' || j === 'trades' || j === 'book' || j === 'discovery')),
+    ).toBe(true);
+    expect(venues.find((v) => v.venue === 'kraken')!.jobs).toEqual(['ohlcv', 'trades', 'book', 'discovery']);
+    expect(venues.find((v) => v.venue === 'binance')!.jobs).toEqual(['ohlcv', 'trades', 'book', 'discovery']);
+    expect(venues.find((v) => v.venue === 'polymarket')!.jobs).not.toContain('trades');
 
     const table = await runCli(['venues', '--no-ccxt']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^kraken\s+ccxt \(kraken\)\s+ohlcv, book, discovery$/m);
+    expect(table.stdout).toMatch(/^kraken\s+ccxt \(kraken\)\s+ohlcv, trades, book, discovery$/m);
     expect(table.stdout).not.toContain('ccxt-');
   }, 60_000);
 });

@@ -26,7 +26,12 @@ const QTY_DECIMALS = 8;
 
 /** The model behind Coinbase's book and trades for `product` (`BTC-USD`). */
 function model(product: string, seed: number): StreamBookModel {
-  return streamModel('coinbase', product.replace('-', '/'), seed, QTY_DECIMALS);
+  return coinbaseModel(product.replace('-', '/'), seed);
+}
+
+/** The Coinbase instrument model of `symbol` (`BTC/USD`): the trades and book the emulation serves (ground truth for tests). */
+export function coinbaseModel(symbol: string, seed: number): StreamBookModel {
+  return streamModel('coinbase', symbol, seed, QTY_DECIMALS);
 }
 
 /**

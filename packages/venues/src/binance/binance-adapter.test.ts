@@ -263,6 +263,6 @@ describe('BinanceAdapter against documented response samples', () => {
     ]);
     // exchangeInfo teaches pairs the suffix list cannot split.
     expect(adapter.fromVenueSymbol('LUNAUST')).toBe('LUNA/UST');
-    expect(adapter.weights).toEqual({ klines: 2, depth: 5, exchangeInfo: 20, bookTicker: 2, bookTickers: 4 });
+    expect(adapter.weights).toEqual({ klines: 2, depth: 5, exchangeInfo: 20, aggTrades: 4, historicalTrades: 25, bookTicker: 2, bookTickers: 4 });
   });
 });

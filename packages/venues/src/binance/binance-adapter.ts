@@ -10,21 +10,48 @@ import {
   type Candle,
   type Envelope,
   type Timeframe,
+  type Trade,
+  tradeEnvelope,
 } from '@tickfleet/core';
 import { HttpVenueAdapter, type VenueLimits } from '../http-venue-adapter.js';
 import { durationOption, intOption } from '../internal/options.js';
-import type { BatchBookSource, BookBatch, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
-import { BinanceBookTicker, BinanceBookTickers, BinanceDepth, BinanceExchangeInfo, BinanceKlines, isBinanceKlines } from './binance-schemas.js';
+import type {
+  BatchBookSource,
+  BookBatch,
+  CandlePage,
+  CandleSource,
+  FetchOptions,
+  FetchTradesOptions,
+  Instrument,
+  TradeIdHole,
+  TradePage,
+  TradesFrom,
+  TradeSource,
+  VenueAdapterOptions,
+} from '../types.js';
+import {
+  BinanceAggTrades,
+  BinanceBookTicker,
+  BinanceBookTickers,
+  BinanceDepth,
+  BinanceExchangeInfo,
+  BinanceHistoricalTrades,
+  BinanceKlines,
+  isBinanceKlines,
+} from './binance-schemas.js';
 import { binanceSymbolBySuffix, binanceVenueSymbol } from './binance-symbols.js';
-import { binanceWeights } from './binance-weights.js';
+import { binanceWeights, type BinanceEndpoint } from './binance-weights.js';
 import { alignedWindowPolicy } from '../venue-http-client.js';
 
 /** Binance's largest klines `limit`. */
 const MAX_KLINES_LIMIT = 1000;
+/** Binance's largest `historicalTrades` / `aggTrades` `limit`. */
+const MAX_TRADES_LIMIT = 1000;
 
 /** The defaults of {@link BinanceAdapterOptions}. */
 export const BINANCE_DEFAULTS = Object.freeze({
   maxCandlesPerPage: MAX_KLINES_LIMIT,
+  maxTradesPerPage: MAX_TRADES_LIMIT,
   /** Weight 5, the lightest depth request. */
   depthLimit: 100,
   /** Binance counts used weight per clock minute. */
@@ -47,6 +74,8 @@ export function binanceLimits(windowMs: number = BINANCE_DEFAULTS.usedWeightWind
 export interface BinanceAdapterOptions extends VenueAdapterOptions {
   /** Candles per klines request (Binance allows 1..1000). @defaultValue BINANCE_DEFAULTS.maxCandlesPerPage */
   maxCandlesPerPage?: number;
+  /** Trades per historicalTrades request (Binance allows 1..1000). @defaultValue BINANCE_DEFAULTS.maxTradesPerPage */
+  maxTradesPerPage?: number;
   /**
    * Levels per side in depth snapshots (1..5000); sets the depth weight. At 1 (top of book) books
    * come from `ticker/bookTicker`, many symbols per request. @defaultValue BINANCE_DEFAULTS.depthLimit
@@ -60,16 +89,15 @@ export interface BinanceAdapterOptions extends VenueAdapterOptions {
 }
 
 /**
- * Binance spot market data: klines (closed candles only, paged by `startTime`), depth snapshots and
- * exchangeInfo symbol discovery. Every response's `X-MBX-USED-WEIGHT-1M` reaches the worker through
+ * Binance spot market data: klines (closed candles only, paged by `startTime`), trades (paged by
+ * trade id), depth snapshots and exchangeInfo symbol discovery. Every response's `X-MBX-USED-WEIGHT-1M` reaches the worker through
  * `afterResponse`; 429 becomes RateLimitedError at the window end, 418 becomes BannedError at the
  * `banned until <ms>` the body names.
  */
-export class BinanceAdapter
-  extends HttpVenueAdapter<'klines' | 'depth' | 'exchangeInfo' | 'bookTicker' | 'bookTickers'>
-  implements CandleSource, BatchBookSource
-{
+export class BinanceAdapter extends HttpVenueAdapter<BinanceEndpoint | 'bookTicker' | 'bookTickers'> implements CandleSource, BatchBookSource, TradeSource {
   readonly maxCandlesPerPage: number;
+  readonly maxTradesPerPage: number;
+  readonly tradeCursor = 'id';
   readonly depthLimit: number;
   /** Top of book (depth 1): many symbols per `bookTicker` request; deeper books: one `depth` request per book. */
   readonly maxBooksPerRequest: number;
@@ -85,6 +113,7 @@ export class BinanceAdapter
       limits: binanceLimits(windowMs),
     });
     this.maxCandlesPerPage = intOption('maxCandlesPerPage', options.maxCandlesPerPage, BINANCE_DEFAULTS.maxCandlesPerPage, 1, MAX_KLINES_LIMIT);
+    this.maxTradesPerPage = intOption('maxTradesPerPage', options.maxTradesPerPage, BINANCE_DEFAULTS.maxTradesPerPage, 1, MAX_TRADES_LIMIT);
     this.depthLimit = depthLimit;
     this.maxBooksPerRequest = depthLimit === 1 ? BINANCE_DEFAULTS.maxBookTickersPerRequest : 1;
   }
@@ -136,6 +165,61 @@ export class BinanceAdapter
       const last = rows[rows.length - 1];
       if (!last || rows.length < limit) return;
       cursor = last[0] + lenMs;
+    }
+  }
+
+  /**
+   * Pages `GET /api/v3/historicalTrades?fromId` (every fill, the ids a `@trade` stream carries, so a
+   * polled trade and a streamed one are the same record): from the cursor's next id, or, from a time,
+   * the first trade id of the first aggregate at or after it (`aggTrades?startTime&limit=1`). Ids are
+   * contiguous per symbol, so an id the answer skips is a hole; the page's cursor is its last id. With
+   * `untilMs` the walk ends at the first trade at or after it.
+   */
+  async *fetchTrades(symbol: string, from: TradesFrom, options: FetchTradesOptions = {}): AsyncIterable<TradePage> {
+    const venueSymbol = this.toVenueSymbol(symbol);
+    let next: number;
+    if ('cursor' in from) next = from.cursor + 1;
+    else {
+      const query = { symbol: venueSymbol, startTime: String(from.sinceMs), limit: '1' };
+      const { data: aggs } = await this.getJson('aggTrades', this.url('/api/v3/aggTrades', query), BinanceAggTrades, { signal: options.signal });
+      const first = aggs[0];
+      if (first === undefined || (options.untilMs !== undefined && first.T >= options.untilMs)) return;
+      next = first.f;
+    }
+    for (;;) {
+      const query = { symbol: venueSymbol, fromId: String(next), limit: String(this.maxTradesPerPage) };
+      const { data: rows, res } = await this.getJson('historicalTrades', this.url('/api/v3/historicalTrades', query), BinanceHistoricalTrades, {
+        signal: options.signal,
+      });
+      if (rows.length > this.maxTradesPerPage)
+        throw new MalformedPayloadError(this.venue, `historicalTrades returned ${rows.length} rows for limit ${this.maxTradesPerPage}`, rows.length);
+      const trades: Trade[] = [];
+      const envelopes: Envelope[] = [];
+      const holes: TradeIdHole[] = [];
+      let ended = false;
+      for (const row of rows) {
+        // Out-of-order ids would move the cursor back or past trades: refuse the page.
+        if (row.id < next) throw new MalformedPayloadError(this.venue, `historicalTrades row id ${row.id} before fromId ${next}`, row);
+        if (options.untilMs !== undefined && row.time >= options.untilMs) {
+          ended = true;
+          break;
+        }
+        if (row.id > next) holes.push({ fromId: next, toId: row.id - 1 });
+        next = row.id + 1;
+        const trade: Trade = {
+          venue: this.venue,
+          symbol,
+          tradeId: String(row.id),
+          timeMs: row.time,
+          price: row.price,
+          size: row.qty,
+          side: row.isBuyerMaker ? 'sell' : 'buy',
+        };
+        trades.push(trade);
+        envelopes.push(tradeEnvelope(trade, `binance:${venueSymbol}:trade:${row.id}`, res.receivedAtMs));
+      }
+      if (trades.length > 0) yield { trades, envelopes, cursor: next - 1, holes };
+      if (ended || rows.length < this.maxTradesPerPage) return;
     }
   }
 

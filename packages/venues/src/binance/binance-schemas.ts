@@ -61,6 +61,23 @@ export const BinanceExchangeInfo = z.looseObject({
 });
 export type BinanceExchangeInfo = z.infer<typeof BinanceExchangeInfo>;
 
+/** `GET /api/v3/aggTrades` rows: `a` the aggregate id, `f`..`l` the trade ids it fills, `T` its time. */
+export const BinanceAggTrades = z.array(
+  z.looseObject({
+    a: z.number().int().nonnegative(),
+    p: Decimal,
+    q: Decimal,
+    f: z.number().int().nonnegative(),
+    l: z.number().int().nonnegative(),
+    T: EpochMs,
+  }),
+);
+
+/** `GET /api/v3/historicalTrades` rows: one fill each, ids contiguous per symbol. */
+export const BinanceHistoricalTrades = z.array(
+  z.looseObject({ id: z.number().int().nonnegative(), price: Decimal, qty: Decimal, time: EpochMs, isBuyerMaker: z.boolean() }),
+);
+
 /** One `GET /api/v3/ticker/bookTicker` entry: the best bid and ask with their quantities (`"0.00000000"` on an empty side). */
 export const BinanceBookTicker = z.looseObject({ symbol: z.string().min(1), bidPrice: Decimal, bidQty: Decimal, askPrice: Decimal, askQty: Decimal });
 export type BinanceBookTicker = z.infer<typeof BinanceBookTicker>;

@@ -7,6 +7,9 @@ export function binanceDepthWeight(limit: number): number {
 }
 
 /** Request weight of each Binance endpoint tickfleet calls (`depth` depends on the configured limit). */
-export function binanceWeights(depthLimit: number): Readonly<Record<'klines' | 'depth' | 'exchangeInfo', number>> {
-  return Object.freeze({ klines: 2, depth: binanceDepthWeight(depthLimit), exchangeInfo: 20 });
+export function binanceWeights(depthLimit: number): Readonly<Record<BinanceEndpoint, number>> {
+  return Object.freeze({ klines: 2, depth: binanceDepthWeight(depthLimit), exchangeInfo: 20, aggTrades: 4, historicalTrades: 25 });
 }
+
+/** The Binance endpoints tickfleet calls. */
+export type BinanceEndpoint = 'klines' | 'depth' | 'exchangeInfo' | 'aggTrades' | 'historicalTrades';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type * as Ccxt from 'ccxt';
-import type { Exchange, OHLCV, OrderBook } from 'ccxt';
+import type { Exchange, OHLCV, OrderBook, Trade as CcxtTrade } from 'ccxt';
 import {
   bookEnvelope,
   candleEnvelope,
@@ -17,16 +17,34 @@ import {
   type Candle,
   type Envelope,
   type Timeframe,
+  type Trade,
+  tradeEnvelope,
 } from '@tickfleet/core';
 import { HttpVenueAdapter } from '../http-venue-adapter.js';
 import { intOption } from '../internal/options.js';
 import { bodyString, DECIMAL_RE, decimalString, parseJsonBuffer } from '../internal/parse-payload.js';
-import type { BookSource, CandlePage, CandleSource, FetchOptions, Instrument, VenueAdapterOptions } from '../types.js';
+import type {
+  BookSource,
+  CandlePage,
+  CandleSource,
+  FetchOptions,
+  FetchTradesOptions,
+  Instrument,
+  TradeIdHole,
+  TradePage,
+  TradesFrom,
+  TradeSource,
+  VenueAdapterOptions,
+} from '../types.js';
 
 /** The defaults of {@link CcxtAdapterOptions}. */
 export const CCXT_DEFAULTS = Object.freeze({
   /** Candles per OHLCV request when the exchange's `features` name no maximum. */
   maxCandlesPerPage: 500,
+  /** Trades per `fetchTrades` request of an exchange not in {@link TRADES_PAGING} (CCXT declares no maximum). */
+  maxTradesPerPage: 100,
+  /** Pages one trades fetch walks at most before it ends (the next poll goes on from its cursor). */
+  maxTradePages: 100,
   /** Levels per side asked of `fetchOrderBook`. */
   depthLimit: 100,
   /** Retry guess after a rate-limit answer that named no time (the connector's freeze applies then). */
@@ -72,7 +90,7 @@ export interface CcxtAdapterOptions extends VenueAdapterOptions {
  * rest (BadSymbol, BadRequest, AuthenticationError, NotSupported) unrecoverable with the venue's words.
  * `ccxt` itself is imported on the first request, so building the adapter costs nothing.
  */
-export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSource, BookSource {
+export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSource, BookSource, TradeSource {
   readonly exchangeId: string;
   readonly depthLimit: number;
   private readonly pageOption: number | undefined;
@@ -148,6 +166,82 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       if (last === undefined) cursor += limit * lenMs;
       else if (last < cursor) return;
       else cursor = last + lenMs;
+    }
+  }
+
+  /** What a trades job's cursor holds: a trade id on exchanges paged by id ({@link TRADES_PAGING}), else a time. */
+  get tradeCursor(): 'id' | 'time' {
+    return TRADES_PAGING[this.exchangeId]?.afterId ? 'id' : 'time';
+  }
+
+  /** Trades per `fetchTrades` page: the exchange's documented maximum where known, else CCXT_DEFAULTS.maxTradesPerPage. */
+  get maxTradesPerPage(): number {
+    return TRADES_PAGING[this.exchangeId]?.maxPage ?? CCXT_DEFAULTS.maxTradesPerPage;
+  }
+
+  /**
+   * Pages `fetchTrades(symbol, since, limit)` forward. By time (Kraken): `since` = the cursor, which
+   * is the last stored trade's time, so each walk fetches that trade again (the sink keeps it once)
+   * and the next page starts at the last trade's time. By id (Coinbase, whose trades take no time):
+   * the exchange's id parameter after the cursor; a job's first page is the newest, trades from
+   * `sinceMs` on. On exchanges with contiguous integer ids ({@link TRADES_PAGING}) an id the pages
+   * skip is a hole. Trades keep CCXT's unified values; a trade without an id is keyed by its fields.
+   */
+  async *fetchTrades(symbol: string, from: TradesFrom, options: FetchTradesOptions = {}): AsyncIterable<TradePage> {
+    const ex = await this.exchange();
+    const paging = TRADES_PAGING[this.exchangeId];
+    const limit = this.maxTradesPerPage;
+    const byId = paging?.afterId !== undefined;
+    let cursor = 'cursor' in from ? from.cursor : undefined;
+    let since = 'cursor' in from ? (byId ? undefined : from.cursor) : from.sinceMs;
+    /** The last trade id stored or fetched, where ids are contiguous integers. */
+    let lastId = byId ? cursor : undefined;
+    for (let page = 0; page < CCXT_DEFAULTS.maxTradePages; page++) {
+      const params = byId && cursor !== undefined ? paging!.afterId!(cursor) : {};
+      // `since` on the second: CCXT drops rows before `since` after the exchange counted them (Kraken takes
+      // seconds), and a page it shortened so would read as the last one.
+      const askSince = (byId && cursor !== undefined) || since === undefined ? undefined : Math.floor(since / 1000) * 1000;
+      const rows: CcxtTrade[] = await this.call(options.signal, () => ex.fetchTrades(symbol, askSince, limit, params));
+      const receivedAtMs = this.clock.now();
+      const trades: Trade[] = [];
+      const envelopes: Envelope[] = [];
+      const holes: TradeIdHole[] = [];
+      let ended = false;
+      let newest = cursor;
+      for (const row of [...rows].sort(byTimeThenId)) {
+        const timeMs = row.timestamp;
+        if (typeof timeMs !== 'number') throw new MalformedPayloadError(this.venue, `fetchTrades row without a timestamp`, row.info);
+        if (since !== undefined && timeMs < since) continue;
+        if (options.untilMs !== undefined && timeMs >= options.untilMs) {
+          ended = true;
+          break;
+        }
+        const id = row.id ?? `${timeMs}:${num(row.price)}:${num(row.amount)}:${row.side ?? ''}`;
+        const numericId = paging?.contiguousIds && /^\d{1,15}$/.test(id) ? Number(id) : undefined;
+        if (numericId !== undefined) {
+          if (lastId !== undefined && numericId <= lastId) continue; // fetched already (a page repeating the last instant)
+          if (lastId !== undefined && numericId > lastId + 1) holes.push({ fromId: lastId + 1, toId: numericId - 1 });
+          lastId = numericId;
+        }
+        const trade: Trade = {
+          venue: this.venue,
+          symbol,
+          tradeId: id,
+          timeMs,
+          price: num(row.price),
+          size: num(row.amount),
+          ...(row.side === 'buy' || row.side === 'sell' ? { side: row.side } : {}),
+        };
+        trades.push(trade);
+        envelopes.push(tradeEnvelope(trade, `${this.venue}:${symbol}:trade:${id}`, receivedAtMs));
+        newest = byId ? numericId : timeMs;
+      }
+      if (trades.length > 0 && newest !== undefined) yield { trades, envelopes, cursor: newest, holes };
+      if (ended || rows.length < limit || newest === undefined) return;
+      // A full page that does not move the cursor (a page of trades all at one instant) ends the walk.
+      if (newest === cursor || (!byId && newest === since)) return;
+      cursor = newest;
+      if (!byId) since = newest;
     }
   }
 
@@ -306,12 +400,31 @@ const ENVELOPES: Readonly<Record<string, (body: object) => boolean>> = {
 };
 
 /** A job type the CCXT engine runs. */
-type CcxtJobType = 'ohlcv' | 'book' | 'discovery';
+type CcxtJobType = 'ohlcv' | 'trades' | 'book' | 'discovery';
+
+/**
+ * How an exchange's public trades page, where CCXT does not say: `maxPage` its documented largest
+ * page, `contiguousIds` whether its trade ids are integers one apart per market (a skipped id is a
+ * hole), `afterId` the `fetchTrades` params asking for the trades after an id (the exchange pages by
+ * id, not time: its trades job's cursor is then that id).
+ */
+const TRADES_PAGING: Readonly<Record<string, { maxPage?: number; contiguousIds?: boolean; afterId?: (id: number) => Record<string, string> }>> = {
+  // Trades: `count` up to 1000 (docs.kraken.com "Get Recent Trades"), `trade_id` per pair.
+  kraken: { maxPage: 1000, contiguousIds: true },
+  // /products/{id}/trades: `limit` up to 1000, `before=<id>` the trades newer than that id.
+  coinbaseexchange: { maxPage: 1000, contiguousIds: true, afterId: (id) => ({ before: String(id) }) },
+};
+
+/** CCXT trades in time order, ties by id. */
+function byTimeThenId(a: CcxtTrade, b: CcxtTrade): number {
+  return (a.timestamp ?? 0) - (b.timestamp ?? 0) || Number(a.id ?? 0) - Number(b.id ?? 0);
+}
 
 /**
  * Every exchange CCXT lists with the job types the engine runs on it: `ohlcv` where the exchange has
- * `fetchOHLCV`, `book` where it has `fetchOrderBook`, and `discovery` (its markets, each given a book
- * job) where it has both `fetchMarkets` and `fetchOrderBook`. Loads `ccxt` (about a second of CPU).
+ * `fetchOHLCV`, `trades` where it has `fetchTrades`, `book` where it has `fetchOrderBook`, and
+ * `discovery` (its markets, each given a book job) where it has both `fetchMarkets` and
+ * `fetchOrderBook`. Loads `ccxt` (about a second of CPU).
  */
 export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs: CcxtJobType[] }>> {
   const ccxt = await loadCcxt();
@@ -327,6 +440,7 @@ export async function ccxtExchangeJobs(): Promise<Array<{ exchange: string; jobs
     const book = has['fetchOrderBook'] === true;
     const jobs: CcxtJobType[] = [
       ...(has['fetchOHLCV'] === true ? (['ohlcv'] as const) : []),
+      ...(has['fetchTrades'] === true ? (['trades'] as const) : []),
       ...(book ? (['book'] as const) : []),
       ...(book && has['fetchMarkets'] === true ? (['discovery'] as const) : []),
     ];
