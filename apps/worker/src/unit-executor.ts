@@ -30,6 +30,8 @@ import {
   isMultiSymbolCandleSource,
   isOptionChainSource,
   isSeriesSource,
+  isTradeSource,
+  type TradesFrom,
   type VenueAdapter,
 } from '@tickfleet/venues';
 import { ACTIVE_SET_SNAPSHOT, type ActiveSet, type ActiveSets } from './active-set.js';
@@ -135,8 +137,8 @@ export class UnitExecutor {
     switch (unit.kind) {
       case 'incremental':
         if (!job.enabled) return { outcome: 'skipped', records: 0, detail: 'job disabled' };
-        if (job.type !== 'ohlcv')
-          throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.type} jobs have no incremental collector (trade polling is not built)`);
+        if (job.type === 'trades') return this.pollTrades(ctx, job);
+        if (job.type !== 'ohlcv') throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.type} jobs have no incremental collector`);
         return this.incremental(ctx, job);
       case 'backfill':
         return this.backfill(ctx, job);
@@ -337,6 +339,64 @@ export class UnitExecutor {
   }
 
   /**
+   * Polls a trades job: the venue's trades after the job's cursor (a trade id or a time, as the
+   * adapter pages), or, on its first run, from `since` (else {@link WORKER_DEFAULTS.tradesLookbackMs}
+   * ago), up to the newest. The last page's cursor goes with the job's completion.
+   */
+  private async pollTrades(ctx: UnitContext, job: Job): Promise<UnitOutcome> {
+    const from: TradesFrom =
+      job.cursor !== null ? { cursor: job.cursor } : { sinceMs: job.since ?? this.options.clock.now() - WORKER_DEFAULTS.tradesLookbackMs };
+    const { records, cursor, holes } = await this.collectTrades(ctx, job, from, undefined, 'all-but-last');
+    const detail = holes > 0 ? `${holes} trade-id holes on the gap ledger` : undefined;
+    return { outcome: 'ok', records, ...(cursor === null ? {} : { cursor }), ...(detail ? { detail } : {}) };
+  }
+
+  /**
+   * Fetches and persists trade pages from `from` (before `untilMs` when given). Ids a venue with
+   * contiguous ids skipped go on the gap ledger (kind `trade-ids`, the job id a stream of the symbol
+   * reports its unhealed trades under) before the cursor passes them. `advance` as collectCandles'.
+   */
+  private async collectTrades(
+    ctx: UnitContext,
+    job: Job,
+    from: TradesFrom,
+    untilMs: number | undefined,
+    advance: 'none' | 'all-but-last',
+  ): Promise<{ records: number; cursor: number | null; holes: number }> {
+    const { adapter, signal } = ctx;
+    if (!isTradeSource(adapter)) throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.venue} has no public trades source`);
+    let records = 0;
+    let holes = 0;
+    let cursor: number | null = null;
+    let unstored: number | null = null;
+    const storeCursor = async (): Promise<void> => {
+      if (unstored === null) return;
+      await this.options.store.jobs.advanceCursor(job.id, unstored);
+      unstored = null;
+    };
+    try {
+      for await (const page of adapter.fetchTrades(job.symbol, from, { signal, ...(untilMs === undefined ? {} : { untilMs }) })) {
+        signal.throwIfAborted();
+        await storeCursor();
+        for (const h of page.holes) {
+          await this.options.store.gaps.record({ jobId: job.id, fromMs: h.fromId, toMs: h.toId + 1, kind: 'trade-ids' }, this.options.clock.now());
+        }
+        holes += page.holes.length;
+        await this.persist(ctx, page.envelopes);
+        records += page.trades.length;
+        cursor = page.cursor;
+        if (advance === 'all-but-last') unstored = cursor;
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    } catch (err) {
+      if (!(err instanceof JobLockLostError) && !(signal.reason instanceof JobLockLostError)) await storeCursor().catch(() => undefined);
+      throw err;
+    }
+    return { records, cursor, holes };
+  }
+
+  /**
    * The unit's job from the store, or, while the store cannot be reached, the copy this worker
    * read last: the unit can then make its requests (on the worker's budget lease) instead of
    * waiting for the store before its first one. A stale copy is harmless: an older cursor only
@@ -380,6 +440,12 @@ export class UnitExecutor {
       const bf = await this.options.store.backfills.get(unit.backfillId);
       if (!bf) return { outcome: 'skipped', records: 0, detail: 'backfill no longer exists' };
       if (bf.status === 'cancelled') return { outcome: 'skipped', records: 0, detail: 'backfill cancelled' };
+    }
+    if (job.type === 'trades') {
+      // A time range of trades: no candle grid to scan; holes in contiguous ids go on the ledger as polled.
+      const { records } = await this.collectTrades(ctx, job, { sinceMs: unit.fromMs }, unit.toMs, 'none');
+      if (unit.backfillId) await this.options.store.backfills.chunkDone(unit.backfillId, { fromMs: unit.fromMs, toMs: unit.toMs });
+      return { outcome: 'ok', records };
     }
     if (job.type === 'series') {
       // A range of economic-series history: no candle grid, so no gap ledger; the cursor stays the live job's.

@@ -12,6 +12,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   stalledIntervalMs: 10_000,
   /** How far back a candle job with neither `since` nor a cursor starts: one day. */
   initialLookbackMs: 86_400_000,
+  /** How far back a trades job with neither `since` nor a cursor starts: one minute (a venue's trades of a day are many pages). */
+  tradesLookbackMs: 60_000,
   /** A candle job collects up to the last candle closed this long ago. */
   closeDelayMs: CANDLE_CLOSE_DELAY_MS,
   /** How often a worker logs its `venue heartbeat` line per venue and refreshes its heartbeat gauges. */
