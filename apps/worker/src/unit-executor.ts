@@ -347,7 +347,7 @@ export class UnitExecutor {
     const from: TradesFrom =
       job.cursor !== null ? { cursor: job.cursor } : { sinceMs: job.since ?? this.options.clock.now() - WORKER_DEFAULTS.tradesLookbackMs };
     const { records, cursor, holes } = await this.collectTrades(ctx, job, from, undefined, 'all-but-last');
-    const detail = holes > 0 ? `${holes} trade-id holes on the gap ledger` : undefined;
+    const detail = holes > 0 ? `trade ids missing in ${holes} range${holes === 1 ? '' : 's'}: on the gap ledger` : undefined;
     return { outcome: 'ok', records, ...(cursor === null ? {} : { cursor }), ...(detail ? { detail } : {}) };
   }
 
