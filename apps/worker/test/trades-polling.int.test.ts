@@ -85,6 +85,39 @@ describe('fleet: trades jobs poll venue REST trades', () => {
       expect(await fleet.withStore((store) => store.gaps.list({ jobId: job!.id, open: true }))).toEqual([]);
     }
   }, 240_000);
+
+  it("backfills a time range of trades in 1-minute units: the emulation's trades in it, each once", async () => {
+    const from = Math.floor(Date.now() / 1000) * 1000 - 20 * 60_000;
+    const to = from + 12 * 60_000;
+    const out = await fleet.ok(
+      'backfill',
+      'binance',
+      'SOL/USDT',
+      '--trades',
+      '--from',
+      new Date(from).toISOString(),
+      '--to',
+      new Date(to).toISOString(),
+      '--json',
+    );
+    const backfill = JSON.parse(out) as { id: string; jobId: string; unitsTotal: number };
+    expect(backfill).toMatchObject({ jobId: 'binance:SOL/USDT:-:trades', unitsTotal: 12 });
+    fleet.mock.reset();
+    const workers = [0, 1].map((i) => fleet.spawn(`bf-worker-${i}`, ['worker']));
+    await Promise.all(workers.map((w) => fleet.ready(w)));
+    await fleet.backfillDone(backfill.id, `backfill ${backfill.id} done`, { timeoutMs: 120_000, venue: 'binance' });
+    await Promise.all(workers.map((w) => fleet.stopCleanly(w)));
+    const model = binanceModel('SOLUSDT', DEFAULT_SEED);
+    const want = truth(model, from, model.lastTradeId(lastClosedTick(to))).filter((t) => t.timeMs < to);
+    const stored = await storedTrades(fleet, 'binance', 'SOL/USDT');
+    expect(want.length).toBeGreaterThan(4000);
+    expect(stored.rows).toBe(want.length);
+    expect(stored.ids).toEqual(want.map((t) => t.id));
+    const stats = fleet.mock.stats().venues.binance;
+    expect({ over: stats.overLimitRequests, errors: stats.responses4xx + stats.responses5xx }).toEqual({ over: 0, errors: 0 });
+    // the job a backfill creates collects history only
+    expect(await fleet.withStore((store) => store.jobs.get('binance:SOL/USDT:-:trades'))).toMatchObject({ enabled: false, cursor: null });
+  }, 240_000);
 });
 
 /** The emulation's trades with `time >= sinceMs` and id up to `lastId`, ascending. */

@@ -202,6 +202,8 @@ export interface TradeSource {
   readonly tradeCursor: 'id' | 'time';
   /** Largest number of trades one page (one request) can hold. */
   readonly maxTradesPerPage: number;
+  /** Whether the venue answers trades from a given time (so a time range can be backfilled); false: only its newest page. */
+  readonly tradesByTime: boolean;
   /** Trades after `from` (past the cursor, or from `sinceMs` on), ascending, page by page, until the newest (or `untilMs`). */
   fetchTrades(symbol: string, from: TradesFrom, options?: FetchTradesOptions): AsyncIterable<TradePage>;
 }

@@ -20,7 +20,7 @@ import {
 import type { QueuedUnit, VenueQueues } from '@tickfleet/queues';
 import { gapsToRanges } from '@tickfleet/sinks';
 import type { StateStore } from '@tickfleet/store';
-import { createVenueAdapter, hasVenueAdapter, isCandleSource, isSeriesSource } from '@tickfleet/venues';
+import { createVenueAdapter, hasVenueAdapter, isCandleSource, isSeriesSource, isTradeSource } from '@tickfleet/venues';
 import { isoDate, oneOf, positiveInt } from '../args.js';
 import { preflightRedis } from '../role-guard.js';
 import { assertVenueSymbol } from '../venue-symbols.js';
@@ -32,6 +32,7 @@ import { withStore } from '../store-context.js';
 
 interface BackfillOptions {
   timeframe?: Timeframe;
+  trades?: boolean;
   from?: number;
   to?: number;
   gaps?: string;
@@ -59,6 +60,7 @@ export function registerBackfill(program: Command): void {
       .argument('[venue]', 'venue, e.g. binance')
       .argument('[symbol]', 'symbol, e.g. BTC/USDT')
       .option('--timeframe <tf>', `candle timeframe (${TIMEFRAMES.join(' ')}); none for an economic series (fred DGS10)`, oneOf('--timeframe', TIMEFRAMES))
+      .option('--trades', `trades instead of candles: the venue's trades in the range, in one-minute units (venues answering trades by time)`)
       .option('--from <iso>', 'range start (inclusive), e.g. 2024-01-01', isoDate('--from'))
       .option('--to <iso>', 'range end (exclusive), e.g. 2024-02-01', isoDate('--to'))
       .option(
@@ -108,6 +110,7 @@ export function registerBackfill(program: Command): void {
   withDefaultCommandHelp(backfill, start, [
     'tickfleet backfill binance BTC/USDT --timeframe 1m --from 2024-01-01 --to 2024-01-08 --follow',
     'tickfleet backfill fred DGS10 --from 2024-01-01 --to 2024-02-01',
+    'tickfleet backfill binance BTC/USDT --trades --from 2024-01-01T00:00Z --to 2024-01-01T06:00Z',
     'tickfleet backfill --gaps binance:BTC/USDT:1m:ohlcv',
   ]);
 
@@ -165,8 +168,10 @@ export function registerBackfill(program: Command): void {
 interface BackfillRequest {
   jobId: string;
   venue: string;
-  /** Candles of this timeframe; absent: an economic series (whole UTC days). */
+  /** Candles of this timeframe; absent: an economic series (whole UTC days), or trades. */
   timeframe?: Timeframe;
+  /** Trades by time, {@link TRADES_CHUNK_MS} a unit. */
+  trades?: boolean;
   symbol: string;
   ranges: Array<{ fromMs: number; toMs: number }> | 'gaps';
   /** Refuse the backfill when it needs more units than this. @defaultValue DEFAULT_MAX_BACKFILL_UNITS */
@@ -178,10 +183,11 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
   if (symbol === undefined) throw new ValidationError('symbol', 'a symbol argument, e.g. BTC/USDT');
   const v = parseOrThrow(VenueName, venue, 'venue');
   const s = parseOrThrow(SymbolName, symbol, 'symbol');
+  if (opts.trades && opts.timeframe !== undefined) throw new ValidationError('--timeframe', 'no timeframe with --trades', opts.timeframe);
   // A series publisher (FRED) backfills observation dates, without a timeframe.
-  const series = opts.timeframe === undefined && publishesSeries(v);
+  const series = opts.timeframe === undefined && !opts.trades && publishesSeries(v);
   assertVenueSymbol(v, s);
-  if (!opts.timeframe && !series) throw new ValidationError('--timeframe', 'a timeframe, e.g. --timeframe 1m');
+  if (!opts.timeframe && !series && !opts.trades) throw new ValidationError('--timeframe', 'a timeframe, e.g. --timeframe 1m');
   if (opts.from === undefined) throw new ValidationError('--from', 'a range start, e.g. --from 2024-01-01');
   if (opts.to === undefined) throw new ValidationError('--to', 'a range end, e.g. --to 2024-01-08');
   if (opts.to <= opts.from) throw new ValidationError('--to', `a time after --from (${new Date(opts.from).toISOString()})`, new Date(opts.to).toISOString());
@@ -195,6 +201,8 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
       `a time not after now (${new Date(now).toISOString()}); live jobs collect what comes later`,
       new Date(opts.to).toISOString(),
     );
+  if (opts.trades)
+    return { jobId: makeJobId({ venue: v, symbol: s, type: 'trades' }), venue: v, symbol: s, trades: true, ranges: [{ fromMs: opts.from, toMs: opts.to }] };
   if (!opts.timeframe)
     return { jobId: makeJobId({ venue: v, symbol: s, type: 'series' }), venue: v, symbol: s, ranges: [{ fromMs: opts.from, toMs: opts.to }] };
   return {
@@ -209,6 +217,20 @@ function rangeRequest(venue: string | undefined, symbol: string | undefined, opt
 /** Whether `venue`'s adapter publishes economic series (a capability check: the adapter sends nothing). */
 function publishesSeries(venue: string): boolean {
   return hasVenueAdapter(venue) && isSeriesSource(createVenueAdapter(venue, { baseUrl: 'http://127.0.0.1' }));
+}
+
+/**
+ * Trades per backfill unit, by time. A unit is the budget's unit of work and starts over when the
+ * budget makes it yield, so it should hold a page or a few: a minute of a busy pair (Binance
+ * BTC/USDT: one to a few thousand trades) is one to three pages.
+ */
+const TRADES_CHUNK_MS = 60_000;
+
+/** The chunks of a trades backfill: {@link TRADES_CHUNK_MS} each, the last one cut at the range's end. */
+function tradeChunks(fromMs: number, toMs: number): Array<{ fromMs: number; toMs: number }> {
+  const chunks: Array<{ fromMs: number; toMs: number }> = [];
+  for (let start = fromMs; start < toMs; start += TRADES_CHUNK_MS) chunks.push({ fromMs: start, toMs: Math.min(start + TRADES_CHUNK_MS, toMs) });
+  return chunks;
 }
 
 /**
@@ -238,6 +260,21 @@ async function enqueueBackfill(store: StateStore, req: BackfillRequest, firstSto
   if (!hasVenueAdapter(req.venue)) throw new ValidationError('venue', 'a venue with a candle adapter (binance, polygon)', req.venue);
   const adapter = createVenueAdapter(req.venue, { baseUrl: connector.baseUrl });
   let existing = await store.jobs.get(req.jobId);
+  if (req.trades && req.ranges !== 'gaps') {
+    if (!isTradeSource(adapter)) throw new ValidationError('venue', `a venue with public trades (${req.venue} has none)`, req.venue);
+    if (!adapter.tradesByTime)
+      throw new ValidationError(
+        '--trades',
+        `a venue answering trades from a time (${req.venue} serves only its newest trades: jobs add ${req.venue} trades …)`,
+        req.venue,
+      );
+    const chunks = req.ranges.flatMap((r) => tradeChunks(r.fromMs, r.toMs));
+    const maxUnits = req.maxUnits ?? DEFAULT_MAX_BACKFILL_UNITS;
+    if (chunks.length > maxUnits)
+      throw new ValidationError('--from/--to', `a range of at most ${maxUnits} one-minute units (this one needs ${chunks.length}: raise --max-units)`);
+    const job = existing ?? (await store.jobs.upsert({ venue: req.venue, type: 'trades', symbol: req.symbol, enabled: false }));
+    return recordAndEnqueue(store, req.jobId, req.venue, job.priority, chunks);
+  }
   if (req.timeframe === undefined && req.ranges !== 'gaps' && isSeriesSource(adapter)) {
     // Names a bad series id (ValidationError) before anything is stored.
     adapter.seriesOf(req.symbol);

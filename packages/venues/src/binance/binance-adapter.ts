@@ -98,6 +98,7 @@ export class BinanceAdapter extends HttpVenueAdapter<BinanceEndpoint | 'bookTick
   readonly maxCandlesPerPage: number;
   readonly maxTradesPerPage: number;
   readonly tradeCursor = 'id';
+  readonly tradesByTime = true;
   readonly depthLimit: number;
   /** Top of book (depth 1): many symbols per `bookTicker` request; deeper books: one `depth` request per book. */
   readonly maxBooksPerRequest: number;

@@ -174,6 +174,11 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
     return TRADES_PAGING[this.exchangeId]?.afterId ? 'id' : 'time';
   }
 
+  /** Whether `fetchTrades` takes a time: not on exchanges paged by id, whose first page is their newest. */
+  get tradesByTime(): boolean {
+    return this.tradeCursor === 'time';
+  }
+
   /** Trades per `fetchTrades` page: the exchange's documented maximum where known, else CCXT_DEFAULTS.maxTradesPerPage. */
   get maxTradesPerPage(): number {
     return TRADES_PAGING[this.exchangeId]?.maxPage ?? CCXT_DEFAULTS.maxTradesPerPage;
