@@ -38,7 +38,8 @@ export const DEMO_KEYS = {
 /**
  * The demo fleet: each venue emulation with its real published limits, candle jobs (Kraken's and
  * Coinbase's through the CCXT engine) that start a
- * few hours back (so history arrives at once, then live candles every minute), Polymarket and
+ * few hours back (so history arrives at once, then live candles every minute), Coinbase's polled
+ * trades, Polymarket and
  * Limitless discovery feeding order-book polling, Xetra's post-trade files, Alpaca day bars (per-day
  * units), Finnhub option chains over a small universe and FRED's Treasury curve; and the WebSocket
  * half: a Binance and a Kraken stream (trades and books) against the emulations' stream endpoints.
@@ -85,6 +86,8 @@ export async function seedDemo(
     { venue: 'kraken', type: 'ohlcv', symbol: 'BTC/USD', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'kraken', type: 'ohlcv', symbol: 'ETH/USD', timeframe: '1m', since: now - 6 * 3600_000 },
     { venue: 'coinbase', type: 'ohlcv', symbol: 'BTC/USD', timeframe: '1m', since: now - DAY },
+    // Coinbase has no stream in the demo: its trades are polled (a request a minute, 1,000 trades a page).
+    { venue: 'coinbase', type: 'trades', symbol: 'BTC/USD', timeframe: null, since: null },
     // Day bars: US-equity minutes exist only in sessions, day bars of past sessions whenever the demo starts.
     // Five days hold two to four past sessions: at Polygon's 5 requests a minute (one a session day)
     // the job is caught up within a minute or two instead of starting weeks behind.

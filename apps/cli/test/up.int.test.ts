@@ -92,7 +92,7 @@ describe('tickfleet up --demo', () => {
         { timeoutMs: 120_000, intervalMs: 2000 },
       );
 
-      // Alpaca day bars (per-day units), Finnhub option chains over a universe, FRED's Treasury curve.
+      // Alpaca day bars (per-day units), Finnhub option chains over a universe, FRED's Treasury curve, Coinbase's polled trades.
       const records = async (args: string[]): Promise<number> => {
         const r = await runCli(['data', 'count', ...args, '--json'], { cwd: dir.path, env: { TICKFLEET_SINK_URL: undefined } });
         if (r.code !== 0) return 0;
@@ -103,6 +103,7 @@ describe('tickfleet up --demo', () => {
         ['Alpaca day bars', ['alpaca', 'AAPL', '--timeframe', '1d']],
         ['Finnhub option contracts', ['finnhub', '--channel', 'options']],
         ['FRED Treasury yields', ['fred', 'DGS10', '--channel', 'series']],
+        ['Coinbase polled trades', ['coinbase', 'BTC/USD', '--channel', 'trades']],
       ] as const) {
         await waitFor(async () => (await records([...args])) > 0, `demo ${what} in the sink`, { timeoutMs: 60_000, intervalMs: 1000 });
       }
