@@ -147,6 +147,29 @@ describe('BinanceAdapter trades against documented bodies', () => {
   let server: FixtureServer;
   afterEach(() => server.close());
 
+  it('the first trade id is looked for an hour window at a time (aggTrades refuses wider ones)', async () => {
+    const sinceMs = Date.UTC(2024, 0, 1);
+    // no aggregate in the first two hours after since: the third window finds one
+    server = await FixtureServer.start((req) => {
+      if (req.path === '/api/v3/historicalTrades') return { body: fixture('binance/historical-trades-hole.json') };
+      if (req.path !== '/api/v3/aggTrades') return undefined;
+      const found = Number(req.query.get('endTime')) >= sinceMs + 2 * 3_600_000;
+      return { body: found ? '[{"a":7,"p":"4.00000100","q":"12.00000000","f":28457,"l":28457,"T":1704074400500,"m":true,"M":true}]' : '[]' };
+    });
+    const adapter = new BinanceAdapter({ baseUrl: server.url });
+    const pages = await collect(adapter.fetchTrades('BNB/BTC', { sinceMs }, { untilMs: sinceMs + 5 * 3_600_000 }));
+    const windows = server.requests
+      .filter((r) => r.path === '/api/v3/aggTrades')
+      .map((r) => [Number(r.query.get('startTime')) - sinceMs, Number(r.query.get('endTime')) - sinceMs, r.query.get('limit')]);
+    expect(windows).toEqual([
+      [0, 3_600_000 - 1, '1'],
+      [3_600_000, 2 * 3_600_000 - 1, '1'],
+      [2 * 3_600_000, 3 * 3_600_000 - 1, '1'],
+    ]);
+    expect(server.requests.at(-1)!.query.get('fromId')).toBe('28457');
+    expect(pages.flatMap((p) => p.trades.map((t) => t.tradeId))).toEqual(['28457', '28460']);
+  });
+
   it('an id the answer skips is a hole; ids going back are a malformed page', async () => {
     server = await FixtureServer.start((req) =>
       req.path === '/api/v3/historicalTrades' ? { body: fixture('binance/historical-trades-hole.json') } : undefined,

@@ -47,6 +47,8 @@ import { alignedWindowPolicy } from '../venue-http-client.js';
 const MAX_KLINES_LIMIT = 1000;
 /** Binance's largest `historicalTrades` / `aggTrades` `limit`. */
 const MAX_TRADES_LIMIT = 1000;
+/** `aggTrades` refuses `startTime`/`endTime` an hour or more apart: a window spans an hour less 1 ms (endTime inclusive). */
+const AGG_TRADES_WINDOW_MS = 3_600_000;
 
 /** The defaults of {@link BinanceAdapterOptions}. */
 export const BINANCE_DEFAULTS = Object.freeze({
@@ -181,11 +183,9 @@ export class BinanceAdapter extends HttpVenueAdapter<BinanceEndpoint | 'bookTick
     let next: number;
     if ('cursor' in from) next = from.cursor + 1;
     else {
-      const query = { symbol: venueSymbol, startTime: String(from.sinceMs), limit: '1' };
-      const { data: aggs } = await this.getJson('aggTrades', this.url('/api/v3/aggTrades', query), BinanceAggTrades, { signal: options.signal });
-      const first = aggs[0];
-      if (first === undefined || (options.untilMs !== undefined && first.T >= options.untilMs)) return;
-      next = first.f;
+      const first = await this.firstTradeId(venueSymbol, from.sinceMs, options.untilMs ?? this.clock.now(), options);
+      if (first === undefined) return;
+      next = first;
     }
     for (;;) {
       const query = { symbol: venueSymbol, fromId: String(next), limit: String(this.maxTradesPerPage) };
@@ -222,6 +222,20 @@ export class BinanceAdapter extends HttpVenueAdapter<BinanceEndpoint | 'bookTick
       if (trades.length > 0) yield { trades, envelopes, cursor: next - 1, holes };
       if (ended || rows.length < this.maxTradesPerPage) return;
     }
+  }
+
+  /**
+   * The first trade id at or after `fromMs` and before `toMs`: `aggTrades?startTime&endTime&limit=1`, one
+   * window under an hour at a time (Binance refuses wider ones, -1127) until one holds an aggregate.
+   */
+  private async firstTradeId(venueSymbol: string, fromMs: number, toMs: number, options: FetchOptions): Promise<number | undefined> {
+    for (let start = fromMs; start < toMs; start += AGG_TRADES_WINDOW_MS) {
+      const end = Math.min(start + AGG_TRADES_WINDOW_MS, toMs) - 1;
+      const query = { symbol: venueSymbol, startTime: String(start), endTime: String(end), limit: '1' };
+      const { data: aggs } = await this.getJson('aggTrades', this.url('/api/v3/aggTrades', query), BinanceAggTrades, { signal: options.signal });
+      if (aggs[0] !== undefined) return aggs[0].f;
+    }
+    return undefined;
   }
 
   /** `GET /api/v3/exchangeInfo`: every TRADING symbol as BASE/QUOTE; also teaches `fromVenueSymbol`. */
