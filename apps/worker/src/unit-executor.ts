@@ -347,7 +347,7 @@ export class UnitExecutor {
     const from: TradesFrom =
       job.cursor !== null ? { cursor: job.cursor } : { sinceMs: job.since ?? this.options.clock.now() - WORKER_DEFAULTS.tradesLookbackMs };
     const { records, cursor, holes } = await this.collectTrades(ctx, job, from, undefined, 'all-but-last');
-    const detail = holes > 0 ? `trade ids missing in ${holes} range${holes === 1 ? '' : 's'}: on the gap ledger` : undefined;
+    const detail = holes > 0 ? `trades missing in ${holes} range${holes === 1 ? '' : 's'}: on the gap ledger` : undefined;
     return { outcome: 'ok', records, ...(cursor === null ? {} : { cursor }), ...(detail ? { detail } : {}) };
   }
 
@@ -381,7 +381,8 @@ export class UnitExecutor {
         for (const h of page.holes) {
           await this.options.store.gaps.record({ jobId: job.id, fromMs: h.fromId, toMs: h.toId + 1, kind: 'trade-ids' }, this.options.clock.now());
         }
-        holes += page.holes.length;
+        if (page.missing) await this.options.store.gaps.record({ jobId: job.id, ...page.missing, kind: 'missing' }, this.options.clock.now());
+        holes += page.holes.length + (page.missing ? 1 : 0);
         await this.persist(ctx, page.envelopes);
         records += page.trades.length;
         cursor = page.cursor;

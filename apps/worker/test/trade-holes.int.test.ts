@@ -85,7 +85,7 @@ describe('trades job: holes in contiguous ids', () => {
         logger,
       });
     const first = await run();
-    expect(first).toMatchObject({ outcome: 'ok', records: 4, cursor: 106, detail: 'trade ids missing in 1 range: on the gap ledger' });
+    expect(first).toMatchObject({ outcome: 'ok', records: 4, cursor: 106, detail: 'trades missing in 1 range: on the gap ledger' });
     expect(served[0]).toBe('?symbol=BTCUSDT&fromId=101&limit=1000');
     const gaps = await store.gaps.list({ jobId: job.id, open: true });
     expect(gaps.map((g) => [g.kind, g.fromMs, g.toMs])).toEqual([['trade-ids', 103, 105]]);

@@ -194,6 +194,11 @@ export interface TradePage {
   cursor: number;
   /** Ids missing before or inside this page where the venue's ids are contiguous. */
   holes: TradeIdHole[];
+  /**
+   * Trades missing in time before this page, `[fromMs, toMs)`: a walk by time whose first answer no
+   * longer holds the cursor's trade (the venue's retention passed it, or it ignored `since`).
+   */
+  missing?: { fromMs: number; toMs: number };
 }
 
 /** A venue whose public trades can be polled since a cursor. */

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MalformedPayloadError, type Envelope } from '@tickfleet/core';
 import {
   binanceModel,
@@ -115,6 +117,42 @@ describe('trade polling against the emulations over HTTP', () => {
     expect(next.filter((x) => x.id > lastId)).toEqual(truth(model, sinceMs, Number.POSITIVE_INFINITY, T0 + MINUTE).filter((x) => x.id > lastId));
     expect(next.filter((x) => x.id <= lastId).every((x) => x.timeMs === want.at(-1)!.timeMs)).toBe(true);
     expect(mock.stats().venues.kraken).toMatchObject({ overLimitRequests: 0 });
+  });
+
+  it("kraken (CCXT engine): a resumed walk whose first answer no longer holds the cursor's trade reports the time missing", async () => {
+    // Kraken behind a proxy that keeps only the trades from the last whole minute on (a retention the cursor fell behind)
+    const cutoffMs = T0 - (T0 % MINUTE) - MINUTE;
+    const origin = new URL(mock.baseUrl('kraken')).origin;
+    const proxy = createServer((req, res) => {
+      void (async () => {
+        // a `since` before the retention is answered from the oldest trade kept
+        const url = new URL(req.url ?? '/', origin);
+        const since = url.searchParams.get('since');
+        if (url.pathname.endsWith('/0/public/Trades') && since !== null && Number(since) * 1000 < cutoffMs)
+          url.searchParams.set('since', String(Math.ceil(cutoffMs / 1000)));
+        const answer = await fetch(url);
+        const body = await answer.text();
+        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(body);
+      })();
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${new URL(mock.baseUrl('kraken')).pathname}`;
+      const adapter = createVenueAdapter('kraken', { baseUrl: base, clock });
+      const model = krakenModel('BTC/USD', SEED);
+      const stored = truth(model, T0 - 3 * MINUTE, T0 - 3 * MINUTE + 500, T0).at(-1)!;
+      const pages = await collect(adapter.fetchTrades('BTC/USD', { cursor: stored.timeMs }));
+      const want = truth(model, cutoffMs, Number.POSITIVE_INFINITY, T0);
+      expect(idsOf(pages)).toEqual(want);
+      expect(pages[0]!.missing).toEqual({ fromMs: stored.timeMs + 1, toMs: want[0]!.timeMs });
+      expect(pages.slice(1).every((p) => p.missing === undefined)).toBe(true);
+      // without the retention the same walk reports nothing missing
+      const direct = await collect(createVenueAdapter('kraken', { baseUrl: mock.baseUrl('kraken'), clock }).fetchTrades('BTC/USD', { cursor: stored.timeMs }));
+      expect(direct.every((p) => p.missing === undefined)).toBe(true);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('coinbase (CCXT engine): by trade id with before=<cursor>; a first poll starts at the newest page', async () => {

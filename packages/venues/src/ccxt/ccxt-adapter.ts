@@ -205,7 +205,9 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       const params = byId && cursor !== undefined ? paging!.afterId!(cursor) : {};
       // `since` on the second: CCXT drops rows before `since` after the exchange counted them (Kraken takes
       // seconds), and a page it shortened so would read as the last one.
-      const askSince = (byId && cursor !== undefined) || since === undefined ? undefined : Math.floor(since / 1000) * 1000;
+      // A resumed walk asks from a second earlier still, so an exchange whose `since` is exclusive answers the cursor's trade too.
+      const back = page === 0 && 'cursor' in from ? 1000 : 0;
+      const askSince = (byId && cursor !== undefined) || since === undefined ? undefined : Math.floor(since / 1000) * 1000 - back;
       const rows: CcxtTrade[] = await this.call(options.signal, () => ex.fetchTrades(symbol, askSince, limit, params));
       const receivedAtMs = this.clock.now();
       const trades: Trade[] = [];
@@ -213,7 +215,12 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
       const holes: TradeIdHole[] = [];
       let ended = false;
       let newest = cursor;
-      for (const row of [...rows].sort(byTimeThenId)) {
+      const sorted = [...rows].sort(byTimeThenId);
+      // The first answer of a walk resumed by time holds the cursor's own trade; one that starts later lost what lies between.
+      const resumedAt = page === 0 && !byId && 'cursor' in from ? from.cursor : undefined;
+      const firstMs = sorted[0]?.timestamp;
+      const missing = resumedAt !== undefined && typeof firstMs === 'number' && firstMs > resumedAt ? { fromMs: resumedAt + 1, toMs: firstMs } : undefined;
+      for (const row of sorted) {
         const timeMs = row.timestamp;
         if (typeof timeMs !== 'number') throw new MalformedPayloadError(this.venue, `fetchTrades row without a timestamp`, row.info);
         if (since !== undefined && timeMs < since) continue;
@@ -241,7 +248,7 @@ export class CcxtAdapter extends HttpVenueAdapter<string> implements CandleSourc
         envelopes.push(tradeEnvelope(trade, `${this.venue}:${symbol}:trade:${id}`, receivedAtMs));
         newest = byId ? numericId : timeMs;
       }
-      if (trades.length > 0 && newest !== undefined) yield { trades, envelopes, cursor: newest, holes };
+      if (trades.length > 0 && newest !== undefined) yield { trades, envelopes, cursor: newest, holes, ...(missing ? { missing } : {}) };
       if (ended || rows.length < limit || newest === undefined) return;
       // A full page that does not move the cursor (a page of trades all at one instant) ends the walk.
       if (newest === cursor || (!byId && newest === since)) return;
