@@ -2,7 +2,7 @@ import { alignDown } from '@tickfleet/core';
 import { FleetVenueControl } from '@tickfleet/budget';
 import { VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
-import { InProcessRig } from './in-process-rig.js';
+import { InProcessRig } from '../test/in-process-rig.js';
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;

@@ -2,7 +2,7 @@ import { alignDown } from '@tickfleet/core';
 import { VenueQueues } from '@tickfleet/queues';
 import { waitFor } from '@tickfleet/testkit';
 import { TREASURY_CURVE_SERIES } from '@tickfleet/venues';
-import { InProcessRig } from './in-process-rig.js';
+import { InProcessRig } from '../test/in-process-rig.js';
 
 const DAY = 86_400_000;
 const FRED_KEY = 'fredtestkey00000000000000000000a';

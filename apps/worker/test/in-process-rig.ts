@@ -4,7 +4,7 @@ import { openSink, Pipeline } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { createLogger, createRegistry } from '@tickfleet/telemetry';
 import { startRedis, tempDir, type TempDir, type TestRedis } from '@tickfleet/testkit';
-import { FleetWorker, type FleetWorkerOptions } from './fleet-worker.js';
+import { FleetWorker, type FleetWorkerOptions } from '../src/fleet-worker.js';
 
 /**
  * Real parts for one in-process FleetWorker test: a redis-server, a SQLite store and sink in a
