@@ -160,6 +160,37 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('never fails requests as too heavy because together they weigh more than the window: it asks what the window holds', async () => {
+    const dir = tempDir('tickfleet-gate-sum-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      // 19 per window (as 20 at headroom 0.95): ten requests of weight 2 waiting together weigh 20.
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 20, periodMs: 60_000, headroom: 0.95 } });
+      const recorded = new RecordedBudgets(store.budgets);
+      const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 });
+      const outcomes = await Promise.all(
+        Array.from({ length: 11 }, () =>
+          gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 2 }).then(
+            () => 'sent',
+            (err: unknown) => (err instanceof BudgetExhaustedError ? 'yielded' : err),
+          ),
+        ),
+      );
+      // None of them is failed as too heavy: 8 more fit the window (17 of 19), the rest yield to the next.
+      expect(outcomes.filter((o) => o === 'sent')).toHaveLength(8);
+      expect(outcomes.filter((o) => o === 'yielded')).toHaveLength(3);
+      // No acquire asked for more than the window holds; the requests' 2 each within its 19.
+      expect(Math.max(...recorded.acquires.map((a) => a.weight))).toBeLessThanOrEqual(19);
+      expect((await store.budgets.usage('binance'))?.used).toBeGreaterThanOrEqual(18);
+      expect((await store.budgets.usage('binance'))?.used).toBeLessThanOrEqual(19);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('fails a request heavier than the whole window at once, naming the venue, the weight and the limit', async () => {
     const dir = tempDir('tickfleet-gate-heavy-');
     const store = await openStore(dir.sqliteUrl());

@@ -123,7 +123,7 @@ type SpendResult = { ok: true; untilMs?: number } | { ok: false; retryAtMs: numb
 export class BudgetGate {
   private readonly maxInlineWaitMs: number;
   /** Per venue: the window of our latest grant and the shared usage the store reported then. */
-  private readonly lastGrant = new Map<string, { windowStartMs: number; used: number }>();
+  private readonly lastGrant = new Map<string, { windowStartMs: number; used: number; limit: number }>();
   /** Per venue: whether the latest store answer said this worker's clock is off the budget's timeline. */
   private readonly skewed = new Map<string, boolean>();
   /** Per venue: where acquires stop before the current window's end, and that end, on this worker's clock. */
@@ -322,12 +322,14 @@ export class BudgetGate {
     const size = this.leaseSize.get(venue);
     // The requests that waited for the previous acquire go now too: one acquire for all of them.
     let ask = size === undefined ? weight : Math.max(this.speculative(venue, size), weight + (this.waiting.get(venue) ?? 0));
+    ask = Math.max(weight, Math.min(ask, this.roomLeft(venue)));
     let sentAtMs = clock.now();
     let r: AcquireResult;
     try {
       r = await this.acquires.acquire(venue, ask);
-      if (!r.ok && r.reason === 'exhausted' && ask > weight) {
-        // Less than a lease left in the window: this request's weight alone, and smaller leases.
+      if (!r.ok && (r.reason === 'exhausted' || r.reason === 'too-heavy') && ask > weight) {
+        // Less than a lease left in the window (or the waiting requests together weigh more than a
+        // whole window): this request's weight alone, and smaller leases.
         this.leaseSize.set(venue, Math.max(1, Math.floor((size ?? 1) / 2)));
         ask = weight;
         sentAtMs = clock.now();
@@ -346,7 +348,7 @@ export class BudgetGate {
       if (r.reason !== 'exhausted') throw this.statusRefusal(venue, r.reason, r.retryAtMs);
       return { ok: false, retryAtMs: r.retryAtMs };
     }
-    if (r.windowStartMs !== undefined) this.lastGrant.set(venue, { windowStartMs: r.windowStartMs, used: r.used });
+    if (r.windowStartMs !== undefined) this.lastGrant.set(venue, { windowStartMs: r.windowStartMs, used: r.used, limit: r.limit });
     metrics.budgetUsed.set({ venue }, r.used);
     metrics.budgetLimit.set({ venue }, r.limit);
     if (r.windowStartMs === undefined || r.windowEndMs === undefined) return { ok: true };
@@ -360,6 +362,18 @@ export class BudgetGate {
     if (receivedAtMs >= untilMs) return { ok: false, retryAtMs: endLocalMs };
     this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens: ask - weight, untilMs });
     return { ok: true, untilMs };
+  }
+
+  /**
+   * At most what the window still holds as far as this worker saw at its latest grant (the whole
+   * limit in a window it has no grant in): an ask past it would be refused, and asked again alone.
+   */
+  private roomLeft(venue: string): number {
+    const last = this.lastGrant.get(venue);
+    if (!last) return Number.POSITIVE_INFINITY;
+    const band = this.guardBand.get(venue);
+    const sameWindow = band !== undefined && this.options.clock.now() < band.toMs;
+    return sameWindow ? last.limit - last.used : last.limit;
   }
 
   /**
