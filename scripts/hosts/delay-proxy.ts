@@ -6,6 +6,7 @@
  *   node --import tsx scripts/hosts/delay-proxy.ts --delay-ms 5 127.0.0.1:6379=10.77.3.2:6379 [more…]
  *
  * Prints one line `delay-proxy listening <n>` once every listener is bound; runs until SIGTERM.
+ * Tests start one in-process ({@link startDelayProxy}) and break its connections mid-request.
  */
 import { createServer, connect, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
@@ -15,8 +16,9 @@ export const DELAY_PROXY_DEFAULTS = {
   delayMs: 5,
 } as const;
 
-interface Route {
+export interface Route {
   listenHost: string;
+  /** 0: a free port ({@link DelayProxy.port}). */
   listenPort: number;
   targetHost: string;
   targetPort: number;
@@ -28,23 +30,59 @@ function parseRoute(text: string): Route {
   return { listenHost: m[1]!, listenPort: Number(m[2]), targetHost: m[3]!, targetPort: Number(m[4]) };
 }
 
-/** Forwards `from` to `to`, each chunk after `delayMs`; equal delays keep the order (timers of one delay fire in order). */
-function pipeDelayed(from: Socket, to: Socket, delayMs: number): void {
-  from.on('data', (chunk: Buffer) => {
-    setTimeout(() => {
-      if (!to.destroyed) to.write(chunk);
-    }, delayMs);
-  });
-  from.on('end', () => setTimeout(() => to.end(), delayMs));
+/**
+ * A link that breaks once: after `requestBytes` (client to target) and then `replyBytes` (target
+ * to client) have passed since it was armed, the reply chunk that crosses the second mark is
+ * dropped and every open connection reset, as a link lost while replies are on the wire.
+ */
+export interface CutPlan {
+  requestBytes?: number;
+  replyBytes?: number;
 }
 
-function serve(route: Route, delayMs: number): Promise<void> {
+export interface DelayProxy {
+  readonly port: number;
+  /** Connections reset by {@link cut} plans so far. */
+  readonly cuts: number;
+  cut(plan: CutPlan): void;
+  close(): Promise<void>;
+}
+
+/** Listens on `route` and forwards each chunk after `delayMs`; equal delays keep the order (timers of one delay fire in order). */
+export function startDelayProxy(route: Route, delayMs: number = DELAY_PROXY_DEFAULTS.delayMs): Promise<DelayProxy> {
+  const open = new Set<Socket>();
+  let plan: { request: number; reply: number } | undefined;
+  let cuts = 0;
+  const resetAll = (): void => {
+    plan = undefined;
+    for (const s of open) {
+      s.resetAndDestroy();
+      cuts++;
+    }
+  };
   const server = createServer((client) => {
     client.setNoDelay(true);
     const upstream = connect({ host: route.targetHost, port: route.targetPort });
     upstream.setNoDelay(true);
-    pipeDelayed(client, upstream, delayMs);
-    pipeDelayed(upstream, client, delayMs);
+    open.add(client);
+    client.on('close', () => open.delete(client));
+    client.on('data', (chunk: Buffer) => {
+      if (plan) plan.request -= chunk.length;
+      setTimeout(() => {
+        if (!upstream.destroyed) upstream.write(chunk);
+      }, delayMs);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (plan && plan.request <= 0) {
+        plan.reply -= chunk.length;
+        if (plan.reply <= 0) return resetAll();
+      }
+      setTimeout(() => {
+        if (!client.destroyed) client.write(chunk);
+      }, delayMs);
+    });
+    client.on('end', () => setTimeout(() => upstream.end(), delayMs));
+    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
     // A reset on either side resets the other, as a broken link would.
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
@@ -53,7 +91,23 @@ function serve(route: Route, delayMs: number): Promise<void> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(route.listenPort, route.listenHost, () => resolve());
+    server.listen(route.listenPort, route.listenHost, () => {
+      const address = server.address();
+      resolve({
+        port: typeof address === 'object' && address ? address.port : route.listenPort,
+        get cuts() {
+          return cuts;
+        },
+        cut: (p) => {
+          plan = { request: p.requestBytes ?? 0, reply: p.replyBytes ?? 1 };
+        },
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of open) s.destroy();
+            server.close(() => done());
+          }),
+      });
+    });
   });
 }
 
@@ -65,7 +119,7 @@ if (isMain) {
   });
   const delayMs = Number(values['delay-ms']);
   const routes = positionals.map(parseRoute);
-  await Promise.all(routes.map((r) => serve(r, delayMs)));
+  await Promise.all(routes.map((r) => startDelayProxy(r, delayMs)));
   process.stdout.write(`delay-proxy listening ${routes.length}\n`);
   process.on('SIGTERM', () => process.exit(0));
 }

@@ -11,11 +11,12 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SEED, expectedCandles, type Scenario, type VenueStats } from '@tickfleet/mock-venue';
-import { openSink, type Sink } from '@tickfleet/sinks';
+import type { Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { cliPath, compareCandles, isRunning, repoRoot, waitFor } from '@tickfleet/testkit';
 import { DELAY_PROXY_DEFAULTS } from './delay-proxy.js';
 import { HostNetwork, type NetHost } from './netns.js';
+import { retried, storedOpenTimes, withSink } from './store-reads.js';
 
 export const HOSTS_DEFAULTS = {
   workerHosts: 3,
@@ -296,14 +297,7 @@ export class HostTopology {
 
   /** `fn` on a fresh sink connection; retried as {@link withStore}. */
   withSink<T>(fn: (sink: Sink) => Promise<T>): Promise<T> {
-    return retried(async () => {
-      const sink = await openSink(this.sinkUrl);
-      try {
-        return await fn(sink);
-      } finally {
-        await sink.close();
-      }
-    });
+    return withSink(this.sinkUrl, fn);
   }
 
   /** The emulation's ground truth for one venue (`/_mock/stats`). */
@@ -331,10 +325,7 @@ export class HostTopology {
 
   /** Stored open times of (venue, symbol, timeframe) in [fromMs, toMs) against the emulation's: missing, duplicated, unexpected. */
   async candleReport(venue: string, symbol: string, fromMs: number, toMs: number): Promise<CandleCheck> {
-    const stored: number[] = [];
-    await this.withSink(async (sink) => {
-      for await (const c of sink.reader!.streamCandles({ venue, symbol, timeframe: '1m', fromMs, toMs })) stored.push(c.openTime);
-    });
+    const stored = await storedOpenTimes(this.sinkUrl, { venue, symbol, fromMs, toMs });
     const expected = new Set(expectedCandles(venue, symbol, '1m', fromMs, toMs, DEFAULT_SEED).map((c) => c.openTime));
     return compareCandles(stored, expected);
   }
@@ -352,19 +343,6 @@ export class HostTopology {
     await Promise.all(this.procs.map((p) => p.exited));
     this.net.remove();
     rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-/** The test's own reads of the store host: a few tries, since on 2 loaded cores the wire server can miss the driver's timeouts. */
-async function retried<T>(fn: () => Promise<T>, tries = 4): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (i >= tries || !/MongoServerSelectionError|MongoNetwork|StoreUnavailable|timed out/.test(`${(err as Error).name} ${(err as Error).message}`))
-        throw err;
-      await new Promise((r) => setTimeout(r, 2000));
-    }
   }
 }
 
