@@ -1,5 +1,5 @@
 export { FleetWorker, type FleetWorkerOptions } from './fleet-worker.js';
-export { runWorker } from './run-worker.js';
+export { openStoreAtStart, runWorker } from './run-worker.js';
 export { UnitExecutor, type UnitContext, type UnitExecutorOptions, type UnitOutcome, type UnitProgress } from './unit-executor.js';
 export { VenueRunner, type VenueRunnerOptions, type RunnerCounters } from './venue-runner.js';
 export { WorkerEnv } from './worker-env.js';

@@ -1,9 +1,11 @@
 import { openBudgets } from '@tickfleet/budget';
 import { parseConfig, type Env } from '@tickfleet/config';
 import { Pipeline, PipelineMetrics, openSink } from '@tickfleet/sinks';
-import { openStore } from '@tickfleet/store';
-import { createLogger, createRegistry, HealthServer, onShutdown } from '@tickfleet/telemetry';
+import { StoreUnavailableError } from '@tickfleet/core';
+import { openStore, type StateStore } from '@tickfleet/store';
+import { createLogger, createRegistry, HealthServer, onShutdown, type Logger } from '@tickfleet/telemetry';
 import { FleetWorker } from './fleet-worker.js';
+import { WORKER_DEFAULTS } from './worker-defaults.js';
 import { WorkerEnv } from './worker-env.js';
 import { openWorkerSpool, spoolHealthz } from './worker-spool.js';
 
@@ -35,7 +37,7 @@ export async function runWorker(env?: Env): Promise<void> {
   if (spool.recovery.truncatedBytes > 0 || spool.totalBytes > 0) {
     logger.info({ spoolDir: spool.dir, spoolBytes: spool.totalBytes, ...spool.recovery }, 'spool recovered; replaying what it holds');
   }
-  const stateStore = await openStore(config.TICKFLEET_STORE_URL).catch(async (err: unknown) => {
+  const stateStore = await openStoreAtStart(config.TICKFLEET_STORE_URL, logger).catch(async (err: unknown) => {
     await spool.close();
     throw err;
   });
@@ -153,4 +155,23 @@ export async function runWorker(env?: Env): Promise<void> {
     },
     config.TICKFLEET_GRACE_MS + 10_000,
   );
+}
+
+/**
+ * The state store at start; a MongoDB store that does not answer (many pods starting at once
+ * beside a loaded or restarting store) is tried again for up to {@link WORKER_DEFAULTS.storeOpenTimeoutMs}.
+ * An SQLite file that cannot be opened fails at once: waiting does not fix it.
+ */
+export async function openStoreAtStart(url: string, logger: Logger): Promise<StateStore> {
+  const retry = /^mongodb(\+srv)?:\/\//.test(url);
+  const deadline = Date.now() + WORKER_DEFAULTS.storeOpenTimeoutMs;
+  for (let waitMs: number = WORKER_DEFAULTS.storeOpenRetryMs; ; waitMs = Math.min(waitMs * 2, WORKER_DEFAULTS.storeOpenRetryMaxMs)) {
+    try {
+      return await openStore(url);
+    } catch (err) {
+      if (!retry || !(err instanceof StoreUnavailableError) || Date.now() + waitMs > deadline) throw err;
+      logger.warn({ err: err.message, retryInMs: waitMs }, 'store unreachable at start; retrying');
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
+  }
 }

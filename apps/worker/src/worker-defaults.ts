@@ -34,4 +34,9 @@ export const WORKER_DEFAULTS = Object.freeze({
   bookLoopLeaseTtlMs: 5000,
   /** The book loop's last-stored markers (per venue, for the next holder of a share) outlive the loop's last write by this long. */
   bookLoopLastStoredTtlMs: 600_000,
+  /** A store unreachable at start is tried again for this long before the process gives up (a pod started beside a busy or restarting store). */
+  storeOpenTimeoutMs: 180_000,
+  /** First wait between those tries; doubled up to {@link WORKER_DEFAULTS.storeOpenRetryMaxMs}. */
+  storeOpenRetryMs: 1000,
+  storeOpenRetryMaxMs: 10_000,
 });

@@ -1,12 +1,13 @@
 import { type Command } from 'commander';
 import { DEFAULTS, envWith, parseConfig } from '@tickfleet/config';
 import { parseOrThrow, ValidationError, VenueName } from '@tickfleet/core';
+import { createLogger } from '@tickfleet/telemetry';
 import { integer } from '../args.js';
 import { cliEnv } from '../cli-env.js';
 import { listenError, spoolDirError, storeOpenError } from '../edge-errors.js';
 import { fleetRedis } from '../fleet-context.js';
 import { guardRole, preflightRedis, roleGuardEnv } from '../role-guard.js';
-import { storeUrl, withStore } from '../store-context.js';
+import { storeUrl } from '../store-context.js';
 
 interface WorkerOptions {
   venues?: string;
@@ -39,11 +40,16 @@ export function registerWorker(program: Command): void {
         ...(opts.sink !== undefined ? { TICKFLEET_SINK_URL: opts.sink } : {}),
         ...(opts.spoolDir !== undefined ? { TICKFLEET_SPOOL_DIR: opts.spoolDir } : {}),
       });
-      const { runWorker, WorkerEnv } = await import('@tickfleet/worker');
+      const { openStoreAtStart, runWorker, WorkerEnv } = await import('@tickfleet/worker');
       // Everything that can be checked is checked before anything runs: the environment, the
-      // store, and a Redis that answers within a bounded wait.
+      // store (a MongoDB store that does not answer yet is waited for, as the worker does), and a
+      // Redis that answers within a bounded wait.
       const config = parseConfig(WorkerEnv, env);
-      await withStore(cmd, async () => undefined);
+      const url = storeUrl(cmd);
+      const store = await openStoreAtStart(url, createLogger({ role: 'worker', level: config.LOG_LEVEL })).catch((err: unknown) => {
+        throw storeOpenError(url, err);
+      });
+      await store.close();
       await preflightRedis(redisUrl);
       try {
         await runWorker(env);
