@@ -23,6 +23,9 @@ function expectEndChecks(c: EndChecks): void {
   expect(c.backfills.length).toBeGreaterThan(0);
 }
 
+/** The switch: true once the capacity-lease budget is in, and every scenario must end with 0 over the limit. */
+const EXPECT_ZERO_OVER_LIMIT = false;
+
 /**
  * KNOWN FAILURE (issue 39): the goal is 0 requests over the venue's limit in every scenario; the
  * budget does not reach it across hosts yet. A grant decided near a window's end reaches the venue
@@ -33,8 +36,15 @@ function expectEndChecks(c: EndChecks): void {
  * the fleet's in-flight cap; a split host's overspend at most what it sent while split.
  */
 function knownOverspend(scenario: string, overLimit: number): string {
-  return overLimit ? `\n  KNOWN FAILURE (issue 39, goal 0): ${scenario}: ${overLimit} request(s) over the venue's limit` : '';
+  return overLimit && !EXPECT_ZERO_OVER_LIMIT ? `\n  KNOWN FAILURE (issue 39, goal 0): ${scenario}: ${overLimit} request(s) over the venue's limit` : '';
 }
+
+function expectOverLimit(overLimit: number, knownBound: number): void {
+  if (EXPECT_ZERO_OVER_LIMIT) expect(overLimit).toBe(0);
+  else expect(overLimit).toBeLessThanOrEqual(knownBound);
+}
+
+const secondsSince = (ms: number): number => Math.round((Date.now() - ms) / 1000);
 
 /**
  * The fleet across hosts, short version (scripts/hosts/run.ts runs the full one): Redis, the
@@ -46,18 +56,23 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
   let t: HostTopology;
   let liveSince = 0;
   const cap = HOST_SCENARIO_DEFAULTS.maxInflight;
+  const began = Date.now();
   beforeAll(async () => {
     t = await HostTopology.start({ scenario: venueScenario() as never });
     ({ liveSince } = await prepareFleet(t));
+    process.stdout.write(`\nhosts: topology and scheduler up in ${secondsSince(began)} s\n`);
   }, 120_000);
   afterAll(async () => {
     await t?.stop();
+    process.stdout.write(`\nhosts: short version ${secondsSince(began)} s in all\n`);
   }, 60_000);
 
   it('scenario 1, scaled 1 -> 3 worker processes over 3 hosts: in-flight within the cap, every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await scaleScenario(t, liveSince, { counts: [1, 2, 3], stepMs: 20_000, backfillDays: 80, endDaysAgo: 10 });
+    const from = Date.now();
+    // 36 days of 2 series: about 104 requests, a minute of the budget, outlasting both steps.
+    const r = await scaleScenario(t, liveSince, { counts: [1, 3], stepMs: 15_000, backfillDays: 36, endDaysAgo: 10 });
     process.stdout.write(
-      `\nhosts scenario 1 (scale): ` +
+      `\nhosts scenario 1 (scale, ${secondsSince(from)} s): ` +
         r.steps
           .map((s) => `${s.workers} worker(s): utilisation ${fmt(s.utilisation)} over ${s.windows} windows, in-flight max ${s.maxInflight}/${r.cap}`)
           .join('; ') +
@@ -69,27 +84,29 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
       // Demand lasted through every step: the utilisation figure covers whole windows of it.
       expect(s.windows).toBeGreaterThan(0);
     }
-    expect(r.checks.overLimit).toBeLessThanOrEqual(cap);
-  }, 400_000);
+    expectOverLimit(r.checks.overLimit, cap);
+  }, 300_000);
 
   it('scenario 4, one worker host 30 s fast (libfaketime): every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await clockScenario(t, liveSince, { host: 'w3', offset: '+30s', holdMs: 20_000, backfillDays: 14, endDaysAgo: 100 });
+    const from = Date.now();
+    const r = await clockScenario(t, liveSince, { host: 'w3', offset: '+30s', holdMs: 15_000, backfillDays: 10, endDaysAgo: 100 });
     process.stdout.write(
-      `\nhosts scenario 4 (w3 clock +30 s): utilisation ${fmt(r.utilisation)}\n  ${formatEndChecks(r.checks)}${knownOverspend('clock +30 s', r.checks.overLimit)}\n`,
+      `\nhosts scenario 4 (w3 clock +30 s, ${secondsSince(from)} s): utilisation ${fmt(r.utilisation)}\n  ${formatEndChecks(r.checks)}${knownOverspend('clock +30 s', r.checks.overLimit)}\n`,
     );
     expectEndChecks(r.checks);
-    expect(r.checks.overLimit).toBeLessThanOrEqual(cap);
+    expectOverLimit(r.checks.overLimit, cap);
   }, 300_000);
 
   it('scenario 2, worker host w2 loses the store (keeps Redis) for 30 s: every candle once (over-limit: known failure, bounded)', async () => {
-    const r = await partitionScenario(t, liveSince, { host: 'w2', peer: 'store', holdMs: 30_000, backfillDays: 24, endDaysAgo: 130 });
+    const from = Date.now();
+    const r = await partitionScenario(t, liveSince, { host: 'w2', peer: 'store', holdMs: 30_000, backfillDays: 20, endDaysAgo: 130 });
     process.stdout.write(
-      `\nhosts scenario 2 (w2 <-> store cut 30 s): ${r.requestsDuring} venue requests during the split (${r.hostRequestsDuring ?? 'n/a: metrics unanswered'} from w2, fallback budget engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it` +
+      `\nhosts scenario 2 (w2 <-> store cut 30 s, ${secondsSince(from)} s): ${r.requestsDuring} venue requests during the split (${r.hostRequestsDuring ?? 'n/a: metrics unanswered'} from w2, fallback budget engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it` +
         `\n  ${formatEndChecks(r.checks)}${knownOverspend('store split', r.checks.overLimit)}\n`,
     );
     expectEndChecks(r.checks);
     // The split host's own count of what it sent while split: its metrics answer over the kept links.
     expect(r.hostRequestsDuring).not.toBeNull();
-    expect(r.checks.overLimit).toBeLessThanOrEqual(r.hostRequestsDuring! + cap);
+    expectOverLimit(r.checks.overLimit, r.hostRequestsDuring! + cap);
   }, 300_000);
 });

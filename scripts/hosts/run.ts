@@ -17,6 +17,7 @@ import { HostTopology } from './topology.js';
 import {
   clockScenario,
   endCheckFailures,
+  ensureWorkerPerHost,
   endChecks,
   formatEndChecks,
   partitionScenario,
@@ -77,6 +78,7 @@ const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<
   'redis-split': (t, liveSince) => split(t, liveSince, 'w2', ['redis'], 310),
   'both-split': (t, liveSince) => split(t, liveSince, 'w2', ['store', 'redis'], 370),
   'link-cut': async (t, liveSince) => {
+    await ensureWorkerPerHost(t);
     const start = await scenarioStart(t);
     const backfills = await startBackfills(t, full ? 48 : 24, 430);
     await new Promise((r) => setTimeout(r, 5000));
@@ -86,6 +88,7 @@ const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<
     return endChecks(t, { backfills, liveSince, ...start });
   },
   'host-lost': async (t, liveSince) => {
+    await ensureWorkerPerHost(t);
     const start = await scenarioStart(t);
     const backfills = await startBackfills(t, full ? 48 : 24, 490);
     await new Promise((r) => setTimeout(r, 8000));

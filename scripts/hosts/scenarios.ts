@@ -30,6 +30,10 @@ export const HOST_SCENARIO_DEFAULTS = {
   backfillSymbols: ['BTC/USDT', 'ETH/USDT'],
   /** How often the workers' in-flight gauges are sampled. */
   sampleMs: 250,
+  /** A fault begins this long after its backfill was created, once every host's workers took units of it. */
+  warmupMs: 3000,
+  /** How often the end checks look whether the backfills ended and the live jobs caught up. */
+  endPollMs: 500,
 } as const;
 
 /** The emulation scenario the topology starts with: the venue's limit (no ban, so a scenario's overspend cannot stop the next) and latency. */
@@ -155,7 +159,7 @@ export async function endChecks(
         (await Promise.all(ids.map((id) => store.backfills.get(id)))).every((b) => b && ['done', 'failed', 'cancelled'].includes(b.status)),
       ),
     'every backfill ended',
-    { timeoutMs, intervalMs: 1000 },
+    { timeoutMs, intervalMs: HOST_SCENARIO_DEFAULTS.endPollMs },
   );
   const liveIds = HOST_SCENARIO_DEFAULTS.liveSymbols.map(liveJobId);
   await waitFor(
@@ -165,7 +169,7 @@ export async function endChecks(
         return (await Promise.all(liveIds.map((id) => store.jobs.get(id)))).every((j) => (j?.cursor ?? 0) >= target);
       }),
     'every live job caught up',
-    { timeoutMs, intervalMs: 1000 },
+    { timeoutMs, intervalMs: HOST_SCENARIO_DEFAULTS.endPollMs },
   );
   const backfills = await t.withStore((store) =>
     Promise.all(
@@ -299,8 +303,10 @@ export async function clockScenario(
   await new Promise((r) => setTimeout(r, opts.holdMs));
   const u = await utilisation(t, from, Date.now());
   await t.stopProcess(skewed);
-  await t.startWorker(opts.host);
+  // Back on the true clock while the other hosts finish the backfill.
+  const restarted = t.startWorker(opts.host);
   const checks = await endChecks(t, { backfills, liveSince, ...start });
+  await restarted;
   return { checks, utilisation: u.utilisation };
 }
 
@@ -317,7 +323,7 @@ export async function partitionScenario(
   const start = await scenarioStart(t);
   const backfills = await startBackfills(t, opts.backfillDays, opts.endDaysAgo);
   // Let collection get under way on every host before the split.
-  await new Promise((r) => setTimeout(r, 5000));
+  await new Promise((r) => setTimeout(r, HOST_SCENARIO_DEFAULTS.warmupMs));
   const split = t.workers(opts.host);
   /** Venue requests the split host's workers sent (their own metric); null when one does not answer. */
   const hostRequests = async (): Promise<number | null> => {
@@ -348,6 +354,6 @@ export async function partitionScenario(
 }
 
 /** At least one running worker on every worker host. */
-async function ensureWorkerPerHost(t: HostTopology): Promise<void> {
+export async function ensureWorkerPerHost(t: HostTopology): Promise<void> {
   for (const h of t.workerHosts) if (!t.workers(h).length) await t.startWorker(h);
 }

@@ -11,12 +11,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SEED, expectedCandles, type Scenario, type VenueStats } from '@tickfleet/mock-venue';
-import type { Sink } from '@tickfleet/sinks';
 import { openStore, type StateStore } from '@tickfleet/store';
 import { cliPath, compareCandles, isRunning, repoRoot, waitFor } from '@tickfleet/testkit';
 import { DELAY_PROXY_DEFAULTS } from './delay-proxy.js';
 import { HostNetwork, type NetHost } from './netns.js';
-import { retried, storedOpenTimes, withSink } from './store-reads.js';
+import { retried, storedOpenTimes } from './store-reads.js';
 
 export const HOSTS_DEFAULTS = {
   workerHosts: 3,
@@ -54,6 +53,7 @@ export interface TopologyOptions {
 export class HostTopology {
   readonly procs: HostProcess[] = [];
   private workerCount = 0;
+  private readStore: Promise<StateStore> | undefined;
   /** Database of the state store; the sink's is `<db>data`. */
   readonly db: string;
 
@@ -283,21 +283,22 @@ export class HostTopology {
     return out;
   }
 
-  /** `fn` on a fresh store connection; retried (it only reads, or upserts) when the loaded wire server times a connection out. */
+  /**
+   * `fn` on the test's store connection (one for every read: opening one makes its indexes, which
+   * a loaded wire server answers slowly); retried (it only reads, or upserts) on a fresh connection
+   * when the wire server times one out.
+   */
   withStore<T>(fn: (store: StateStore) => Promise<T>): Promise<T> {
     return retried(async () => {
-      const store = await openStore(this.storeUrl);
+      const open = (this.readStore ??= openStore(this.storeUrl));
       try {
-        return await fn(store);
-      } finally {
-        await store.close();
+        return await fn(await open);
+      } catch (err) {
+        if (this.readStore === open) this.readStore = undefined;
+        void open.then((s) => s.close()).catch(() => undefined);
+        throw err;
       }
     });
-  }
-
-  /** `fn` on a fresh sink connection; retried as {@link withStore}. */
-  withSink<T>(fn: (sink: Sink) => Promise<T>): Promise<T> {
-    return withSink(this.sinkUrl, fn);
   }
 
   /** The emulation's ground truth for one venue (`/_mock/stats`). */
@@ -332,6 +333,8 @@ export class HostTopology {
 
   /** Kills every process it started, deletes the namespaces, the bridge and the temp dir. */
   async stop(): Promise<void> {
+    await this.readStore?.then((s) => s.close()).catch(() => undefined);
+    this.readStore = undefined;
     for (const p of this.procs) if (isRunning(p.child)) p.child.kill('SIGKILL');
     for (const h of this.net.hosts.keys()) {
       try {
