@@ -4,6 +4,7 @@ import {
   clockScenario,
   endCheckFailures,
   formatEndChecks,
+  formatWaits,
   HOST_SCENARIO_DEFAULTS,
   partitionScenario,
   prepareFleet,
@@ -74,9 +75,12 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
     process.stdout.write(
       `\nhosts scenario 1 (scale, ${secondsSince(from)} s): ` +
         r.steps
-          .map((s) => `${s.workers} worker(s): utilisation ${fmt(s.utilisation)} over ${s.windows} windows, in-flight max ${s.maxInflight}/${r.cap}`)
+          .map(
+            (s) =>
+              `${s.workers} worker(s) (ready in ${s.transitionS} s): utilisation ${fmt(s.utilisation)} over ${s.windows} windows, in-flight max ${s.maxInflight}/${r.cap}`,
+          )
           .join('; ') +
-        `\n  ${formatEndChecks(r.checks)}${knownOverspend('scale', r.checks.overLimit)}\n`,
+        `\n  ${formatEndChecks(r.checks)}; ${formatWaits(r.checks)}${knownOverspend('scale', r.checks.overLimit)}\n`,
     );
     expectEndChecks(r.checks);
     for (const s of r.steps) {
@@ -91,7 +95,7 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
     const from = Date.now();
     const r = await clockScenario(t, liveSince, { host: 'w3', offset: '+30s', holdMs: 15_000, backfillDays: 10, endDaysAgo: 100 });
     process.stdout.write(
-      `\nhosts scenario 4 (w3 clock +30 s, ${secondsSince(from)} s): utilisation ${fmt(r.utilisation)}\n  ${formatEndChecks(r.checks)}${knownOverspend('clock +30 s', r.checks.overLimit)}\n`,
+      `\nhosts scenario 4 (w3 clock +30 s, ${secondsSince(from)} s): utilisation ${fmt(r.utilisation)}\n  ${formatEndChecks(r.checks)}; ${formatWaits(r.checks)}${knownOverspend('clock +30 s', r.checks.overLimit)}\n`,
     );
     expectEndChecks(r.checks);
     expectOverLimit(r.checks.overLimit, cap);
@@ -99,10 +103,10 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
 
   it('scenario 2, worker host w2 loses the store (keeps Redis) for 30 s: every candle once (over-limit: known failure, bounded)', async () => {
     const from = Date.now();
-    const r = await partitionScenario(t, liveSince, { host: 'w2', peer: 'store', holdMs: 30_000, backfillDays: 20, endDaysAgo: 130 });
+    const r = await partitionScenario(t, liveSince, { hosts: ['w2'], peers: ['store'], holdMs: 30_000, backfillDays: 20, endDaysAgo: 130 });
     process.stdout.write(
       `\nhosts scenario 2 (w2 <-> store cut 30 s, ${secondsSince(from)} s): ${r.requestsDuring} venue requests during the split (${r.hostRequestsDuring ?? 'n/a: metrics unanswered'} from w2, fallback budget engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it` +
-        `\n  ${formatEndChecks(r.checks)}${knownOverspend('store split', r.checks.overLimit)}\n`,
+        `\n  ${formatEndChecks(r.checks)}; ${formatWaits(r.checks)}${knownOverspend('store split', r.checks.overLimit)}\n`,
     );
     expectEndChecks(r.checks);
     // The split host's own count of what it sent while split: its metrics answer over the kept links.

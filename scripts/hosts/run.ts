@@ -3,7 +3,8 @@
  *
  *   node --import tsx scripts/hosts/run.ts up                  start the hosts, the scheduler and one worker per host; print where everything is; Ctrl-C removes it all
  *   node --import tsx scripts/hosts/run.ts scenario [--full] [names…]
- *                                                             run scenarios (scale, clock, store-split, redis-split, both-split, link-cut, host-lost; default: all)
+ *                                                             run scenarios (scale, clock, store-split, redis-split, both-split, store-half-split,
+ *                                                             link-cut, host-lost, redis-restart; default: all)
  *                                                             on one fleet and print each one's figures and end checks
  *
  *   node --import tsx scripts/hosts/run.ts clean               remove the namespaces and bridges of a run killed before it cleaned up
@@ -20,8 +21,12 @@ import {
   ensureWorkerPerHost,
   endChecks,
   formatEndChecks,
+  formatWaits,
+  HOST_SCENARIO_DEFAULTS,
+  hostLostScenario,
   partitionScenario,
   prepareFleet,
+  redisRestartScenario,
   scaleScenario,
   scenarioStart,
   startBackfills,
@@ -55,7 +60,7 @@ const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<
     });
     for (const s of r.steps)
       print(
-        `  ${s.workers} worker process(es): utilisation ${fmt(s.utilisation)} of the limit over ${s.windows} windows; in-flight max ${s.maxInflight} (cap ${r.cap})`,
+        `  ${s.workers} worker process(es) (ready in ${s.transitionS} s): utilisation ${fmt(s.utilisation)} of the limit over ${s.windows} windows; in-flight max ${s.maxInflight} (cap ${r.cap})`,
       );
     return r.checks;
   },
@@ -74,50 +79,39 @@ const SCENARIOS: Record<string, (t: HostTopology, liveSince: number) => Promise<
     }
     return last!;
   },
-  'store-split': (t, liveSince) => split(t, liveSince, 'w2', ['store'], 250),
-  'redis-split': (t, liveSince) => split(t, liveSince, 'w2', ['redis'], 310),
-  'both-split': (t, liveSince) => split(t, liveSince, 'w2', ['store', 'redis'], 370),
+  'store-split': (t, liveSince) => split(t, liveSince, ['w2'], ['store'], 250),
+  'redis-split': (t, liveSince) => split(t, liveSince, ['w2'], ['redis'], 310),
+  'both-split': (t, liveSince) => split(t, liveSince, ['w2'], ['store', 'redis'], 370),
+  // Half of the worker hosts, rounded up: the store reachable from the others only.
+  'store-half-split': (t, liveSince) => split(t, liveSince, t.workerHosts.slice(0, Math.ceil(t.workerHosts.length / 2)), ['store'], 550),
   'link-cut': async (t, liveSince) => {
     await ensureWorkerPerHost(t);
     const start = await scenarioStart(t);
     const backfills = await startBackfills(t, full ? 48 : 24, 430);
-    await new Promise((r) => setTimeout(r, 5000));
+    await new Promise((r) => setTimeout(r, HOST_SCENARIO_DEFAULTS.warmupMs));
     t.net.cutLink('w1');
     await new Promise((r) => setTimeout(r, holdMs));
     t.net.restoreLink('w1');
     return endChecks(t, { backfills, liveSince, ...start });
   },
   'host-lost': async (t, liveSince) => {
-    await ensureWorkerPerHost(t);
-    const start = await scenarioStart(t);
-    const backfills = await startBackfills(t, full ? 48 : 24, 490);
-    await new Promise((r) => setTimeout(r, 8000));
-    await t.killHost('w1');
-    await t.startProxy('w1');
-    await t.startWorker('w1');
-    return endChecks(t, { backfills, liveSince, ...start });
+    const r = await hostLostScenario(t, liveSince, { host: 'w1', backfillDays: full ? 48 : 24, endDaysAgo: 490 });
+    print(`  w1 lost with ${r.inflightAtKill} unit(s) in flight on it`);
+    return r.checks;
+  },
+  'redis-restart': async (t, liveSince) => {
+    const r = await redisRestartScenario(t, liveSince, { host: 'w2', holdMs, redisDownMs: 5000, backfillDays: full ? 48 : 24, endDaysAgo: 610 });
+    print(`  Redis killed and restarted empty while w2's link was down ${holdMs / 1000} s`);
+    return r.checks;
   },
 };
 
-async function split(t: HostTopology, liveSince: number, host: string, peers: string[], endDaysAgo: number): Promise<EndChecks> {
-  let checks: EndChecks | undefined;
-  // Several peers at once: one partition per peer, begun together.
-  if (peers.length === 1) {
-    const r = await partitionScenario(t, liveSince, { host, peer: peers[0]!, holdMs, backfillDays: full ? 48 : 24, endDaysAgo });
-    print(
-      `  ${host} <-> ${peers[0]} cut ${holdMs / 1000} s: ${r.requestsDuring} requests during it (${r.hostRequestsDuring ?? 'n/a'} from ${host}, fallback engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it`,
-    );
-    checks = r.checks;
-  } else {
-    const start = await scenarioStart(t);
-    const backfills = await startBackfills(t, full ? 48 : 24, endDaysAgo);
-    await new Promise((r) => setTimeout(r, 5000));
-    for (const p of peers) t.net.partition(host, p);
-    await new Promise((r) => setTimeout(r, holdMs));
-    for (const p of peers) t.net.heal(host, p);
-    checks = await endChecks(t, { backfills, liveSince, ...start });
-  }
-  return checks;
+async function split(t: HostTopology, liveSince: number, hosts: string[], peers: string[], endDaysAgo: number): Promise<EndChecks> {
+  const r = await partitionScenario(t, liveSince, { hosts, peers, holdMs, backfillDays: full ? 48 : 24, endDaysAgo });
+  print(
+    `  ${hosts.join(', ')} <-> ${peers.join(', ')} cut ${holdMs / 1000} s: ${r.requestsDuring} requests during it (${r.hostRequestsDuring ?? 'n/a'} from ${hosts.join(', ')}, fallback engaged: ${r.fallbackEngaged}), ${r.overLimitDuring} over the limit during it`,
+  );
+  return r.checks;
 }
 
 function print(line: string): void {
@@ -156,7 +150,7 @@ try {
       const checks = await scenario(t, liveSince);
       const failures = endCheckFailures(checks);
       if (failures.length || checks.overLimit) failed += 1;
-      print(`  ${formatEndChecks(checks)}; ${Math.round((Date.now() - started) / 1000)} s`);
+      print(`  ${formatEndChecks(checks)}; ${Math.round((Date.now() - started) / 1000)} s (${formatWaits(checks)})`);
       for (const f of failures) print(`  FAILED: ${f}`);
     }
     await stop(failed ? 1 : 0);

@@ -132,6 +132,8 @@ export async function utilisation(t: HostTopology, fromMs: number, toMs: number)
 }
 
 export interface EndChecks {
+  /** Seconds the end checks waited for the backfills to end, then for the live jobs, then read the sink. */
+  waited: { backfillsS: number; liveS: number; readsS: number };
   backfills: Array<{ id: string; status: string; unitsDone: number; unitsTotal: number; unitsFailed: number }>;
   candles: Record<string, CandleCheck>;
   live: Record<string, CandleCheck & { cursor: number | null }>;
@@ -153,6 +155,7 @@ export async function endChecks(
 ): Promise<EndChecks> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const ids = opts.backfills.map((b) => b.id);
+  const marks = [Date.now()];
   await waitFor(
     () =>
       t.withStore(async (store) =>
@@ -161,6 +164,7 @@ export async function endChecks(
     'every backfill ended',
     { timeoutMs, intervalMs: HOST_SCENARIO_DEFAULTS.endPollMs },
   );
+  marks.push(Date.now());
   const liveIds = HOST_SCENARIO_DEFAULTS.liveSymbols.map(liveJobId);
   await waitFor(
     () =>
@@ -171,6 +175,7 @@ export async function endChecks(
     'every live job caught up',
     { timeoutMs, intervalMs: HOST_SCENARIO_DEFAULTS.endPollMs },
   );
+  marks.push(Date.now());
   const backfills = await t.withStore((store) =>
     Promise.all(
       ids.map(async (id) => {
@@ -189,7 +194,10 @@ export async function endChecks(
   }
   const s = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
   const windows = s.windows.filter((w) => w.startMs + s.windowMs > opts.since);
+  marks.push(Date.now());
+  const took = (i: number): number => Math.round((marks[i + 1]! - marks[i]!) / 1000);
   return {
+    waited: { backfillsS: took(0), liveS: took(1), readsS: took(2) },
     backfills,
     candles,
     live,
@@ -228,6 +236,11 @@ export function formatEndChecks(c: EndChecks): string {
   );
 }
 
+/** Where the end checks' time went. */
+export function formatWaits(c: EndChecks): string {
+  return `end checks waited ${c.waited.backfillsS} s for the backfills, ${c.waited.liveS} s for the live jobs, read ${c.waited.readsS} s`;
+}
+
 /** Counters a scenario starts from. */
 export async function scenarioStart(t: HostTopology): Promise<{ since: number; overLimitBefore: number; requestsBefore: number }> {
   const s = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
@@ -241,6 +254,8 @@ export interface ScaleStep {
   windows: number;
   /** Largest sampled fleet in-flight count during the step (the transition into it included). */
   maxInflight: number;
+  /** Seconds the step's new processes took to be ready (and the removed ones to stop). */
+  transitionS: number;
 }
 
 /**
@@ -275,7 +290,13 @@ export async function scaleScenario(
       const stepStart = Date.now();
       await new Promise((r) => setTimeout(r, opts.stepMs));
       const u = await utilisation(t, stepStart, Date.now());
-      steps.push({ workers: count, utilisation: u.utilisation, windows: u.windows, maxInflight: sampler.maxSince(transitionStart) });
+      steps.push({
+        workers: count,
+        utilisation: u.utilisation,
+        windows: u.windows,
+        maxInflight: sampler.maxSince(transitionStart),
+        transitionS: Math.round((stepStart - transitionStart) / 1000),
+      });
     }
   } finally {
     await sampler.stop();
@@ -311,21 +332,21 @@ export async function clockScenario(
 }
 
 /**
- * Scenario 2: worker host `host` loses the link to `peer` (`store` or `redis`) for `holdMs`, by
- * routes on both ends, while a backfill runs; every other link stays up.
+ * Scenario 2: worker hosts `hosts` lose their links to `peers` (`store`, `redis` or both) for
+ * `holdMs`, by routes on both ends, while a backfill runs; every other link stays up.
  */
 export async function partitionScenario(
   t: HostTopology,
   liveSince: number,
-  opts: { host: string; peer: string; holdMs: number; backfillDays: number; endDaysAgo: number },
+  opts: { hosts: string[]; peers: string[]; holdMs: number; backfillDays: number; endDaysAgo: number },
 ): Promise<{ checks: EndChecks; requestsDuring: number; overLimitDuring: number; hostRequestsDuring: number | null; fallbackEngaged: boolean }> {
   await ensureWorkerPerHost(t);
   const start = await scenarioStart(t);
   const backfills = await startBackfills(t, opts.backfillDays, opts.endDaysAgo);
   // Let collection get under way on every host before the split.
   await new Promise((r) => setTimeout(r, HOST_SCENARIO_DEFAULTS.warmupMs));
-  const split = t.workers(opts.host);
-  /** Venue requests the split host's workers sent (their own metric); null when one does not answer. */
+  const split = opts.hosts.flatMap((h) => t.workers(h));
+  /** Venue requests the split hosts' workers sent (their own metric); null when one does not answer. */
   const hostRequests = async (): Promise<number | null> => {
     const values = await Promise.all(split.map((w) => t.metric(w, 'tickfleet_request_duration_seconds_count', { venue: HOST_SCENARIO_DEFAULTS.venue })));
     return values.some((v) => v === null) ? null : values.reduce<number>((n, v) => n + v!, 0);
@@ -333,11 +354,12 @@ export async function partitionScenario(
   const before = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
   const hostBefore = await hostRequests();
   const outputBefore = split.map((w) => w.output().length);
-  t.net.partition(opts.host, opts.peer);
+  const pairs = opts.hosts.flatMap((h) => opts.peers.map((p) => [h, p] as const));
+  for (const [h, p] of pairs) t.net.partition(h, p);
   try {
     await new Promise((r) => setTimeout(r, opts.holdMs));
   } finally {
-    t.net.heal(opts.host, opts.peer);
+    for (const [h, p] of pairs) t.net.heal(h, p);
   }
   const after = await t.venueStats(HOST_SCENARIO_DEFAULTS.venue);
   const hostAfter = await hostRequests();
@@ -353,7 +375,66 @@ export async function partitionScenario(
   };
 }
 
+/**
+ * Scenario 3a: a worker host lost mid-unit: once its workers hold units in flight, every process
+ * on it is SIGKILLed; then its proxy and a worker start again (a node that comes back).
+ */
+export async function hostLostScenario(
+  t: HostTopology,
+  liveSince: number,
+  opts: { host: string; backfillDays: number; endDaysAgo: number },
+): Promise<{ checks: EndChecks; inflightAtKill: number }> {
+  await ensureWorkerPerHost(t);
+  const start = await scenarioStart(t);
+  const backfills = await startBackfills(t, opts.backfillDays, opts.endDaysAgo);
+  const lost = t.workers(opts.host);
+  let inflightAtKill = 0;
+  await waitFor(
+    async () => {
+      const values = await Promise.all(lost.map((w) => t.metric(w, 'tickfleet_worker_inflight_units', { venue: HOST_SCENARIO_DEFAULTS.venue })));
+      inflightAtKill = values.reduce<number>((n, v) => n + (v ?? 0), 0);
+      return inflightAtKill > 0;
+    },
+    `a unit in flight on ${opts.host}`,
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
+  await t.killHost(opts.host);
+  await t.startProxy(opts.host);
+  await t.startWorker(opts.host);
+  const checks = await endChecks(t, { backfills, liveSince, ...start });
+  return { checks, inflightAtKill };
+}
+
+/**
+ * Scenario 3b: the Redis host lost (SIGKILL) and restarted empty (no persistence) while worker
+ * host `host` is cut off by a link cut: the queues, locks and venue state are gone, the scheduler
+ * re-creates the owed units from the store, and the cut-off host comes back to a Redis that never
+ * knew its units.
+ */
+export async function redisRestartScenario(
+  t: HostTopology,
+  liveSince: number,
+  opts: { host: string; holdMs: number; redisDownMs: number; backfillDays: number; endDaysAgo: number },
+): Promise<{ checks: EndChecks }> {
+  await ensureWorkerPerHost(t);
+  const start = await scenarioStart(t);
+  const backfills = await startBackfills(t, opts.backfillDays, opts.endDaysAgo);
+  await new Promise((r) => setTimeout(r, HOST_SCENARIO_DEFAULTS.warmupMs));
+  const cutAt = Date.now();
+  t.net.cutLink(opts.host);
+  try {
+    await t.killHost('redis');
+    await new Promise((r) => setTimeout(r, opts.redisDownMs));
+    await t.startRedis();
+    await new Promise((r) => setTimeout(r, Math.max(0, cutAt + opts.holdMs - Date.now())));
+  } finally {
+    t.net.restoreLink(opts.host);
+  }
+  const checks = await endChecks(t, { backfills, liveSince, ...start, timeoutMs: 240_000 });
+  return { checks };
+}
+
 /** At least one running worker on every worker host. */
 export async function ensureWorkerPerHost(t: HostTopology): Promise<void> {
-  for (const h of t.workerHosts) if (!t.workers(h).length) await t.startWorker(h);
+  await Promise.all(t.workerHosts.filter((h) => !t.workers(h).length).map((h) => t.startWorker(h)));
 }

@@ -77,12 +77,7 @@ export class HostTopology {
       writeFileSync(join(dir, 'scenario.json'), JSON.stringify(options.scenario ?? {}));
       const delay = options.linkDelayMs ?? HOSTS_DEFAULTS.linkDelayMs;
       const starts: Array<Promise<unknown>> = [
-        t.spawnReady(
-          'redis',
-          'redis',
-          ['redis-server', '--port', String(HOSTS_DEFAULTS.redisPort), '--bind', '0.0.0.0', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
-          /Ready to accept connections/,
-        ),
+        t.startRedis(),
         t.spawnReady(
           'store',
           'mongo-wire',
@@ -126,6 +121,16 @@ export class HostTopology {
 
   host(name: string): NetHost {
     return this.net.host(name);
+  }
+
+  /** `redis-server` on the Redis host, without persistence: started again after {@link killHost}, it is empty. */
+  startRedis(): Promise<HostProcess> {
+    return this.spawnReady(
+      'redis',
+      'redis',
+      ['redis-server', '--port', String(HOSTS_DEFAULTS.redisPort), '--bind', '0.0.0.0', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+      /Ready to accept connections/,
+    );
   }
 
   /** Redis and the store as the test (root namespace) reaches them, without the proxies' delay. */
