@@ -24,7 +24,7 @@ export interface RetryOptions {
   onRetry?: (err: Error) => void;
 }
 
-const RETRIED = /MongoServerSelectionError|MongoNetwork|StoreUnavailable|timed out/;
+const RETRIED = /MongoServerSelectionError|MongoNetwork|PoolCleared|StoreUnavailable|timed out/;
 
 /** `attempt` until it succeeds, `tries` times at most, for the errors of an unreachable or slow server only. */
 export async function retried<T>(attempt: () => Promise<T>, opts: RetryOptions = {}): Promise<T> {
