@@ -70,8 +70,8 @@ describeHosts('hosts: the fleet across network namespaces (short version)', () =
 
   it('scenario 1, scaled 1 -> 3 worker processes over 3 hosts: in-flight within the cap, every candle once (over-limit: known failure, bounded)', async () => {
     const from = Date.now();
-    // 36 days of 2 series: about 104 requests, a minute of the budget, outlasting both steps.
-    const r = await scaleScenario(t, liveSince, { counts: [1, 3], stepMs: 15_000, backfillDays: 36, endDaysAgo: 10 });
+    // 28 days of 2 series: about 83 requests, 46 s of the budget, outlasting both steps and the starts between them.
+    const r = await scaleScenario(t, liveSince, { counts: [1, 3], stepMs: 15_000, backfillDays: 28, endDaysAgo: 10 });
     process.stdout.write(
       `\nhosts scenario 1 (scale, ${secondsSince(from)} s): ` +
         r.steps
