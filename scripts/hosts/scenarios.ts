@@ -134,7 +134,8 @@ export async function utilisation(t: HostTopology, fromMs: number, toMs: number)
 export interface EndChecks {
   /** Seconds the end checks waited for the backfills to end, then for the live jobs, then read the sink. */
   waited: { backfillsS: number; liveS: number; readsS: number };
-  backfills: Array<{ id: string; status: string; unitsDone: number; unitsTotal: number; unitsFailed: number }>;
+  /** `firstError`: why the first failed chunk failed. */
+  backfills: Array<{ id: string; status: string; unitsDone: number; unitsTotal: number; unitsFailed: number; firstError: string | null }>;
   candles: Record<string, CandleCheck>;
   live: Record<string, CandleCheck & { cursor: number | null }>;
   /** Requests the emulation counted over its limit since `overLimitBefore`. */
@@ -180,7 +181,8 @@ export async function endChecks(
     Promise.all(
       ids.map(async (id) => {
         const b = (await store.backfills.get(id))!;
-        return { id, status: b.status, unitsDone: b.unitsDone, unitsTotal: b.unitsTotal, unitsFailed: b.unitsFailed };
+        const failed = b.unitsFailed > 0 ? await store.backfills.chunks(id, { status: 'failed' }) : [];
+        return { id, status: b.status, unitsDone: b.unitsDone, unitsTotal: b.unitsTotal, unitsFailed: b.unitsFailed, firstError: failed[0]?.error ?? null };
       }),
     ),
   );
@@ -212,7 +214,7 @@ export async function endChecks(
 export function endCheckFailures(c: EndChecks): string[] {
   const out: string[] = [];
   for (const b of c.backfills)
-    if (b.status !== 'done' || b.unitsFailed > 0) out.push(`backfill ${b.id} ${b.status} (${b.unitsDone}/${b.unitsTotal}, ${b.unitsFailed} failed)`);
+    if (b.status !== 'done' || b.unitsFailed > 0) out.push(`backfill ${b.id} ${b.status} (${b.unitsDone}/${b.unitsTotal}, ${b.unitsFailed} failed${b.firstError ? `: ${b.firstError}` : ''})`);
   for (const [symbol, r] of Object.entries(c.candles))
     if (r.missing || r.duplicates || r.unexpected) out.push(`${symbol}: ${r.missing} missing, ${r.duplicates} duplicated, ${r.unexpected} unexpected`);
   for (const [symbol, r] of Object.entries(c.live)) {
