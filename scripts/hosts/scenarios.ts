@@ -214,7 +214,8 @@ export async function endChecks(
 export function endCheckFailures(c: EndChecks): string[] {
   const out: string[] = [];
   for (const b of c.backfills)
-    if (b.status !== 'done' || b.unitsFailed > 0) out.push(`backfill ${b.id} ${b.status} (${b.unitsDone}/${b.unitsTotal}, ${b.unitsFailed} failed${b.firstError ? `: ${b.firstError}` : ''})`);
+    if (b.status !== 'done' || b.unitsFailed > 0)
+      out.push(`backfill ${b.id} ${b.status} (${b.unitsDone}/${b.unitsTotal}, ${b.unitsFailed} failed${b.firstError ? `: ${b.firstError}` : ''})`);
   for (const [symbol, r] of Object.entries(c.candles))
     if (r.missing || r.duplicates || r.unexpected) out.push(`${symbol}: ${r.missing} missing, ${r.duplicates} duplicated, ${r.unexpected} unexpected`);
   for (const [symbol, r] of Object.entries(c.live)) {
