@@ -180,8 +180,8 @@ export class BudgetGate {
    * Spends a unit's estimated weight from the venue's fixed-window budget in one acquire before its
    * first request (waiting or yielding exactly as a request would), so a unit that fits the window
    * is never refused midway and never repeats requests it already made. Returns the reservation its
-   * requests pass to {@link beforeRequest}; with `tokens` 0 when the grant came from the fallback
-   * share or no fixed window (nothing to bound its validity by: its weight stays spent).
+   * requests pass to {@link beforeRequest}; with `tokens` 0 when the budget has no fixed window
+   * (nothing to bound its validity by: its weight stays spent).
    */
   async reserve(venue: string, weight: number): Promise<BudgetReservation> {
     const untilMs = await this.spend(venue, weight, undefined);
