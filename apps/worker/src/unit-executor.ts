@@ -367,33 +367,17 @@ export class UnitExecutor {
     if (!isTradeSource(adapter)) throw new UnrecoverableError(job.venue, `job ${job.id}: ${job.venue} has no public trades source`);
     let records = 0;
     let holes = 0;
-    let cursor: number | null = null;
-    let unstored: number | null = null;
-    const storeCursor = async (): Promise<void> => {
-      if (unstored === null) return;
-      await this.options.store.jobs.advanceCursor(job.id, unstored);
-      unstored = null;
-    };
-    try {
-      for await (const page of adapter.fetchTrades(job.symbol, from, { signal, ...(untilMs === undefined ? {} : { untilMs }) })) {
-        signal.throwIfAborted();
-        await storeCursor();
-        for (const h of page.holes) {
-          await this.options.store.gaps.record({ jobId: job.id, fromMs: h.fromId, toMs: h.toId + 1, kind: 'trade-ids' }, this.options.clock.now());
-        }
-        if (page.missing) await this.options.store.gaps.record({ jobId: job.id, ...page.missing, kind: 'missing' }, this.options.clock.now());
-        holes += page.holes.length + (page.missing ? 1 : 0);
-        await this.persist(ctx, page.envelopes);
-        records += page.trades.length;
-        cursor = page.cursor;
-        if (advance === 'all-but-last') unstored = cursor;
-        await ctx.heartbeat();
-        signal.throwIfAborted();
+    const pages = adapter.fetchTrades(job.symbol, from, { signal, ...(untilMs === undefined ? {} : { untilMs }) });
+    const cursor = await this.persistPages(ctx, job, pages, advance, async (page) => {
+      for (const h of page.holes) {
+        await this.options.store.gaps.record({ jobId: job.id, fromMs: h.fromId, toMs: h.toId + 1, kind: 'trade-ids' }, this.options.clock.now());
       }
-    } catch (err) {
-      if (!(err instanceof JobLockLostError) && !(signal.reason instanceof JobLockLostError)) await storeCursor().catch(() => undefined);
-      throw err;
-    }
+      if (page.missing) await this.options.store.gaps.record({ jobId: job.id, ...page.missing, kind: 'missing' }, this.options.clock.now());
+      holes += page.holes.length + (page.missing ? 1 : 0);
+      await this.persist(ctx, page.envelopes);
+      records += page.trades.length;
+      return page.cursor;
+    });
     return { records, cursor, holes };
   }
 
@@ -473,10 +457,52 @@ export class UnitExecutor {
   }
 
   /**
-   * Fetches and persists the candle pages of `[fromMs, toMs)`. `advance`: `none` never moves the
-   * job's cursor (backfill chunks); `all-but-last` stores each durable page's cursor once the next
-   * page arrives, or when the pass fails, and leaves the last one to the caller (returned as
-   * `lastOpenTime`), which stores it with the job's completion.
+   * A job's page loop: `onPage` persists a page and returns the job's cursor once it is durable
+   * (null: an empty page). `advance`: `none` never moves the job's cursor (backfill chunks);
+   * `all-but-last` stores each durable page's cursor once the next page arrives, or when the pass
+   * fails, and leaves the last one (returned) to the caller, which stores it with the completion.
+   */
+  private async persistPages<P>(
+    ctx: UnitContext,
+    job: Job,
+    pages: AsyncIterable<P>,
+    advance: 'none' | 'all-but-last',
+    onPage: (page: P) => Promise<number | null>,
+  ): Promise<number | null> {
+    const { signal } = ctx;
+    let last: number | null = null;
+    /** The cursor of the newest durable page, not stored yet. */
+    let unstored: number | null = null;
+    // Cursor only moves forward: the store applies max(cursor, the page's cursor).
+    const storeCursor = async (): Promise<void> => {
+      if (unstored === null) return;
+      await this.options.store.jobs.advanceCursor(job.id, unstored);
+      unstored = null;
+    };
+    try {
+      for await (const page of pages) {
+        // A unit that lost its job lock (the lock aborts the signal) stores no cursor any more.
+        signal.throwIfAborted();
+        await storeCursor();
+        const cursor = await onPage(page);
+        if (cursor === null) continue;
+        last = cursor;
+        if (advance === 'all-but-last') unstored = cursor;
+        await ctx.heartbeat();
+        signal.throwIfAborted();
+      }
+    } catch (err) {
+      // The durable pages keep their progress (as advancing after each page did), unless the unit
+      // lost its job lock: then another unit may own the cursor.
+      if (!(err instanceof JobLockLostError) && !(signal.reason instanceof JobLockLostError)) await storeCursor().catch(() => undefined);
+      throw err;
+    }
+    return last;
+  }
+
+  /**
+   * Fetches and persists the candle pages of `[fromMs, toMs)`; `advance` as {@link persistPages},
+   * the last page's cursor returned as `lastOpenTime`.
    */
   private async collectCandles(
     ctx: UnitContext,
@@ -489,34 +515,13 @@ export class UnitExecutor {
     if (!isCandleSource(adapter)) throw new TransientError(job.venue, `${job.venue} has no candle source`);
     const tf = requireTimeframe(job);
     let records = 0;
-    let lastOpenTime: number | null = null;
-    /** The cursor of the newest durable page, not stored yet. */
-    let unstored: number | null = null;
-    // Cursor only moves forward: the store applies max(cursor, the page's last open time).
-    const storeCursor = async (): Promise<void> => {
-      if (unstored === null) return;
-      await this.options.store.jobs.advanceCursor(job.id, unstored);
-      unstored = null;
-    };
-    try {
-      for await (const page of adapter.fetchCandles(job.symbol, tf, fromMs, toMs, { signal })) {
-        if (page.candles.length === 0) continue;
-        // A unit that lost its job lock (the lock aborts the signal) stores no cursor any more.
-        signal.throwIfAborted();
-        await storeCursor();
-        await this.persist(ctx, page.envelopes);
-        records += page.candles.length;
-        lastOpenTime = page.candles[page.candles.length - 1]!.openTime;
-        if (advance === 'all-but-last') unstored = lastOpenTime;
-        await ctx.heartbeat();
-        signal.throwIfAborted();
-      }
-    } catch (err) {
-      // The durable pages keep their progress (as advancing after each page did), unless the unit
-      // lost its job lock: then another unit may own the cursor.
-      if (!(err instanceof JobLockLostError) && !(signal.reason instanceof JobLockLostError)) await storeCursor().catch(() => undefined);
-      throw err;
-    }
+    const pages = adapter.fetchCandles(job.symbol, tf, fromMs, toMs, { signal });
+    const lastOpenTime = await this.persistPages(ctx, job, pages, advance, async (page) => {
+      if (page.candles.length === 0) return null;
+      await this.persist(ctx, page.envelopes);
+      records += page.candles.length;
+      return page.candles[page.candles.length - 1]!.openTime;
+    });
     return { records, lastOpenTime };
   }
 
