@@ -11,6 +11,7 @@ import {
   ScopedBudgets,
   startConcurrency,
   STATUS_EFFECTS,
+  statusSends,
   StoreOutageFallback,
   WorkerHeartbeat,
 } from '@tickfleet/budget';
@@ -268,6 +269,8 @@ export class FleetWorker {
     const connectors = await this.options.store.connectors.list();
     for (const connector of connectors) {
       if (!this.serves(connector)) continue;
+      // A paused or disabled venue sends nothing more, not even what this worker leased before.
+      if (!statusSends(connector.status)) this.gate?.dropLease(connector.venue);
       const runner = this.runners.get(connector.venue);
       // The beat also tells a restarted fleet (no worker for the venue for aimd.restartAfterMs)
       // apart from one worker restarting: only the former sets the AIMD concurrency back.

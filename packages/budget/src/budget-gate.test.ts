@@ -191,6 +191,34 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('sends nothing of a dropped lease: the next request asks the store, which refuses a paused connector', async () => {
+    const dir = tempDir('tickfleet-gate-drop-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
+      const recorded = new RecordedBudgets(store.budgets);
+      const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      // One after another, each lease spent in its window doubles the next: a lease with weight left.
+      for (let i = 0; i < 5; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+      const leased = (await store.budgets.usage('binance'))!.used;
+      expect(leased).toBeGreaterThan(6);
+      const acquires = recorded.acquires.length;
+      await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+      expect(recorded.acquires).toHaveLength(acquires);
+
+      await store.connectors.setStatus('binance', 'paused');
+      gate.dropLease('binance');
+      const err = await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BudgetExhaustedError);
+      expect(recorded.acquires).toHaveLength(acquires + 1);
+      expect((await store.budgets.usage('binance'))!.used).toBe(leased);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('fails a request heavier than the whole window at once, naming the venue, the weight and the limit', async () => {
     const dir = tempDir('tickfleet-gate-heavy-');
     const store = await openStore(dir.sqliteUrl());

@@ -254,6 +254,14 @@ export class BudgetGate {
     }
   }
 
+  /**
+   * Forgets the venue's lease, so its rest is not sent: the venue's connector no longer sends
+   * (paused or disabled). Its weight stays counted in its window.
+   */
+  dropLease(venue: string): void {
+    this.leases.delete(venue);
+  }
+
   /** Records one answer: latency and status metrics, and a venue-reported usage above the shared count. */
   async afterResponse(info: AfterResponseInfo): Promise<void> {
     const { metrics, budgets } = this.options;
@@ -427,6 +435,7 @@ export class BudgetGate {
 
   /** The unit of a venue its status keeps from sending yields until the status hold ends (`venueHold`). */
   private statusRefusal(venue: string, reason: 'paused' | 'disabled' | 'unknown-venue', retryAtMs: number): BudgetExhaustedError {
+    this.dropLease(venue);
     const hold = venueHold(reason === 'unknown-venue' ? null : reason, null, this.options.clock.now());
     return new BudgetExhaustedError(venue, Math.max(retryAtMs, hold?.untilMs ?? retryAtMs));
   }
