@@ -12,8 +12,6 @@ export const BUDGET_DEFAULTS = Object.freeze({
    * (moving a unit to delayed and back costs more than a short sleep).
    */
   maxInlineWaitMs: 1000,
-  /** CoalescedAcquires: a venue's acquires per event-loop turn sent to the store at once; the rest are spent as one sum. */
-  directPerTurn: 4,
   /** Redis and scoped budgets: how long a connector read from the store is reused (a pause or a new limit applies within this long). */
   connectorCacheMs: 1000,
   /** Redis budgets: how often the Redis server's clock is read again to check this process's clock against it. */

@@ -219,6 +219,41 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('a bad weight fails its own request only; a paused venue refuses every waiting request; venues keep apart', async () => {
+    const dir = tempDir('tickfleet-gate-apart-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      for (const venue of ['binance', 'kraken'])
+        await store.connectors.upsert({ venue, baseUrl: `https://${venue}.example`, rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
+      const recorded = new RecordedBudgets(store.budgets);
+      const gate = new BudgetGate({ budgets: recorded, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      const send = (venue: string, weight: number): Promise<string> =>
+        gate.beforeRequest({ venue, endpoint: 'klines', weight }).then(
+          () => 'ok',
+          (err: unknown) => (err instanceof Error ? err.constructor.name : String(err)),
+        );
+
+      expect(await Promise.all([send('binance', 2), send('binance', 0.5), send('binance', 3), send('kraken', 2)])).toEqual([
+        'ok',
+        'ValidationError',
+        'ok',
+        'ok',
+      ]);
+      expect((await store.budgets.usage('binance'))?.used).toBe(5);
+      expect((await store.budgets.usage('kraken'))?.used).toBe(2);
+      expect(recorded.acquires.every((a) => Number.isInteger(a.weight))).toBe(true);
+
+      await store.connectors.setStatus('kraken', 'paused');
+      gate.dropLease('kraken');
+      expect(await Promise.all([send('kraken', 1), send('kraken', 1), send('kraken', 1)])).toEqual(Array(3).fill('BudgetExhaustedError'));
+      expect((await store.budgets.usage('kraken'))?.used).toBe(2);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('fails a request heavier than the whole window at once, naming the venue, the weight and the limit', async () => {
     const dir = tempDir('tickfleet-gate-heavy-');
     const store = await openStore(dir.sqliteUrl());

@@ -1,9 +1,16 @@
-import { type AfterResponseInfo, type BeforeRequestInfo, BudgetExhaustedError, type Clock, RequestTooHeavyError, StoreUnavailableError } from '@tickfleet/core';
+import {
+  type AfterResponseInfo,
+  type BeforeRequestInfo,
+  BudgetExhaustedError,
+  type Clock,
+  RequestTooHeavyError,
+  StoreUnavailableError,
+  ValidationError,
+} from '@tickfleet/core';
 import type { Logger } from '@tickfleet/telemetry';
 import { CLOCK_SKEW_TOLERANCE_MS } from './acquire-math.js';
 import { BUDGET_DEFAULTS, FALLBACK_DEFAULTS, LEASE_DEFAULTS } from './budget-defaults.js';
 import type { AcquireResult, BudgetsRepo } from './budget-types.js';
-import { CoalescedAcquires } from './coalesced-acquires.js';
 import type { ScopedBudgets } from './scoped-budgets.js';
 import type { FallbackBudget } from './store-outage-fallback.js';
 import { venueHold } from './venue-control/venue-status.js';
@@ -104,8 +111,8 @@ type SpendResult = { ok: true; untilMs?: number } | { ok: false; retryAtMs: numb
  * the unit yields its slot (moves itself to delayed) instead of sleeping in it; a refusal that
  * clears within `maxInlineWaitMs` is waited out in place. After each response, weight the venue
  * reports (`X-MBX-USED-WEIGHT-1M`) raises the shared count, so traffic from other clients on the
- * same IP is accounted for. A venue's acquires of one event-loop turn past the first four are
- * spent as one acquire of their sum ({@link CoalescedAcquires}).
+ * same IP is accounted for. A venue has one store acquire in flight per worker, which asks for
+ * the weight of every request waiting for it: one store write for all of them.
  *
  * Leases (fixed-window budgets): a store acquire may take more than the request's weight, the
  * worker's lease, whose rest later requests spend without the store until the window's guard. The
@@ -140,12 +147,9 @@ export class BudgetGate {
   /** Per venue: measured round trip of the budget's acquires, and latency of the venue's requests. */
   private readonly budgetRtt = new Map<string, LatencyEstimate>();
   private readonly venueLatency = new Map<string, LatencyEstimate>();
-  /** The requests' acquires: of a venue's in one event-loop turn, those past the first four spent as one. */
-  private readonly acquires: CoalescedAcquires;
 
   constructor(private readonly options: BudgetGateOptions) {
     this.maxInlineWaitMs = options.maxInlineWaitMs ?? BUDGET_DEFAULTS.maxInlineWaitMs;
-    this.acquires = new CoalescedAcquires(options.budgets);
   }
 
   /**
@@ -190,6 +194,8 @@ export class BudgetGate {
 
   /** The acquire loop of one spend; resolves the end of the grant's fixed window before its guard (local clock), when known. */
   private async spend(venue: string, weight: number, scope: string | undefined): Promise<number | undefined> {
+    // Checked here: a bad weight must fail its own request, not a lease's ask that sums it with others.
+    if (!Number.isInteger(weight) || weight <= 0) throw new ValidationError('weight', 'a positive integer', weight);
     const { clock, freezes } = this.options;
     // While this request waits for another's acquire or a window's start, its weight counts in the next lease's ask.
     let waits = false;
@@ -334,14 +340,14 @@ export class BudgetGate {
     let sentAtMs = clock.now();
     let r: AcquireResult;
     try {
-      r = await this.acquires.acquire(venue, ask);
+      r = await this.options.budgets.acquire(venue, ask);
       if (!r.ok && (r.reason === 'exhausted' || r.reason === 'too-heavy') && ask > weight) {
         // Less than a lease left in the window (or the waiting requests together weigh more than a
         // whole window): this request's weight alone, and smaller leases.
         this.leaseSize.set(venue, Math.max(1, Math.floor((size ?? 1) / 2)));
         ask = weight;
         sentAtMs = clock.now();
-        r = await this.acquires.acquire(venue, ask);
+        r = await this.options.budgets.acquire(venue, ask);
       }
     } catch (err) {
       return this.unreachable(venue, err);
