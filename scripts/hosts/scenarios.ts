@@ -7,8 +7,8 @@
  * limit, every backfill `done`, live cursors = newest stored.
  */
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
-import { waitFor } from '@tickfleet/testkit';
-import type { CandleCheck, HostProcess, HostTopology } from './topology.js';
+import { waitFor, type CandleReport } from '@tickfleet/testkit';
+import type { HostProcess, HostTopology } from './topology.js';
 
 const MIN = 60_000;
 const DAY = 86_400_000;
@@ -136,8 +136,8 @@ export interface EndChecks {
   waited: { backfillsS: number; liveS: number; readsS: number };
   /** `firstError`: why the first failed chunk failed. */
   backfills: Array<{ id: string; status: string; unitsDone: number; unitsTotal: number; unitsFailed: number; firstError: string | null }>;
-  candles: Record<string, CandleCheck>;
-  live: Record<string, CandleCheck & { cursor: number | null }>;
+  candles: Record<string, CandleReport>;
+  live: Record<string, CandleReport & { cursor: number | null }>;
   /** Requests the emulation counted over its limit since `overLimitBefore`. */
   overLimit: number;
   requests: number;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_SEED, expectedCandles, type Scenario, type VenueStats } from '@tickfleet/mock-venue';
 import { openStore, type StateStore } from '@tickfleet/store';
-import { cliPath, compareCandles, isRunning, repoRoot, waitFor } from '@tickfleet/testkit';
+import { cliPath, compareCandles, isRunning, repoRoot, waitFor, type CandleReport } from '@tickfleet/testkit';
 import { DELAY_PROXY_DEFAULTS } from './delay-proxy.js';
 import { HostNetwork, type NetHost } from './netns.js';
 import { retried, storedOpenTimes } from './store-reads.js';
@@ -330,7 +330,7 @@ export class HostTopology {
   }
 
   /** Stored open times of (venue, symbol, timeframe) in [fromMs, toMs) against the emulation's: missing, duplicated, unexpected. */
-  async candleReport(venue: string, symbol: string, fromMs: number, toMs: number): Promise<CandleCheck> {
+  async candleReport(venue: string, symbol: string, fromMs: number, toMs: number): Promise<CandleReport> {
     const stored = await storedOpenTimes(this.sinkUrl, { venue, symbol, fromMs, toMs });
     const expected = new Set(expectedCandles(venue, symbol, '1m', fromMs, toMs, DEFAULT_SEED).map((c) => c.openTime));
     return compareCandles(stored, expected);
@@ -352,13 +352,4 @@ export class HostTopology {
     this.net.remove();
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-export interface CandleCheck {
-  expected: number;
-  stored: number;
-  missing: number;
-  duplicates: number;
-  unexpected: number;
-  newest: number | null;
 }
