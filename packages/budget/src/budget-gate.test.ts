@@ -160,6 +160,32 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('strands no weight in a window: a lease rest too small for the next request joins its grant', async () => {
+    const dir = tempDir('tickfleet-gate-carry-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 120, periodMs: 60_000, headroom: 1 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      // Leases of 1, 2, 4, 8, 12 (a tenth of the limit), then what the window has left: rests a
+      // request of weight 3 or 2 cannot spend alone. The window ends full but for less than one request.
+      let sent = 0;
+      let refusedWeight = 0;
+      for (let i = 0; refusedWeight === 0; i++) {
+        const weight = i % 2 === 0 ? 3 : 2;
+        await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight }).then(
+          () => (sent += weight),
+          (err: unknown) => (err instanceof BudgetExhaustedError ? (refusedWeight = weight) : Promise.reject(err)),
+        );
+      }
+      expect(120 - sent).toBeLessThan(refusedWeight);
+      expect((await store.budgets.usage('binance'))!.used - sent).toBeLessThan(refusedWeight);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('never fails requests as too heavy because together they weigh more than the window: it asks what the window holds', async () => {
     const dir = tempDir('tickfleet-gate-sum-');
     const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));

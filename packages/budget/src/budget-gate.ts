@@ -325,32 +325,40 @@ export class BudgetGate {
   /**
    * One store acquire for a request the lease does not cover: of the venue's lease size (a fixed
    * window venue's) or, when more, this request's weight and those waiting for it; of the weight
-   * alone when the window has less left. A fixed-window grant becomes the worker's lease, less
-   * this request's weight. A GCRA or sliding-window budget grants the request's weight alone: no
+   * alone when the window has less left. A fixed-window grant becomes the worker's lease, with the
+   * rest of the previous lease in the same window, less this request's weight. A GCRA or sliding-window budget grants the request's weight alone: no
    * window bounds when a lease of it could still be sent.
    */
   private async acquire(venue: string, weight: number): Promise<SpendResult> {
     const { clock, metrics } = this.options;
     const previous = this.leases.get(venue);
+    // The lease's rest, too little for this request (2 left of a lease, a request of weight 3): it
+    // joins this grant if that comes in the same window, instead of staying unspent there.
+    const carried = previous && clock.now() < previous.untilMs ? previous.tokens : 0;
+    // Held out of the lease while the acquire is away, so a lighter request does not spend it too.
+    if (previous) previous.tokens -= carried;
+    const need = weight - carried;
     // Set once the budget granted in fixed windows: before that (and for GCRA or sliding windows) no lease.
     const size = this.leaseSize.get(venue);
     // The requests that waited for the previous acquire go now too: one acquire for all of them.
-    let ask = size === undefined ? weight : Math.max(this.speculative(venue, size), weight + (this.waiting.get(venue) ?? 0));
-    ask = Math.max(weight, Math.min(ask, this.roomLeft(venue)));
+    let ask = size === undefined ? need : Math.max(this.speculative(venue, size), need + (this.waiting.get(venue) ?? 0));
+    ask = Math.max(need, Math.min(ask, this.roomLeft(venue)));
     let sentAtMs = clock.now();
     let r: AcquireResult;
     try {
       r = await this.options.budgets.acquire(venue, ask);
-      if (!r.ok && (r.reason === 'exhausted' || r.reason === 'too-heavy') && ask > weight) {
+      if (!r.ok && (r.reason === 'exhausted' || r.reason === 'too-heavy') && ask > need) {
         // Less than a lease left in the window (or the waiting requests together weigh more than a
-        // whole window): this request's weight alone, and smaller leases.
+        // whole window): what this request still needs alone, and smaller leases.
         this.leaseSize.set(venue, Math.max(1, Math.floor((size ?? 1) / 2)));
-        ask = weight;
+        ask = need;
         sentAtMs = clock.now();
         r = await this.options.budgets.acquire(venue, ask);
       }
     } catch (err) {
       return this.unreachable(venue, err);
+    } finally {
+      if (previous) previous.tokens += carried;
     }
     const receivedAtMs = clock.now();
     estimate(this.budgetRtt, venue).observe(receivedAtMs - sentAtMs);
@@ -374,7 +382,17 @@ export class BudgetGate {
     this.adaptLeaseSize(venue, previous, r.windowStartMs, r.limit);
     // Granted too late to be sent in its window: left spent there (under-using the venue, never over-spending it).
     if (receivedAtMs >= untilMs) return { ok: false, retryAtMs: endLocalMs };
-    this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens: ask - weight, untilMs });
+    let tokens = ask;
+    if (previous && previous === this.leases.get(venue) && previous.windowStartMs === r.windowStartMs) {
+      tokens += previous.tokens;
+      previous.tokens = 0;
+    }
+    // Granted in a new window, where the rest it was to join is not: the request asks again at once.
+    if (tokens < weight) {
+      this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens, untilMs });
+      return { ok: false, retryAtMs: receivedAtMs };
+    }
+    this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens: tokens - weight, untilMs });
     return { ok: true, untilMs };
   }
 
