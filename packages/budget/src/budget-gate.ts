@@ -326,8 +326,9 @@ export class BudgetGate {
    * One store acquire for a request the lease does not cover: of the venue's lease size (a fixed
    * window venue's) or, when more, this request's weight and those waiting for it; of the weight
    * alone when the window has less left. A fixed-window grant becomes the worker's lease, with the
-   * rest of the previous lease in the same window, less this request's weight. A GCRA or sliding-window budget grants the request's weight alone: no
-   * window bounds when a lease of it could still be sent.
+   * rest of the previous lease in the same window, less this request's weight. A GCRA or
+   * sliding-window budget grants the request's weight alone: no window bounds when a lease of it
+   * could still be sent.
    */
   private async acquire(venue: string, weight: number): Promise<SpendResult> {
     const { clock, metrics } = this.options;
