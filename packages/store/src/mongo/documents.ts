@@ -23,9 +23,10 @@ export type ConnectorDoc = Omit<Connector, 'freezeResetMs' | 'bookCooldown' | 'p
 };
 /**
  * `unitToken`/`unitUntil`: the job's unit lock (`JobsRepo.lockUnit`), absent on documents that never had one;
- * `leaseHolder`: who took the lease (`JobsRepo.claimDue`'s holder), absent on documents never claimed with one.
+ * `leaseHolder`: who took the lease (`JobsRepo.claimDue`'s holder), absent on documents never claimed with one;
+ * `claimId`: the claim batch that took the latest lease (found again by it after one `updateMany`).
  */
-export type JobDoc = Job & { _id: string; unitToken?: string | null; unitUntil?: number | null; leaseHolder?: string | null };
+export type JobDoc = Job & { _id: string; unitToken?: string | null; unitUntil?: number | null; leaseHolder?: string | null; claimId?: string };
 /** `rev` orders concurrent recounts of a backfill's chunks (optimistic concurrency). */
 export type BackfillDoc = Backfill & { _id: string; rev?: number };
 /** `_id` is `<backfillId>|<fromMs>`: one document per chunk. */

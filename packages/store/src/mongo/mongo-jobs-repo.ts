@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Filter } from 'mongodb';
 import { type Clock, type Job, type JobInput, JobLockLostError, NotFoundError, ValidationError } from '@tickfleet/core';
 import { type JobCompletion, type JobFilter, type JobLeases, type JobsRepo, UNIT_LOCK_TTL_MS, type UnitLockResult } from '../state-store.js';
@@ -46,10 +47,11 @@ export class MongoJobsRepo implements JobsRepo {
   }
 
   /**
-   * Leases due jobs one `findOneAndUpdate` at a time. Each call is atomic on its document and
-   * re-checks the lease in its filter, so concurrent schedulers can interleave but never get the same
-   * job. Active venues are read first: a connector paused while a claim is running may still lose
-   * that one claim's jobs, but never those of any later claim.
+   * Leases due jobs a batch at a time: one `find` of the batch's ids in claim order, one
+   * `updateMany` that leases those still free (the filter re-checks the lease, so concurrent
+   * schedulers can interleave but never get the same job) and marks them with the batch's id, and
+   * one `find` of what it leased. Active venues are read first: a connector paused while a claim
+   * is running may still lose that claim's jobs, but never those of any later claim.
    */
   async claimDue(nowMs: number, max: number, leaseMs: number, holder?: string): Promise<Job[]> {
     if (!Number.isInteger(max) || max < 0) throw new ValidationError('max', 'a non-negative integer', max);
@@ -57,32 +59,36 @@ export class MongoJobsRepo implements JobsRepo {
     if (max === 0) return [];
     const active = await this.c.connectors.distinct('_id', { status: 'active' });
     if (active.length === 0) return [];
+    const due: Filter<JobDoc> = {
+      enabled: true,
+      venue: { $in: active },
+      nextRunAt: { $lte: nowMs },
+      $or: [{ lockedUntil: null }, { lockedUntil: { $lte: nowMs } }],
+    };
+    const order = { priority: -1, nextRunAt: 1, _id: 1 } as const;
     const claimed: Job[] = [];
     while (claimed.length < max) {
-      const doc = await this.c.jobs.findOneAndUpdate(
+      const want = Math.min(max - claimed.length, CLAIM_BATCH);
+      const ids = (await this.c.jobs.find(due, { projection: { _id: 1 }, sort: order, limit: want }).toArray()).map((d) => d._id);
+      if (ids.length === 0) break;
+      const claimId = randomUUID();
+      await this.c.jobs.updateMany({ ...due, _id: { $in: ids } }, [
         {
-          enabled: true,
-          venue: { $in: active },
-          nextRunAt: { $lte: nowMs },
-          $or: [{ lockedUntil: null }, { lockedUntil: { $lte: nowMs } }],
-        },
-        // An update pipeline: the claimed run also gets the job's unit lock (dueUnitToken of its
-        // nextRunAt, as a long's digits), unless a unit holds it unexpired.
-        [
-          {
-            $set: {
-              lockedUntil: nowMs + leaseMs,
-              leaseHolder: holder ?? null,
-              updatedAt: this.clock.now(),
-              unitToken: { $cond: [lockFree(nowMs), DUE_TOKEN, '$unitToken'] },
-              unitUntil: { $cond: [lockFree(nowMs), nowMs + Math.min(leaseMs, UNIT_LOCK_TTL_MS), '$unitUntil'] },
-            },
+          // The claimed run also gets the job's unit lock (dueUnitToken of its nextRunAt, as a
+          // long's digits), unless a unit holds it unexpired.
+          $set: {
+            lockedUntil: nowMs + leaseMs,
+            leaseHolder: holder ?? null,
+            claimId,
+            updatedAt: this.clock.now(),
+            unitToken: { $cond: [lockFree(nowMs), DUE_TOKEN, '$unitToken'] },
+            unitUntil: { $cond: [lockFree(nowMs), nowMs + Math.min(leaseMs, UNIT_LOCK_TTL_MS), '$unitUntil'] },
           },
-        ],
-        { sort: { priority: -1, nextRunAt: 1, _id: 1 }, returnDocument: 'after' },
-      );
-      if (!doc) break;
-      claimed.push(toJob(doc));
+        },
+      ]);
+      claimed.push(...(await this.c.jobs.find({ _id: { $in: ids }, claimId }, { sort: order }).toArray()).map(toJob));
+      // Fewer due than asked: none is left (those another scheduler took in between are its own).
+      if (ids.length < want) break;
     }
     return claimed;
   }
@@ -244,6 +250,9 @@ export class MongoJobsRepo implements JobsRepo {
 }
 
 /** Aggregation expression of {@link dueUnitToken}: the token a claim hands to the run due at the job's `nextRunAt` (a long's digits). */
+/** Jobs leased per `updateMany` of a claim: bounds the `$in` list each command carries. */
+const CLAIM_BATCH = 1000;
+
 const DUE_TOKEN = { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] };
 /** Aggregation test: the job's unit lock is the one its claim handed to the current run (no unit took it with a token of its own). */
 const HANDED = { $eq: [{ $ifNull: ['$unitToken', null] }, DUE_TOKEN] };

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
+import { systemClock } from '@tickfleet/core';
 import { openStore } from '../open-store.js';
+import { collections } from './documents.js';
+import { MongoJobsRepo } from './mongo-jobs-repo.js';
 import { describeStoreContract } from '../../test/store-contract.js';
 import { describeStreamsContract } from '../../test/streams-contract.js';
 
@@ -73,6 +76,31 @@ describe('mongodb store specifics', () => {
       expect(await store.budgets.acquire('binance', 2)).toMatchObject({ ok: true, used: 2, limit: 2 });
       expect(await store.budgets.acquire('binance', 1)).toMatchObject({ ok: false, reason: 'exhausted' });
       expect(await store.budgets.acquire('nope', 1)).toMatchObject({ ok: false, reason: 'unknown-venue' });
+    } finally {
+      await client.close();
+      await store.close();
+    }
+  });
+
+  it('claims due jobs a batch at a time: a few commands for thousands of jobs, each job leased once', async () => {
+    const prefix = `cl${randomUUID().slice(0, 8)}_`;
+    const store = await openStore(dbUrl(), { collectionPrefix: prefix });
+    const client = new MongoClient(url, { monitorCommands: true });
+    try {
+      await client.connect();
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 1200, periodMs: 60_000 } });
+      for (let i = 0; i < 2500; i++) await store.jobs.upsert({ venue: 'binance', type: 'ohlcv', symbol: `S${i}/USDT`, timeframe: '1m', priority: i % 3 });
+      const jobs = new MongoJobsRepo(collections(client.db(database), prefix), systemClock);
+      const commands: string[] = [];
+      client.on('commandStarted', (e) => commands.push(e.commandName));
+      const claimed = await jobs.claimDue(Date.now(), 2500, 60_000, 'test');
+      expect(new Set(claimed.map((j) => j.id)).size).toBe(2500);
+      // In claim order: priority, then due time and id.
+      expect(claimed.map((j) => j.priority)).toEqual([...claimed.map((j) => j.priority)].sort((a, b) => b - a));
+      // The active venues, then per 1,000 jobs a find of ids, an updateMany and a find (with the
+      // cursor's getMores); one findAndModify per job was 2,500 commands.
+      expect(commands.filter((c) => c !== 'getMore')).toEqual(['distinct', ...Array(3).fill(['find', 'update', 'find']).flat()]);
+      expect(await jobs.claimDue(Date.now(), 10, 60_000, 'test')).toEqual([]);
     } finally {
       await client.close();
       await store.close();
