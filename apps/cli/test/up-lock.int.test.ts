@@ -259,11 +259,12 @@ describe('tickfleet up: one per directory', () => {
   }, 240_000);
 
   it('rotates a role log past --log-max-bytes and keeps three older files, dropping the oldest lines', async () => {
-    const maxBytes = 16_384;
+    // Small files, so a loaded machine's demo fleet fills four of them well within the wait below.
+    const maxBytes = 8192;
     const up = startUp(dir, ['--log-max-bytes', String(maxBytes)], { LOG_LEVEL: 'debug' });
     ups.push(up);
     await waitUp(up);
-    expect(up.out()).toContain('logs:       .tickfleet/logs/{scheduler,worker-N,dashboard}.log (rotated past 16 KiB, 3 older kept)');
+    expect(up.out()).toContain('logs:       .tickfleet/logs/{scheduler,worker-N,dashboard}.log (rotated past 8 KiB, 3 older kept)');
     const logs = join(dir.path, '.tickfleet/logs');
     const firstLine = await waitFor(() => readFileSync(join(logs, 'worker-0.log'), 'utf8').split('\n')[0], "the worker's first line");
     expect(firstLine).toContain('"level"');
@@ -273,7 +274,7 @@ describe('tickfleet up: one per directory', () => {
       () => files().length === 4 && files().every((f) => !readFileSync(join(logs, f), 'utf8').includes(firstLine)),
       "the worker's first lines rotated out",
       {
-        timeoutMs: 120_000,
+        timeoutMs: 240_000,
         intervalMs: 500,
       },
     );
@@ -283,5 +284,5 @@ describe('tickfleet up: one per directory', () => {
       expect(statSync(join(logs, f)).size).toBeGreaterThan(maxBytes);
     }
     expect(await stopUp(up)).toBe(0);
-  }, 240_000);
+  }, 360_000);
 });
