@@ -249,10 +249,10 @@ export class MongoJobsRepo implements JobsRepo {
   }
 }
 
-/** Aggregation expression of {@link dueUnitToken}: the token a claim hands to the run due at the job's `nextRunAt` (a long's digits). */
 /** Jobs leased per `updateMany` of a claim: bounds the `$in` list each command carries. */
 const CLAIM_BATCH = 1000;
 
+/** Aggregation expression of {@link dueUnitToken}: the token a claim hands to the run due at the job's `nextRunAt` (a long's digits). */
 const DUE_TOKEN = { $concat: ['due:', { $toString: { $toLong: '$nextRunAt' } }] };
 /** Aggregation test: the job's unit lock is the one its claim handed to the current run (no unit took it with a token of its own). */
 const HANDED = { $eq: [{ $ifNull: ['$unitToken', null] }, DUE_TOKEN] };
