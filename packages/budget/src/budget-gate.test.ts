@@ -245,6 +245,30 @@ describe('BudgetGate', () => {
     }
   });
 
+  it('drops its lease when the store refuses a paused connector: a lighter request sends none of its rest', async () => {
+    const dir = tempDir('tickfleet-gate-refusal-drop-');
+    const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));
+    const store = await openStore(dir.sqliteUrl(), { clock });
+    try {
+      await store.connectors.upsert({ venue: 'binance', baseUrl: 'https://api.binance.com', rateLimit: { limit: 100, periodMs: 60_000, headroom: 1 } });
+      const gate = new BudgetGate({ budgets: store.budgets, clock, metrics: gateMetrics(), freezes: { frozenForMs: async () => 0 }, maxInlineWaitMs: 0 });
+      for (let i = 0; i < 5; i++) await gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 });
+      const leased = (await store.budgets.usage('binance'))!.used;
+      const rest = leased - 5;
+      expect(rest).toBeGreaterThan(0);
+
+      await store.connectors.setStatus('binance', 'paused');
+      // Heavier than the rest: it asks the store, which refuses the paused connector.
+      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: rest + 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+      // The rest could cover this one; it is gone with the refusal.
+      await expect(gate.beforeRequest({ venue: 'binance', endpoint: 'klines', weight: 1 })).rejects.toBeInstanceOf(BudgetExhaustedError);
+      expect((await store.budgets.usage('binance'))!.used).toBe(leased);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   it('a bad weight fails its own request only; a paused venue refuses every waiting request; venues keep apart', async () => {
     const dir = tempDir('tickfleet-gate-apart-');
     const clock = new ManualClock(Date.UTC(2030, 0, 1, 0, 0, 30));

@@ -383,11 +383,10 @@ export class BudgetGate {
     this.adaptLeaseSize(venue, previous, r.windowStartMs, r.limit);
     // Granted too late to be sent in its window: left spent there (under-using the venue, never over-spending it).
     if (receivedAtMs >= untilMs) return { ok: false, retryAtMs: endLocalMs };
-    let tokens = ask;
-    if (previous && previous === this.leases.get(venue) && previous.windowStartMs === r.windowStartMs) {
-      tokens += previous.tokens;
-      previous.tokens = 0;
-    }
+    // The rest held out above joins a grant in its own window, if its lease was not dropped meanwhile.
+    const joined = previous && previous === this.leases.get(venue) && previous.windowStartMs === r.windowStartMs ? carried : 0;
+    if (joined > 0) previous!.tokens -= joined;
+    const tokens = ask + joined;
     // Granted in a new window, where the rest it was to join is not: the request asks again at once.
     if (tokens < weight) {
       this.leases.set(venue, { windowStartMs: r.windowStartMs, tokens, untilMs });
