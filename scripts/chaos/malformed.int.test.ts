@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { alignDown, lastClosedOpenTime } from '@tickfleet/core';
 import type { VenueStats } from '@tickfleet/mock-venue';
 import { spawnCli, tempDir, waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type CandleReport } from '@tickfleet/testkit/fleet';
-import { healthPort, metricSum } from './fixtures/store-outage.js';
+import { FleetHarness, healthPort, type CandleReport } from '@tickfleet/testkit/fleet';
+import { metricSum } from './fixtures/store-outage.js';
 
 const MIN = 60_000;
 const DAY = 86_400_000;

@@ -1,12 +1,11 @@
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness, type FleetProcess } from '@tickfleet/testkit/fleet';
+import { FleetHarness, workerHealthz, type FleetProcess } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 
 /** The venue's connector status as the worker's `/healthz` reports it (from its latest connector read). */
 async function servedStatus(worker: FleetProcess, venue: string): Promise<string | undefined> {
-  const port = /"healthPort":(\d+)/.exec(worker.output())?.[1];
-  const body = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { venues?: { venue: string; status: string }[] };
+  const body = await workerHealthz<{ venues?: { venue: string; status: string }[] }>(worker);
   return body.venues?.find((v) => v.venue === venue)?.status;
 }
 

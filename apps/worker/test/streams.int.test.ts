@@ -4,7 +4,7 @@ import { binanceBookAtUpdateId, DEFAULT_SEED } from '@tickfleet/mock-venue';
 import { createRedisConnection } from '@tickfleet/queues';
 import { StreamLeases, type StreamHolder } from '@tickfleet/streams';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { FleetHarness, workerHealthz } from '@tickfleet/testkit/fleet';
 
 const PAIRS = ['BTC/USDT', 'ETH/USDT', 'BNB/USDT', 'SOL/USDT', 'XRP/USDT', 'ADA/USDT'];
 const STREAMS = PAIRS.map((p) => `s-${p.split('/')[0]!.toLowerCase()}`);
@@ -81,12 +81,11 @@ describe('fleet: streams held by workers, one SIGKILLed', () => {
         intervalMs: 200,
       });
       // /healthz of the survivor and tickfleet status --json both show the six streams, held by it, with live counters.
-      const port = /"healthPort":(\d+)/.exec(survivor.output())?.[1];
-      const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
+      const health = await workerHealthz<{
         streams: Array<{ name: string; state: string; messages: number; reconnects: number; timeQuality: { skewP50Ms: number | null } }>;
         persistence: { spool: { bytes: number } };
         venues: Array<{ venue: string; cap: number; localConcurrency: number; inflight: number }>;
-      };
+      }>(survivor);
       expect(health.streams.map((h) => h.name).sort()).toEqual([...STREAMS].sort());
       // Its share of binance's cap: ceil(cap / live workers), the killed worker counted until its beat ages out.
       const binance = health.venues.find((v) => v.venue === 'binance')!;

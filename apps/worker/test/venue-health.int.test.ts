@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { waitFor } from '@tickfleet/testkit';
-import { FleetHarness } from '@tickfleet/testkit/fleet';
+import { FleetHarness, workerHealthz } from '@tickfleet/testkit/fleet';
 
 const DAY = 86_400_000;
 
@@ -66,8 +66,7 @@ describe('fleet: the health of an unreachable venue', () => {
     const worker = fleet.spawn('worker', ['worker']);
     await fleet.ready(worker);
     await fleet.ready(scheduler, 'scheduler started');
-    const port = /"healthPort":(\d+)/.exec(worker.output())?.[1];
-    const healthz = async (): Promise<Healthz> => (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as Healthz;
+    const healthz = (): Promise<Healthz> => workerHealthz<Healthz>(worker);
     const statusJson = async (): Promise<StatusJson> => JSON.parse(await fleet.ok('status', '--json')) as StatusJson;
     const binanceOf = (s: StatusJson) => s.venues.find((v) => v.venue === 'binance')!;
 

@@ -28,6 +28,18 @@ export function warningLines(output: string): string[] {
   return output.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));
 }
 
+/** The health port a worker printed in its `worker ready` line. */
+export function healthPort(proc: FleetProcess): number {
+  const m = /"healthPort":(\d+)/.exec(proc.output());
+  if (!m) throw new Error(`${proc.name} printed no health port`);
+  return Number(m[1]);
+}
+
+/** A ready worker's `/healthz` body. */
+export async function workerHealthz<T>(proc: FleetProcess): Promise<T> {
+  return (await (await fetch(`http://127.0.0.1:${healthPort(proc)}/healthz`)).json()) as T;
+}
+
 /**
  * A real fleet for end-to-end tests: a private redis-server, the venue emulations over HTTP,
  * SQLite store and sink files in a temp dir, one Redis key prefix per test, and `tickfleet`
